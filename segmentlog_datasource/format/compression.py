@@ -1,0 +1,175 @@
+"""Compression codecs as Kafka frames them.
+
+Codec ids are the low three attribute bits shared by every magic: 0 none, 1 gzip,
+2 snappy, 3 lz4, 4 zstd. Snappy is written in the xerial block framing Kafka's Java
+client uses and read in that framing or as a raw snappy block. LZ4 is the LZ4 frame
+format; magic 0 messages carry the frame-header checksum computed the old (wrong)
+way, which is accepted when reading.
+"""
+import gzip
+import io
+import struct
+import zlib
+
+from .errors import UnsupportedFormatError
+
+NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
+CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
+CODEC_IDS = {name: cid for cid, name in CODEC_NAMES.items()}
+
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER = struct.Struct(">8sii")
+_XERIAL_BLOCK_SIZE = 32 * 1024  # what Kafka's SnappyOutputStream uses
+_LZ4_FRAME_MAGIC = b"\x04\x22\x4d\x18"
+
+
+def codec_name(codec_id: int) -> str:
+    try:
+        return CODEC_NAMES[codec_id]
+    except KeyError:
+        raise UnsupportedFormatError(f"unknown compression codec id {codec_id}") from None
+
+
+def decompress(codec_id: int, data) -> bytes:
+    if codec_id == GZIP:
+        return _gunzip(data)
+    if codec_id == SNAPPY:
+        return _snappy_decompress(data)
+    if codec_id == LZ4:
+        return _lz4_decompress(data)
+    if codec_id == ZSTD:
+        return _zstd_decompress(data)
+    if codec_id == NONE:
+        return bytes(data)
+    raise UnsupportedFormatError(f"unknown compression codec id {codec_id}")
+
+
+def compress(codec_id: int, data, level=None) -> bytes:
+    if codec_id == NONE:
+        return bytes(data)
+    if codec_id == GZIP:
+        return gzip.compress(data, compresslevel=6 if level is None else level, mtime=0)
+    if codec_id == SNAPPY:
+        return _snappy_compress_xerial(data)
+    if codec_id == LZ4:
+        import lz4.frame
+
+        # Kafka's LZ4 stream: 64 KiB independent blocks, no content size.
+        return lz4.frame.compress(
+            data,
+            block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+            block_linked=False,
+            content_checksum=False,
+            compression_level=0 if level is None else level,
+        )
+    if codec_id == ZSTD:
+        import zstandard
+
+        return zstandard.ZstdCompressor(level=3 if level is None else level).compress(data)
+    raise UnsupportedFormatError(f"unknown compression codec id {codec_id}")
+
+
+def _gunzip(data) -> bytes:
+    # wbits 47 = auto-detect gzip/zlib header; a member may be followed by padding.
+    decompressor = zlib.decompressobj(47)
+    out = decompressor.decompress(data)
+    out += decompressor.flush()
+    if not decompressor.eof:
+        raise zlib.error("gzip stream is truncated")
+    return out
+
+
+def _snappy():
+    try:
+        import cramjam
+    except ImportError:  # pragma: no cover
+        raise UnsupportedFormatError(
+            "snappy-compressed data needs the 'cramjam' package: pip install segmentlog[snappy]"
+        ) from None
+    return cramjam.snappy
+
+
+def _snappy_decompress(data) -> bytes:
+    snappy = _snappy()
+    view = memoryview(data)
+    if bytes(view[:8]) != _XERIAL_MAGIC:
+        return bytes(snappy.decompress_raw(bytes(view)))
+    out = bytearray()
+    pos = _XERIAL_HEADER.size
+    end = len(view)
+    while pos < end:
+        if pos + 4 > end:
+            raise zlib.error("xerial snappy block header is truncated")
+        (length,) = struct.unpack_from(">i", view, pos)
+        pos += 4
+        if length < 0 or pos + length > end:
+            raise zlib.error(f"xerial snappy block of {length} bytes runs past the data")
+        out += snappy.decompress_raw(bytes(view[pos : pos + length]))
+        pos += length
+    return bytes(out)
+
+
+def _snappy_compress_xerial(data) -> bytes:
+    snappy = _snappy()
+    out = io.BytesIO()
+    out.write(_XERIAL_HEADER.pack(_XERIAL_MAGIC, 1, 1))
+    view = memoryview(data)
+    for start in range(0, len(view), _XERIAL_BLOCK_SIZE):
+        block = bytes(snappy.compress_raw(bytes(view[start : start + _XERIAL_BLOCK_SIZE])))
+        out.write(struct.pack(">i", len(block)))
+        out.write(block)
+    return out.getvalue()
+
+
+def _lz4_decompress(data) -> bytes:
+    import lz4.frame
+
+    try:
+        return lz4.frame.decompress(bytes(data))
+    except RuntimeError:
+        # Magic-0 messages carry a frame-header checksum Kafka computed over the magic
+        # number too; decode the blocks directly, which needs no header checksum.
+        return _lz4_decompress_blocks(memoryview(data))
+
+
+def _lz4_decompress_blocks(view) -> bytes:
+    import lz4.block
+
+    if bytes(view[:4]) != _LZ4_FRAME_MAGIC:
+        raise zlib.error("not an LZ4 frame (bad magic number)")
+    flags = view[4]
+    block_max = {4: 1 << 16, 5: 1 << 18, 6: 1 << 20, 7: 1 << 22}.get((view[5] >> 4) & 7)
+    if block_max is None:
+        raise zlib.error("LZ4 frame names an unknown block size")
+    if not flags & 0x20:
+        raise zlib.error("LZ4 frame with linked blocks and an invalid header checksum")
+    pos = 6 + (8 if flags & 0x08 else 0) + 1  # descriptor, optional content size, checksum
+    has_block_checksum = bool(flags & 0x10)
+    out = bytearray()
+    while True:
+        if pos + 4 > len(view):
+            raise zlib.error("LZ4 frame is truncated")
+        (size,) = struct.unpack_from("<I", view, pos)
+        pos += 4
+        if size == 0:
+            break
+        stored = bool(size & 0x80000000)
+        size &= 0x7FFFFFFF
+        block = bytes(view[pos : pos + size])
+        if len(block) != size:
+            raise zlib.error("LZ4 block runs past the data")
+        pos += size + (4 if has_block_checksum else 0)
+        out += block if stored else lz4.block.decompress(block, uncompressed_size=block_max)
+    return bytes(out)
+
+
+def _zstd_decompress(data) -> bytes:
+    try:
+        import zstandard
+    except ImportError:  # pragma: no cover
+        raise UnsupportedFormatError(
+            "zstd-compressed data needs the 'zstandard' package: pip install segmentlog[zstd]"
+        ) from None
+    # Kafka's streaming encoder does not record the content size, so stream it out.
+    decompressor = zstandard.ZstdDecompressor().decompressobj()
+    return decompressor.decompress(bytes(data)) + decompressor.flush()

@@ -1,0 +1,246 @@
+"""The partition-log view: topic-partition directories, their segments, and lookups.
+
+A log dir holds `<topic>-<partition>` directories; a partition directory holds segments
+named by their base offset (`%020d.log`) with `.index`, `.timeindex` and `.txnindex`
+beside them. Everything else Kafka leaves there is recognised and skipped.
+"""
+import bisect
+import os
+import re
+import struct
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+
+from .errors import CorruptLogError, SegmentLogError
+from .indexes import AbortedTransaction, OffsetIndex, TimeIndex, read_transaction_index
+from .records import LOG_OVERHEAD, V2_HEADER_SIZE, BatchHeader, read_entry_header
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
+# Files of interrupted or pending Kafka operations: never data to read.
+PENDING_SUFFIXES = (".deleted", ".cleaned", ".swap")
+KNOWN_FILES = {"leader-epoch-checkpoint", "partition.metadata"}
+PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+HEADER_READ_SIZE = V2_HEADER_SIZE
+
+
+def segment_file_name(base_offset: int, suffix: str = LOG_SUFFIX) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir_name(name: str) -> Optional[Tuple[str, int]]:
+    match = PARTITION_DIR.match(name)
+    if not match:
+        return None
+    return match.group("topic"), int(match.group("partition"))
+
+
+@dataclass
+class Segment:
+    directory: str
+    base_offset: int
+    size: int  # bytes in the .log file when the partition was opened
+    _offset_index: Optional[OffsetIndex] = field(default=None, repr=False)
+    _time_index: Optional[TimeIndex] = field(default=None, repr=False)
+
+    @property
+    def log_path(self) -> str:
+        return os.path.join(self.directory, segment_file_name(self.base_offset, LOG_SUFFIX))
+
+    @property
+    def index_path(self) -> str:
+        return os.path.join(self.directory, segment_file_name(self.base_offset, INDEX_SUFFIX))
+
+    @property
+    def time_index_path(self) -> str:
+        return os.path.join(self.directory, segment_file_name(self.base_offset, TIME_INDEX_SUFFIX))
+
+    @property
+    def txn_index_path(self) -> str:
+        return os.path.join(self.directory, segment_file_name(self.base_offset, TXN_INDEX_SUFFIX))
+
+    @property
+    def offset_index(self) -> OffsetIndex:
+        if self._offset_index is None:
+            self._offset_index = OffsetIndex.load(self.index_path, self.base_offset, self.size)
+        return self._offset_index
+
+    @property
+    def time_index(self) -> TimeIndex:
+        if self._time_index is None:
+            self._time_index = TimeIndex.load(self.time_index_path, self.base_offset)
+        return self._time_index
+
+    def aborted_transactions(self) -> List[AbortedTransaction]:
+        return read_transaction_index(self.txn_index_path)
+
+    def iter_headers(self, start_position: int = 0, allow_torn_tail: bool = False
+                     ) -> Iterator[BatchHeader]:
+        """Batch headers from `start_position` on, reading only the header bytes."""
+        with open(self.log_path, "rb") as handle:
+            yield from iter_file_headers(handle, self.log_path, start_position, self.size,
+                                         allow_torn_tail)
+
+
+def iter_file_headers(handle, path, position: int, end: int, allow_torn_tail: bool
+                      ) -> Iterator[BatchHeader]:
+    fd = handle.fileno()
+    while position < end:
+        head = os.pread(fd, HEADER_READ_SIZE, position)
+        header = read_entry_header(head, 0, position, path, remaining=end - position)
+        if header is None:
+            if allow_torn_tail:
+                return
+            raise CorruptLogError(
+                path, position,
+                f"batch runs past the end of the segment ({end - position} bytes remain)",
+            )
+        yield header
+        position += header.size
+
+
+class PartitionLog:
+    """One `<topic>-<partition>` directory: its segments in base-offset order."""
+
+    def __init__(self, directory: str, topic: str, partition: int, segments: List[Segment]):
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        self.segments = segments
+        self._base_offsets = [s.base_offset for s in segments]
+
+    @classmethod
+    def open(cls, directory: str) -> "PartitionLog":
+        directory = os.path.abspath(directory)
+        parsed = parse_partition_dir_name(os.path.basename(directory.rstrip(os.sep)))
+        if parsed is None:
+            raise SegmentLogError(
+                f"{directory}: not a partition directory (expected <topic>-<partition>)"
+            )
+        topic, partition = parsed
+        segments = []
+        for name in sorted(os.listdir(directory)):
+            match = SEGMENT_NAME.match(name)
+            if match:
+                if match.group(2) == "log":
+                    path = os.path.join(directory, name)
+                    segments.append(Segment(directory, int(match.group(1)), os.path.getsize(path)))
+                continue
+            if name in KNOWN_FILES or name.endswith(PENDING_SUFFIXES) or name.endswith("-checkpoint"):
+                continue
+            if name.endswith(LOG_SUFFIX):
+                raise SegmentLogError(
+                    f"{os.path.join(directory, name)}: segment file name is not a 20-digit "
+                    f"base offset followed by .log"
+                )
+        segments.sort(key=lambda s: s.base_offset)
+        return cls(directory, topic, partition, segments)
+
+    def __repr__(self):
+        return f"PartitionLog({self.topic!r}, {self.partition}, {len(self.segments)} segments)"
+
+    @property
+    def topic_partition(self) -> Tuple[str, int]:
+        return self.topic, self.partition
+
+    def is_last(self, segment: Segment) -> bool:
+        return bool(self.segments) and segment is self.segments[-1]
+
+    def segment_index_for(self, offset: int) -> int:
+        """Index of the segment that would hold `offset` (the last with base <= offset)."""
+        return max(0, bisect.bisect_right(self._base_offsets, offset) - 1)
+
+    @property
+    def start_offset(self) -> int:
+        return self.segments[0].base_offset if self.segments else 0
+
+    def end_offset(self) -> int:
+        """Log end offset: one past the last complete batch of the last segment."""
+        for segment in reversed(self.segments):
+            index = segment.offset_index
+            start_offset, start = index.lookup(2**63 - 1) if len(index) else (segment.base_offset, 0)
+            last = None
+            for header in segment.iter_headers(start, allow_torn_tail=self.is_last(segment)):
+                last = header
+            if last is not None:
+                return last.last_offset + 1
+            if start:
+                return start_offset + 1
+        return self.start_offset
+
+    def aborted_transactions(self) -> List[AbortedTransaction]:
+        aborted = []
+        for segment in self.segments:
+            aborted.extend(segment.aborted_transactions())
+        return aborted
+
+    def last_stable_offset(self) -> int:
+        """First offset of the earliest transaction still open at the end of the log."""
+        open_since: Dict[int, int] = {}
+        end = self.start_offset
+        for segment in self.segments:
+            for header in segment.iter_headers(0, allow_torn_tail=self.is_last(segment)):
+                end = header.last_offset + 1
+                if not header.is_transactional:
+                    continue
+                if header.is_control:
+                    open_since.pop(header.producer_id, None)
+                else:
+                    open_since.setdefault(header.producer_id, header.base_offset)
+        return min(open_since.values(), default=end)
+
+    def offset_for_timestamp(self, timestamp: int) -> Optional[int]:
+        """Earliest offset whose record timestamp is >= `timestamp`, found as Kafka finds it.
+
+        The first segment whose largest timestamp reaches the target is searched from the
+        time index entry below the target; None when no record is that recent.
+        """
+        from .scan import first_offset_at_or_after_time
+
+        for segment in self.segments:
+            max_ts = segment.time_index.max_timestamp
+            if not self.is_last(segment) and max_ts is not None and max_ts < timestamp:
+                continue
+            found = first_offset_at_or_after_time(self, segment, timestamp)
+            if found is not None:
+                return found
+        return None
+
+
+def discover_partitions(paths: Iterable[str]) -> List[PartitionLog]:
+    """Partition logs under each path: a log dir, or a partition directory itself."""
+    found: Dict[Tuple[str, int], PartitionLog] = {}
+    for path in paths:
+        path = os.path.abspath(path)
+        if not os.path.isdir(path):
+            raise SegmentLogError(f"{path}: no such directory")
+        candidates = []
+        if parse_partition_dir_name(os.path.basename(path)) and _holds_segments(path):
+            candidates.append(path)
+        else:
+            for name in sorted(os.listdir(path)):
+                child = os.path.join(path, name)
+                if os.path.isdir(child) and parse_partition_dir_name(name):
+                    candidates.append(child)
+        for directory in candidates:
+            log = PartitionLog.open(directory)
+            if log.topic_partition in found:
+                raise SegmentLogError(
+                    f"topic {log.topic!r} partition {log.partition} appears twice: "
+                    f"{found[log.topic_partition].directory} and {directory}"
+                )
+            found[log.topic_partition] = log
+    return sorted(found.values(), key=lambda log: (log.topic, log.partition))
+
+
+def _holds_segments(path: str) -> bool:
+    return any(SEGMENT_NAME.match(name) for name in os.listdir(path)) or not any(
+        os.path.isdir(os.path.join(path, name)) for name in os.listdir(path)
+    )

@@ -1,0 +1,200 @@
+"""Reading a byte range of one segment into Arrow record batches.
+
+The scan walks batches from a start position (a batch boundary found through the
+offset index), verifies checksums, hides control batches and, for read_committed,
+aborted transactional batches, and keeps the records inside an offset range.
+"""
+import bisect
+import mmap
+import os
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Optional
+
+import pyarrow as pa
+
+from .columns import RecordAccumulator
+from .errors import CorruptLogError
+from .indexes import AbortedTransaction
+from .records import (
+    BatchHeader, batch_records_payload, decode_legacy_message, read_entry_header, verify_checksum,
+)
+
+MAX_OFFSET = 2**63 - 1
+
+
+@dataclass
+class ScanOptions:
+    verify_checksums: bool = True
+    include_headers: bool = False
+    max_batch_rows: int = 10_000
+    max_batch_bytes: int = 64 << 20
+    use_fast_path: bool = True
+
+
+class TransactionFilter:
+    """Visibility for read_committed: aborted transactional batches and the LSO cut."""
+
+    def __init__(self, aborted: Iterable[AbortedTransaction], last_stable_offset: int):
+        self.last_stable_offset = last_stable_offset
+        ranges: Dict[int, List] = {}
+        for txn in aborted:
+            ranges.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+        self._firsts = {}
+        self._lasts = {}
+        for pid, spans in ranges.items():
+            spans.sort()
+            self._firsts[pid] = [first for first, _ in spans]
+            self._lasts[pid] = [last for _, last in spans]
+
+    def is_aborted(self, header: BatchHeader) -> bool:
+        firsts = self._firsts.get(header.producer_id)
+        if not firsts:
+            return False
+        i = bisect.bisect_right(firsts, header.base_offset) - 1
+        return i >= 0 and header.base_offset <= self._lasts[header.producer_id][i]
+
+
+def make_accumulator(options: ScanOptions):
+    if options.use_fast_path:
+        try:
+            from .fast import FastRecordAccumulator
+        except ImportError:
+            pass
+        else:
+            return FastRecordAccumulator(options.include_headers)
+    return RecordAccumulator(options.include_headers)
+
+
+class _MappedLog:
+    """The first `size` bytes of a segment file, mapped read-only."""
+
+    def __init__(self, path: str, size: int):
+        self.path = path
+        self._file = open(path, "rb")
+        actual = os.fstat(self._file.fileno()).st_size
+        if actual < size:
+            self._file.close()
+            raise CorruptLogError(
+                path, actual, f"segment shrank to {actual} bytes after planning saw {size}"
+            )
+        self._map = mmap.mmap(self._file.fileno(), size, access=mmap.ACCESS_READ) if size else None
+        self.view = memoryview(self._map) if self._map is not None else memoryview(b"")
+
+    def close(self):
+        self._file.close()
+        try:
+            self.view.release()
+            if self._map is not None:
+                self._map.close()
+        except BufferError:
+            pass  # slices are still referenced; the mapping goes when they do
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def iter_segment_batches(path: str, size: int, start_position: int, end_position: int,
+                         allow_torn_tail: bool, verify_checksums: bool = True,
+                         view=None) -> Iterator[tuple]:
+    """(header, view) for each entry starting in [start_position, end_position)."""
+    owned = None
+    if view is None:
+        owned = _MappedLog(path, size)
+        view = owned.view
+    try:
+        pos = start_position
+        end_position = min(end_position, size)
+        while pos < end_position:
+            header = read_entry_header(view, pos, pos, path, remaining=size - pos)
+            if header is None:
+                if allow_torn_tail:
+                    return
+                raise CorruptLogError(
+                    path, pos,
+                    f"batch runs past the end of the segment ({size - pos} bytes remain) "
+                    "and this is not the last segment",
+                )
+            if verify_checksums:
+                verify_checksum(view, pos, header, path)
+            yield header, view
+            pos += header.size
+    finally:
+        if owned is not None:
+            owned.close()
+
+
+def scan_segment(topic: str, partition: int, path: str, size: int, start_position: int,
+                 end_position: int, min_offset: int, end_offset: int, allow_torn_tail: bool,
+                 options: ScanOptions, transactions: Optional[TransactionFilter] = None
+                 ) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of the records with min_offset <= offset < end_offset in the range."""
+    if transactions is not None:
+        end_offset = min(end_offset, transactions.last_stable_offset)
+    accumulator = make_accumulator(options)
+    verify = options.verify_checksums
+    with _MappedLog(path, size) as mapped:
+        for header, view in iter_segment_batches(path, size, start_position, end_position,
+                                                 allow_torn_tail, False, mapped.view):
+            if header.last_offset < min_offset:
+                continue
+            if header.magic == 2 and header.base_offset >= end_offset:
+                break
+            if verify:
+                verify_checksum(view, header.position, header, path)
+            if header.magic == 2:
+                if header.is_control or not header.record_count:
+                    continue
+                if transactions is not None and header.is_transactional and \
+                        transactions.is_aborted(header):
+                    continue
+                data = batch_records_payload(view, header.position, header, path)
+                accumulator.add_v2_batch(data, header.record_count, header, min_offset,
+                                         end_offset, path)
+            else:
+                decode_legacy_message(view, header.position, header, accumulator, min_offset,
+                                      end_offset, verify, path)
+            if len(accumulator) >= options.max_batch_rows or \
+                    accumulator.payload_bytes >= options.max_batch_bytes:
+                yield accumulator.take(topic, partition)
+            if header.last_offset >= end_offset - 1:
+                break
+    if len(accumulator):
+        yield accumulator.take(topic, partition)
+
+
+def first_offset_at_or_after_time(log, segment, timestamp: int) -> Optional[int]:
+    """In one segment, the offset of the first record with timestamp >= `timestamp`."""
+    _, indexed_offset = segment.time_index.lookup(timestamp)
+    _, position = segment.offset_index.lookup(indexed_offset)
+    finder = _FirstAtOrAfter(timestamp)
+    for header, view in iter_segment_batches(segment.log_path, segment.size, position,
+                                             segment.size, log.is_last(segment)):
+        if header.max_timestamp < timestamp and header.magic != 1:
+            continue
+        if header.magic == 2:
+            if not header.record_count:
+                continue
+            data = batch_records_payload(view, header.position, header, segment.log_path)
+            from .records import decode_v2_records
+
+            decode_v2_records(data, header.record_count, header, finder, 0, MAX_OFFSET,
+                              segment.log_path)
+        else:
+            decode_legacy_message(view, header.position, header, finder, 0, MAX_OFFSET,
+                                  False, segment.log_path)
+        if finder.offset is not None:
+            return finder.offset
+    return None
+
+
+class _FirstAtOrAfter:
+    def __init__(self, timestamp):
+        self.timestamp = timestamp
+        self.offset = None
+
+    def add(self, offset, timestamp, *_):
+        if self.offset is None and timestamp >= self.timestamp:
+            self.offset = offset
