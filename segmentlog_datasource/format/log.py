@@ -227,7 +227,9 @@ def discover_partitions(paths: Iterable[str]) -> List[PartitionLog]:
         else:
             for name in sorted(os.listdir(path)):
                 child = os.path.join(path, name)
-                if os.path.isdir(child) and parse_partition_dir_name(name):
+                # Dot-prefixed directories are staging areas of unfinished writes.
+                if not name.startswith(".") and os.path.isdir(child) and \
+                        parse_partition_dir_name(name):
                     candidates.append(child)
         for directory in candidates:
             log = PartitionLog.open(directory)

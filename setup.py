@@ -1,0 +1,70 @@
+"""segmentlog: read and write Apache Kafka segment logs as a PySpark data source."""
+import os
+import sys
+
+from setuptools import Extension, find_packages, setup
+from setuptools.command.build_ext import build_ext
+
+
+class OptionalBuildExt(build_ext):
+    """Build the compiled decoder when a C compiler is there; the pure-Python twin otherwise."""
+
+    def run(self):
+        try:
+            super().run()
+        except Exception as exc:  # no compiler: the package still works, only slower
+            sys.stderr.write(f"segmentlog: compiled fast path not built ({exc}); using pure Python\n")
+
+    def build_extension(self, ext):
+        try:
+            super().build_extension(ext)
+        except Exception as exc:
+            sys.stderr.write(f"segmentlog: could not build {ext.name} ({exc}); using pure Python\n")
+
+
+FAST_SOURCE = os.path.join("segmentlog_datasource", "format", "_fastrecords.c")
+ext_modules = []
+if os.path.exists(FAST_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
+    ext_modules.append(
+        Extension(
+            "segmentlog_datasource.format._fastrecords",
+            sources=[FAST_SOURCE],
+            extra_compile_args=["-O3"],
+        )
+    )
+
+setup(
+    name="segmentlog",
+    version="0.1.0",
+    description="Read and write Apache Kafka segment-log directories with Spark, no broker needed",
+    long_description=open("README.md", encoding="utf-8").read() if os.path.exists("README.md") else "",
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["segmentlog_datasource", "segmentlog_datasource.*",
+                                    "writer", "writer.*"]),
+    # Spark discovers Python data sources from top-level modules named pyspark_*.
+    py_modules=["pyspark_segmentlog"],
+    ext_modules=ext_modules,
+    cmdclass={"build_ext": OptionalBuildExt},
+    install_requires=[
+        "pyspark>=4.3",
+        "pyarrow>=15",
+        "numpy>=1.24",
+        "crcmod>=1.7",
+        "lz4>=4.0",
+    ],
+    extras_require={
+        "zstd": ["zstandard>=0.22"],
+        "snappy": ["cramjam>=2.8"],
+        "fast": ["crc32c>=2.4"],
+        "all": ["zstandard>=0.22", "cramjam>=2.8", "crc32c>=2.4"],
+        "test": [
+            "pytest>=8",
+            "kafka-python>=2.0.2",
+            "zstandard>=0.22",
+            "cramjam>=2.8",
+            "crc32c>=2.4",
+            "pandas>=2.0",
+        ],
+    },
+)
