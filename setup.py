@@ -50,6 +50,7 @@ setup(
         "pyspark>=4.3",
         "pyarrow>=15",
         "numpy>=1.24",
+        "pandas>=2.2,<3",  # PySpark 4.3 supports pandas 2 only; its Arrow paths import it
         "crcmod>=1.7",
         "lz4>=4.0",
     ],
@@ -64,7 +65,6 @@ setup(
             "zstandard>=0.22",
             "cramjam>=2.8",
             "crc32c>=2.4",
-            "pandas>=2.0",
         ],
     },
 )

@@ -49,6 +49,7 @@ def spark():
         SparkSession.builder.master("local[2]")
         .appName("segmentlog-tests")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.driver.memory", "2g")
         .getOrCreate()

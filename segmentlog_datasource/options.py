@@ -1,0 +1,258 @@
+"""Option parsing for the segmentlog source, named as in Spark's Kafka source.
+
+Every value that makes no sense raises OptionError naming the option and the forms it
+accepts.
+"""
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+EARLIEST, LATEST = -2, -1
+TopicPartition = Tuple[str, int]
+
+
+class OptionError(ValueError):
+    """An option value the source cannot use."""
+
+    def __init__(self, option: str, value, accepted: str):
+        self.option = option
+        super().__init__(f"option {option!r}: invalid value {value!r}; accepted: {accepted}")
+
+
+def _get(options, name):
+    # Spark passes options case-insensitively; be robust to plain dicts too.
+    if name in options:
+        return options[name]
+    lowered = name.lower()
+    for key in options:
+        if key.lower() == lowered:
+            return options[key]
+    return None
+
+
+def parse_bool(options, name: str, default: bool) -> bool:
+    raw = _get(options, name)
+    if raw is None:
+        return default
+    text = str(raw).strip().lower()
+    if text in ("true", "false"):
+        return text == "true"
+    raise OptionError(name, raw, "true or false")
+
+
+def parse_positive_int(options, name: str, default: Optional[int]) -> Optional[int]:
+    raw = _get(options, name)
+    if raw is None:
+        return default
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise OptionError(name, raw, "a positive integer") from None
+    if value <= 0:
+        raise OptionError(name, raw, "a positive integer")
+    return value
+
+
+def _parse_json_object(name: str, raw: str, accepted: str) -> dict:
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        raise OptionError(name, raw, accepted) from None
+    if not isinstance(value, dict):
+        raise OptionError(name, raw, accepted)
+    return value
+
+
+@dataclass
+class TopicSelection:
+    """Which topic-partitions to read: subscribe, subscribePattern, assign, or all."""
+
+    topics: Optional[List[str]] = None
+    pattern: Optional["re.Pattern"] = None
+    assigned: Optional[List[TopicPartition]] = None
+
+    def matches(self, topic: str, partition: int) -> bool:
+        if self.topics is not None:
+            return topic in self.topics
+        if self.pattern is not None:
+            return self.pattern.fullmatch(topic) is not None
+        if self.assigned is not None:
+            return (topic, partition) in self.assigned
+        return True
+
+
+def parse_topic_selection(options) -> TopicSelection:
+    given = [name for name in ("subscribe", "subscribePattern", "assign") if _get(options, name)]
+    if len(given) > 1:
+        raise OptionError(
+            given[1], _get(options, given[1]),
+            "only one of 'subscribe', 'subscribePattern' and 'assign' (found "
+            + ", ".join(repr(g) for g in given) + ")",
+        )
+    if not given:
+        return TopicSelection()
+    name = given[0]
+    raw = _get(options, name)
+    if name == "subscribe":
+        topics = [t.strip() for t in raw.split(",") if t.strip()]
+        if not topics:
+            raise OptionError(name, raw, "a comma-separated list of topic names")
+        return TopicSelection(topics=topics)
+    if name == "subscribePattern":
+        try:
+            return TopicSelection(pattern=re.compile(raw))
+        except re.error as exc:
+            raise OptionError(name, raw, f"a regular expression ({exc})") from None
+    accepted = 'JSON like {"topicA":[0,1],"topicB":[2,4]}'
+    spec = _parse_json_object(name, raw, accepted)
+    assigned = []
+    for topic, partitions in spec.items():
+        if not isinstance(partitions, list) or not all(
+            isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in partitions
+        ):
+            raise OptionError(name, raw, accepted)
+        assigned.extend((topic, p) for p in partitions)
+    return TopicSelection(assigned=assigned)
+
+
+@dataclass
+class OffsetSpec:
+    """A starting or ending position: earliest/latest, per-partition offsets or timestamps."""
+
+    kind: str  # "earliest" | "latest" | "offsets" | "timestamp" | "timestamps"
+    offsets: Dict[TopicPartition, int] = field(default_factory=dict)
+    timestamp: Optional[int] = None
+
+
+def _parse_partition_map(name: str, raw: str, accepted: str, allowed_special) -> Dict:
+    spec = _parse_json_object(name, raw, accepted)
+    result = {}
+    for topic, partitions in spec.items():
+        if not isinstance(partitions, dict):
+            raise OptionError(name, raw, accepted)
+        for partition, value in partitions.items():
+            try:
+                partition_number = int(partition)
+            except ValueError:
+                raise OptionError(name, raw, accepted) from None
+            if isinstance(value, bool) or not isinstance(value, int) or partition_number < 0:
+                raise OptionError(name, raw, accepted)
+            if value < 0 and value not in allowed_special:
+                raise OptionError(name, raw, accepted)
+            result[(topic, partition_number)] = value
+    return result
+
+
+def _parse_timestamp(name: str, raw) -> int:
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise OptionError(name, raw, "a timestamp in epoch milliseconds") from None
+    if value < 0:
+        raise OptionError(name, raw, "a timestamp in epoch milliseconds (>= 0)")
+    return value
+
+
+def parse_offset_spec(options, which: str) -> OffsetSpec:
+    """`which` is "starting" or "ending"; precedence follows Spark's Kafka source."""
+    default = "earliest" if which == "starting" else "latest"
+    global_ts = _get(options, f"{which}Timestamp")
+    if global_ts is not None:
+        return OffsetSpec("timestamp", timestamp=_parse_timestamp(f"{which}Timestamp", global_ts))
+    by_ts = _get(options, f"{which}OffsetsByTimestamp")
+    if by_ts is not None:
+        name = f"{which}OffsetsByTimestamp"
+        accepted = 'JSON like {"topicA":{"0":1700000000000,"1":1700000000000}}'
+        return OffsetSpec("timestamps", _parse_partition_map(name, by_ts, accepted, ()))
+    raw = _get(options, f"{which}Offsets")
+    name = f"{which}Offsets"
+    if raw is None:
+        return OffsetSpec(default)
+    text = raw.strip()
+    if which == "starting":
+        accepted = ('"earliest", "latest", or JSON like {"topicA":{"0":23,"1":-2}} '
+                    "(-2 earliest, -1 latest)")
+        special = (EARLIEST, LATEST)
+    else:
+        accepted = '"latest", or JSON like {"topicA":{"0":50,"1":-1}} (-1 latest)'
+        special = (LATEST,)
+    if text.lower() == "earliest":
+        if which == "ending":
+            raise OptionError(name, raw, accepted)
+        return OffsetSpec("earliest")
+    if text.lower() == "latest":
+        return OffsetSpec("latest")
+    return OffsetSpec("offsets", _parse_partition_map(name, text, accepted, special))
+
+
+@dataclass
+class ReadOptions:
+    paths: List[str]
+    selection: TopicSelection
+    starting: OffsetSpec
+    ending: OffsetSpec
+    starting_by_timestamp_strategy: str
+    include_headers: bool
+    read_committed: bool
+    verify_checksums: bool
+    fail_on_data_loss: bool
+    max_partition_bytes: int
+    min_partitions: Optional[int]
+    max_records_per_partition: Optional[int]
+
+
+DEFAULT_MAX_PARTITION_BYTES = 128 << 20
+
+
+def parse_paths(options) -> List[str]:
+    paths = []
+    raw_paths = _get(options, "paths")
+    if raw_paths:
+        try:
+            parsed = json.loads(raw_paths)
+        except json.JSONDecodeError:
+            parsed = [raw_paths]
+        paths.extend(parsed if isinstance(parsed, list) else [parsed])
+    raw_path = _get(options, "path")
+    if raw_path:
+        paths.append(raw_path)
+    if not paths:
+        raise OptionError("path", None, "a log dir or partition directory: .load(path)")
+    return [p[len("file:"):] if p.startswith("file:") else p for p in paths]
+
+
+def parse_isolation(options) -> bool:
+    raw = _get(options, "isolationLevel")
+    name = "isolationLevel"
+    if raw is None:
+        raw = _get(options, "kafka.isolation.level")
+        name = "kafka.isolation.level"
+    if raw is None:
+        return False
+    text = str(raw).strip().lower()
+    if text not in ("read_uncommitted", "read_committed"):
+        raise OptionError(name, raw, "read_uncommitted or read_committed")
+    return text == "read_committed"
+
+
+def parse_read_options(options) -> ReadOptions:
+    strategy = (_get(options, "startingOffsetsByTimestampStrategy") or "error").strip().lower()
+    if strategy not in ("error", "latest"):
+        raise OptionError("startingOffsetsByTimestampStrategy", strategy, "error or latest")
+    ending = parse_offset_spec(options, "ending")
+    return ReadOptions(
+        paths=parse_paths(options),
+        selection=parse_topic_selection(options),
+        starting=parse_offset_spec(options, "starting"),
+        ending=ending,
+        starting_by_timestamp_strategy=strategy,
+        include_headers=parse_bool(options, "includeHeaders", False),
+        read_committed=parse_isolation(options),
+        verify_checksums=parse_bool(options, "verifyChecksums", True),
+        fail_on_data_loss=parse_bool(options, "failOnDataLoss", True),
+        max_partition_bytes=parse_positive_int(
+            options, "maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES),
+        min_partitions=parse_positive_int(options, "minPartitions", None),
+        max_records_per_partition=parse_positive_int(options, "maxRecordsPerPartition", None),
+    )

@@ -1,0 +1,313 @@
+"""Planning a batch read: topic-partitions, offset ranges, pushed filters and splits.
+
+Free of Spark. A split is a byte range of one segment that starts and ends on batch
+boundaries (index entry positions), plus the offset range and row constraints to apply.
+Each batch belongs to exactly one split: the one whose byte range holds its start.
+"""
+import math
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, List, Optional, Tuple
+
+from .format.errors import SegmentLogError
+from .format.indexes import AbortedTransaction
+from .format.log import PartitionLog, discover_partitions
+from .options import EARLIEST, LATEST, OffsetSpec, ReadOptions
+
+MAX_OFFSET = 2**63 - 1
+
+
+@dataclass
+class Constraints:
+    """What pushed filters demand, all applied exactly by the scan."""
+
+    topics: Optional[FrozenSet[str]] = None
+    partitions: Optional[FrozenSet[int]] = None
+    offset_low: int = 0  # inclusive
+    offset_high: int = MAX_OFFSET  # exclusive
+    offset_values: Optional[FrozenSet[int]] = None
+    timestamp_low_us: Optional[int] = None  # inclusive, microseconds since epoch
+    timestamp_high_us: Optional[int] = None  # exclusive
+
+    def restrict_topics(self, values):
+        values = frozenset(values)
+        self.topics = values if self.topics is None else self.topics & values
+
+    def restrict_partitions(self, values):
+        values = frozenset(values)
+        self.partitions = values if self.partitions is None else self.partitions & values
+
+    def restrict_offsets(self, low=None, high=None, values=None):
+        if low is not None:
+            self.offset_low = max(self.offset_low, low)
+        if high is not None:
+            self.offset_high = min(self.offset_high, high)
+        if values is not None:
+            values = frozenset(values)
+            self.offset_values = values if self.offset_values is None else self.offset_values & values
+
+    def restrict_timestamps(self, low_us=None, high_us=None):
+        if low_us is not None:
+            self.timestamp_low_us = low_us if self.timestamp_low_us is None else max(
+                self.timestamp_low_us, low_us)
+        if high_us is not None:
+            self.timestamp_high_us = high_us if self.timestamp_high_us is None else min(
+                self.timestamp_high_us, high_us)
+
+    @property
+    def timestamp_low_ms(self) -> Optional[int]:
+        if self.timestamp_low_us is None:
+            return None
+        return -((-self.timestamp_low_us) // 1000)  # ceiling: records are whole ms
+
+    @property
+    def needs_row_filter(self) -> bool:
+        return (self.offset_values is not None or self.timestamp_low_us is not None
+                or self.timestamp_high_us is not None)
+
+
+@dataclass
+class Split:
+    topic: str
+    partition: int
+    log_path: str
+    log_size: int  # file size at planning: later appends are not read
+    start_position: int
+    end_position: int
+    min_offset: int
+    end_offset: int
+    allow_torn_tail: bool
+    read_committed: bool = False
+    last_stable_offset: int = MAX_OFFSET
+    aborted: Tuple[AbortedTransaction, ...] = ()
+    offset_values: Optional[FrozenSet[int]] = None
+    timestamp_low_us: Optional[int] = None
+    timestamp_high_us: Optional[int] = None
+
+    @property
+    def bytes(self) -> int:
+        return self.end_position - self.start_position
+
+
+@dataclass
+class _Range:
+    """A byte range of one segment before it is cut into splits."""
+
+    log: PartitionLog
+    segment_index: int
+    start_position: int
+    end_position: int
+    start_offset: int
+    end_offset: int
+    cut_points: List[Tuple[int, int]] = field(default_factory=list)  # (offset, position)
+
+
+def select_partitions(read: ReadOptions, constraints: Constraints) -> List[PartitionLog]:
+    logs = discover_partitions(read.paths)
+    if not logs:
+        raise SegmentLogError(
+            "no <topic>-<partition> directories found under " + ", ".join(read.paths))
+    chosen = [log for log in logs if read.selection.matches(log.topic, log.partition)]
+    if read.selection.assigned is not None:
+        present = {log.topic_partition for log in logs}
+        missing = [tp for tp in read.selection.assigned if tp not in present]
+        if missing:
+            raise SegmentLogError(
+                "option 'assign': no directory for " + ", ".join(f"{t}-{p}" for t, p in missing)
+                + " under " + ", ".join(read.paths))
+    if read.selection.topics is not None:
+        present_topics = {log.topic for log in logs}
+        missing = [t for t in read.selection.topics if t not in present_topics]
+        if missing:
+            raise SegmentLogError(
+                "option 'subscribe': no partition directories for topic(s) "
+                + ", ".join(repr(t) for t in missing) + " under " + ", ".join(read.paths))
+    return [
+        log for log in chosen
+        if (constraints.topics is None or log.topic in constraints.topics)
+        and (constraints.partitions is None or log.partition in constraints.partitions)
+    ]
+
+
+def _specific_offsets(spec: OffsetSpec, option: str, logs: List[PartitionLog]) -> Dict:
+    wanted = set(spec.offsets)
+    present = {log.topic_partition for log in logs}
+    missing = sorted(present - wanted)
+    extra = sorted(wanted - present)
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append("no value for " + ", ".join(f"{t}-{p}" for t, p in missing))
+        if extra:
+            parts.append("no such partition: " + ", ".join(f"{t}-{p}" for t, p in extra))
+        raise SegmentLogError(
+            f"option {option!r} must name every selected topic-partition exactly: "
+            + "; ".join(parts))
+    return spec.offsets
+
+
+def _resolve(spec: OffsetSpec, which: str, log: PartitionLog, read: ReadOptions,
+             specific: Optional[Dict], log_end: int) -> int:
+    option = f"{which}Offsets"
+    if spec.kind == "earliest":
+        return log.start_offset
+    if spec.kind == "latest":
+        return log_end
+    if spec.kind in ("timestamp", "timestamps"):
+        timestamp = spec.timestamp if spec.kind == "timestamp" else specific[log.topic_partition]
+        found = log.offset_for_timestamp(timestamp)
+        if found is not None:
+            return found
+        if which == "starting" and read.starting_by_timestamp_strategy == "error":
+            raise SegmentLogError(
+                f"{which}: no record in {log.topic}-{log.partition} has a timestamp >= "
+                f"{timestamp}; set startingOffsetsByTimestampStrategy=latest to start at the end")
+        return log_end
+    value = specific[log.topic_partition]
+    if value == EARLIEST:
+        return log.start_offset
+    if value == LATEST:
+        return log_end
+    if value < log.start_offset or value > log_end:
+        if read.fail_on_data_loss:
+            raise SegmentLogError(
+                f"option {option!r}: offset {value} for {log.topic}-{log.partition} is outside "
+                f"the log [{log.start_offset}, {log_end}]; set failOnDataLoss=false to clamp it")
+        value = min(max(value, log.start_offset), log_end)
+    return value
+
+
+def offset_ranges(read: ReadOptions, logs: List[PartitionLog]) -> Dict:
+    """{(topic, partition): (start, end)} from the starting/ending options."""
+    specific_start = specific_end = None
+    if read.starting.kind in ("offsets", "timestamps"):
+        specific_start = _specific_offsets(read.starting, f"starting{_suffix(read.starting)}", logs)
+    if read.ending.kind in ("offsets", "timestamps"):
+        specific_end = _specific_offsets(read.ending, f"ending{_suffix(read.ending)}", logs)
+    ranges = {}
+    for log in logs:
+        log_end = log.end_offset()
+        start = _resolve(read.starting, "starting", log, read, specific_start, log_end)
+        end = _resolve(read.ending, "ending", log, read, specific_end, log_end)
+        ranges[log.topic_partition] = (start, end)
+    return ranges
+
+
+def _suffix(spec: OffsetSpec) -> str:
+    return "OffsetsByTimestamp" if spec.kind == "timestamps" else "Offsets"
+
+
+def plan_splits(read: ReadOptions, constraints: Constraints) -> List[Split]:
+    logs = select_partitions(read, constraints)
+    ranges = offset_ranges(read, logs)
+    pieces: List[Tuple[_Range, dict]] = []
+    for log in logs:
+        start, end = ranges[log.topic_partition]
+        start = max(start, constraints.offset_low)
+        end = min(end, constraints.offset_high)
+        if constraints.offset_values is not None:
+            if not constraints.offset_values:
+                continue
+            start = max(start, min(constraints.offset_values))
+            end = min(end, max(constraints.offset_values) + 1)
+        txn = {}
+        if read.read_committed:
+            lso = log.last_stable_offset()
+            end = min(end, lso)
+            txn = {"read_committed": True, "last_stable_offset": lso}
+        if start >= end or not log.segments:
+            continue
+        if read.read_committed:
+            txn["aborted"] = tuple(
+                t for t in log.aborted_transactions()
+                if t.last_offset >= start and t.first_offset < end)
+        for segment_range in _segment_ranges(log, start, end, constraints):
+            pieces.append((segment_range, txn))
+    max_bytes = _split_size(pieces, read)
+    splits = []
+    for segment_range, txn in pieces:
+        for start_pos, end_pos in _cut(segment_range, max_bytes, read.max_records_per_partition):
+            log = segment_range.log
+            segment = log.segments[segment_range.segment_index]
+            splits.append(Split(
+                topic=log.topic, partition=log.partition, log_path=segment.log_path,
+                log_size=segment.size, start_position=start_pos, end_position=end_pos,
+                min_offset=segment_range.start_offset, end_offset=segment_range.end_offset,
+                allow_torn_tail=log.is_last(segment),
+                offset_values=constraints.offset_values,
+                timestamp_low_us=constraints.timestamp_low_us,
+                timestamp_high_us=constraints.timestamp_high_us,
+                **txn,
+            ))
+    return splits
+
+
+def _split_size(pieces, read: ReadOptions) -> int:
+    """maxPartitionBytes, lowered until minPartitions splits result (if index entries allow)."""
+    max_bytes = read.max_partition_bytes
+    if not read.min_partitions:
+        return max_bytes
+    ranges = [r for r, _ in pieces]
+    total = sum(r.end_position - r.start_position for r in ranges)
+    if not total:
+        return max_bytes
+    max_bytes = min(max_bytes, max(1, math.ceil(total / read.min_partitions)))
+
+    def count(size):
+        return sum(1 for r in ranges for _ in _cut(r, size, read.max_records_per_partition))
+
+    splits = count(max_bytes)
+    while splits < read.min_partitions and max_bytes > 1:
+        smaller = max(1, max_bytes * 3 // 4)
+        more = count(smaller)
+        if more == splits and smaller == 1:
+            break
+        max_bytes, splits = smaller, more
+    return max_bytes
+
+
+def _segment_ranges(log: PartitionLog, start: int, end: int, constraints: Constraints):
+    """Byte ranges of the segments that can hold offsets in [start, end)."""
+    ts_low = constraints.timestamp_low_ms
+    first = log.segment_index_for(start)
+    last = log.segment_index_for(end - 1)
+    for i in range(first, last + 1):
+        segment = log.segments[i]
+        is_last_segment = log.is_last(segment)
+        index = segment.offset_index
+        if ts_low is not None and not is_last_segment:
+            # A rolled segment's last time index entry is its largest timestamp.
+            max_ts = segment.time_index.max_timestamp
+            if max_ts is not None and max_ts < ts_low:
+                continue
+        _, start_position = index.lookup(max(start, segment.base_offset))
+        if ts_low is not None:
+            older_through = segment.time_index.offset_below(ts_low)
+            if older_through is not None:
+                start_position = max(start_position, index.lookup(older_through + 1)[1])
+        end_position = segment.size
+        if i == last:
+            bound = index.position_after(end - 1)
+            if bound is not None:
+                end_position = min(end_position, bound)
+        if start_position >= end_position:
+            continue
+        cut_points = [(o, p) for o, p in zip(index.offsets, index.positions)
+                      if start_position < p < end_position]
+        yield _Range(log, i, start_position, end_position, start, end, cut_points)
+
+
+def _cut(segment_range: _Range, max_bytes: int, max_records: Optional[int]):
+    """Cut a range at index entry positions into pieces of about max_bytes / max_records.
+
+    Cuts fall only on index entries, so a piece may pass a limit by up to one index
+    interval, and a segment without entries stays whole.
+    """
+    piece_start = segment_range.start_position
+    piece_first_offset = segment_range.start_offset
+    for offset, position in segment_range.cut_points:
+        bytes_so_far = position - piece_start
+        records_so_far = offset - piece_first_offset
+        if bytes_so_far >= max_bytes or (max_records is not None and records_so_far >= max_records):
+            yield piece_start, position
+            piece_start, piece_first_offset = position, offset
+    yield piece_start, segment_range.end_position
