@@ -165,14 +165,17 @@ class PartitionLog:
         """Log end offset: one past the last complete batch of the last segment."""
         for segment in reversed(self.segments):
             index = segment.offset_index
-            start_offset, start = index.lookup(2**63 - 1) if len(index) else (segment.base_offset, 0)
+            _, start = index.lookup(2**63 - 1) if len(index) else (segment.base_offset, 0)
             last = None
             for header in segment.iter_headers(start, allow_torn_tail=self.is_last(segment)):
                 last = header
+            if last is None and start:
+                # The indexed batch is itself a torn tail (the index entry reached the
+                # disk, the append did not): the complete batches end before it.
+                for header in segment.iter_headers(0, allow_torn_tail=self.is_last(segment)):
+                    last = header
             if last is not None:
                 return last.last_offset + 1
-            if start:
-                return start_offset + 1
         return self.start_offset
 
     def aborted_transactions(self) -> List[AbortedTransaction]:
