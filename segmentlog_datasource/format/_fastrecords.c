@@ -1,0 +1,924 @@
+/*
+ * Compiled record decoder: magic-2 records straight into Arrow-layout column buffers.
+ *
+ * RecordColumns holds one growable buffer per Arrow buffer of the output batch
+ * (int64 offsets and timestamps, int32 timestamp types, int32 offsets + data + validity
+ * bitmap for keys, values, header keys and header values, int32 list offsets for the
+ * headers). decode_v2() parses a whole records section in one call; take_columns()
+ * hands the buffers to Python as Chunk objects that expose them through the buffer
+ * protocol, so pyarrow wraps them without a copy.
+ *
+ * Validation mirrors records.decode_v2_records: every record of the batch is parsed
+ * and checked (header keys must be UTF-8) whether or not its offset is kept. A batch
+ * that fails leaves the columns as they were before it (MalformedRecords is raised).
+ *
+ * parse_v2_header() and crc32c helpers let the Python side skip struct unpacking for
+ * the batch header.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+#define INT32_LIMIT 0x7fffffffLL
+
+static PyObject *MalformedRecords;
+
+/* ------------------------------------------------------------------ Chunk */
+
+/* Memory handed over from a column buffer; freed when the last Arrow user lets go. */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t size;
+} Chunk;
+
+static char empty_chunk_byte;
+
+static void
+Chunk_dealloc(Chunk *self)
+{
+    if (self->data != &empty_chunk_byte)
+        PyMem_RawFree(self->data);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+Chunk_getbuffer(Chunk *self, Py_buffer *view, int flags)
+{
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->data, self->size, 1, flags);
+}
+
+static Py_ssize_t
+Chunk_length(Chunk *self)
+{
+    return self->size;
+}
+
+static PyBufferProcs Chunk_as_buffer = {(getbufferproc)Chunk_getbuffer, NULL};
+static PySequenceMethods Chunk_as_sequence = {(lenfunc)Chunk_length};
+
+static PyTypeObject ChunkType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "segmentlog_datasource.format._fastrecords.Chunk",
+    .tp_doc = "Read-only bytes of one decoded column buffer.",
+    .tp_basicsize = sizeof(Chunk),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)Chunk_dealloc,
+    .tp_as_buffer = &Chunk_as_buffer,
+    .tp_as_sequence = &Chunk_as_sequence,
+};
+
+/* ---------------------------------------------------------- growable buffers */
+
+typedef struct {
+    char *data;
+    size_t len;
+    size_t cap;
+    size_t next_cap; /* the size the last taken buffer reached: the next one starts there */
+} GrowBuf;
+
+static int
+growbuf_reserve_slow(GrowBuf *buf, size_t need)
+{
+    size_t cap = buf->cap ? buf->cap : (buf->next_cap > 256 ? buf->next_cap : 256);
+    while (cap < need)
+        cap *= 2;
+    char *data = PyMem_RawRealloc(buf->data, cap);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    buf->data = data;
+    buf->cap = cap;
+    return 0;
+}
+
+static inline int
+growbuf_reserve(GrowBuf *buf, size_t extra)
+{
+    size_t need = buf->len + extra;
+    if (need <= buf->cap)
+        return 0;
+    return growbuf_reserve_slow(buf, need);
+}
+
+static inline void
+growbuf_put_i64(GrowBuf *buf, int64_t value)
+{
+    memcpy(buf->data + buf->len, &value, 8);
+    buf->len += 8;
+}
+
+static inline void
+growbuf_put_i32(GrowBuf *buf, int32_t value)
+{
+    memcpy(buf->data + buf->len, &value, 4);
+    buf->len += 4;
+}
+
+/* Hand the bytes over to a Chunk and leave the buffer empty. */
+static PyObject *
+growbuf_detach(GrowBuf *buf)
+{
+    Chunk *chunk = PyObject_New(Chunk, &ChunkType);
+    if (chunk == NULL)
+        return NULL;
+    if (buf->len == 0) {
+        chunk->data = &empty_chunk_byte;
+        chunk->size = 0;
+        return (PyObject *)chunk;
+    }
+    char *data = buf->data;
+    /* Batches can outlive the scan (Spark holds them): give back the doubling slack. */
+    if (buf->cap - buf->len > 4096) {
+        char *shrunk = PyMem_RawRealloc(data, buf->len);
+        if (shrunk != NULL)
+            data = shrunk;
+    }
+    chunk->data = data;
+    chunk->size = (Py_ssize_t)buf->len;
+    buf->next_cap = buf->len;
+    buf->data = NULL;
+    buf->len = buf->cap = 0;
+    return (PyObject *)chunk;
+}
+
+static void
+growbuf_free(GrowBuf *buf)
+{
+    PyMem_RawFree(buf->data);
+    buf->data = NULL;
+    buf->len = buf->cap = 0;
+}
+
+/* ------------------------------------------------------ binary/string columns */
+
+/* Arrow binary layout: int32 offsets (length + 1), data, validity bitmap. */
+typedef struct {
+    GrowBuf offsets;
+    GrowBuf data;
+    GrowBuf validity;
+    Py_ssize_t length;
+    Py_ssize_t nulls;
+} BinaryColumn;
+
+static int
+column_start(BinaryColumn *col)
+{
+    col->length = 0;
+    col->nulls = 0;
+    if (growbuf_reserve(&col->offsets, 4) < 0)
+        return -1;
+    growbuf_put_i32(&col->offsets, 0);
+    return 0;
+}
+
+static inline int
+column_set_valid(BinaryColumn *col, int valid)
+{
+    size_t byte = (size_t)col->length >> 3;
+    if (byte >= col->validity.cap && growbuf_reserve_slow(&col->validity, byte + 1) < 0)
+        return -1;
+    uint8_t bit = (uint8_t)(1u << (col->length & 7));
+    uint8_t *bits = (uint8_t *)col->validity.data;
+    if ((col->length & 7) == 0)
+        bits[byte] = 0;
+    if (valid)
+        bits[byte] |= bit;
+    else
+        col->nulls++;
+    col->validity.len = byte + 1;
+    return 0;
+}
+
+static int
+column_overflow(const char *what)
+{
+    PyErr_Format(PyExc_OverflowError,
+                 "more than 2 GiB of %s in one Arrow batch: take() the accumulated rows "
+                 "before adding more", what);
+    return -1;
+}
+
+static inline int
+column_append(BinaryColumn *col, const char *bytes, size_t size, const char *what)
+{
+    if ((long long)col->data.len + (long long)size > INT32_LIMIT)
+        return column_overflow(what);
+    if (growbuf_reserve(&col->data, size) < 0 || growbuf_reserve(&col->offsets, 4) < 0)
+        return -1;
+    if (size) {
+        memcpy(col->data.data + col->data.len, bytes, size);
+        col->data.len += size;
+    }
+    growbuf_put_i32(&col->offsets, (int32_t)col->data.len);
+    if (column_set_valid(col, 1) < 0)
+        return -1;
+    col->length++;
+    return 0;
+}
+
+static inline int
+column_append_null(BinaryColumn *col)
+{
+    if (growbuf_reserve(&col->offsets, 4) < 0)
+        return -1;
+    growbuf_put_i32(&col->offsets, (int32_t)col->data.len);
+    if (column_set_valid(col, 0) < 0)
+        return -1;
+    col->length++;
+    return 0;
+}
+
+/* (validity or None, null count, offsets, data), then the column starts over empty. */
+static PyObject *
+column_detach(BinaryColumn *col)
+{
+    PyObject *validity = NULL, *offsets = NULL, *data = NULL;
+    if (col->nulls) {
+        validity = growbuf_detach(&col->validity);
+    } else {
+        col->validity.len = 0;
+        validity = Py_NewRef(Py_None);
+    }
+    if (validity == NULL)
+        return NULL;
+    offsets = growbuf_detach(&col->offsets);
+    data = offsets ? growbuf_detach(&col->data) : NULL;
+    if (data == NULL) {
+        Py_DECREF(validity);
+        Py_XDECREF(offsets);
+        return NULL;
+    }
+    PyObject *result = Py_BuildValue("(NnNN)", validity, col->nulls, offsets, data);
+    return result;
+}
+
+static void
+column_free(BinaryColumn *col)
+{
+    growbuf_free(&col->offsets);
+    growbuf_free(&col->data);
+    growbuf_free(&col->validity);
+}
+
+/* Lengths of a column, to undo a batch that turned out malformed. */
+typedef struct {
+    size_t offsets_len, data_len;
+    Py_ssize_t length, nulls;
+} ColumnMark;
+
+static inline void
+column_mark(const BinaryColumn *col, ColumnMark *mark)
+{
+    mark->offsets_len = col->offsets.len;
+    mark->data_len = col->data.len;
+    mark->length = col->length;
+    mark->nulls = col->nulls;
+}
+
+static inline void
+column_rewind(BinaryColumn *col, const ColumnMark *mark)
+{
+    col->offsets.len = mark->offsets_len;
+    col->data.len = mark->data_len;
+    col->length = mark->length;
+    col->nulls = mark->nulls;
+    col->validity.len = (size_t)(mark->length + 7) >> 3;
+}
+
+/* ---------------------------------------------------------------- RecordColumns */
+
+typedef struct {
+    PyObject_HEAD
+    int include_headers;
+    Py_ssize_t rows;
+    long long payload_bytes;
+    GrowBuf offsets;         /* int64 */
+    GrowBuf timestamps;      /* int64, milliseconds */
+    GrowBuf timestamp_types; /* int32 */
+    BinaryColumn keys;
+    BinaryColumn values;
+    GrowBuf header_offsets;  /* int32 list offsets, rows + 1 */
+    BinaryColumn header_keys;
+    BinaryColumn header_values;
+} RecordColumns;
+
+static int
+columns_start(RecordColumns *self)
+{
+    self->rows = 0;
+    self->payload_bytes = 0;
+    if (column_start(&self->keys) < 0 || column_start(&self->values) < 0)
+        return -1;
+    if (self->include_headers) {
+        if (column_start(&self->header_keys) < 0 || column_start(&self->header_values) < 0 ||
+            growbuf_reserve(&self->header_offsets, 4) < 0)
+            return -1;
+        growbuf_put_i32(&self->header_offsets, 0);
+    }
+    return 0;
+}
+
+static void
+columns_free(RecordColumns *self)
+{
+    growbuf_free(&self->offsets);
+    growbuf_free(&self->timestamps);
+    growbuf_free(&self->timestamp_types);
+    column_free(&self->keys);
+    column_free(&self->values);
+    growbuf_free(&self->header_offsets);
+    column_free(&self->header_keys);
+    column_free(&self->header_values);
+}
+
+static int
+RecordColumns_init(RecordColumns *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"include_headers", NULL};
+    int include_headers = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "p", kwlist, &include_headers))
+        return -1;
+    columns_free(self);
+    self->include_headers = include_headers;
+    return columns_start(self);
+}
+
+static void
+RecordColumns_dealloc(RecordColumns *self)
+{
+    columns_free(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Room for one more row in the fixed-width columns. */
+static inline int
+columns_reserve_row(RecordColumns *self)
+{
+    if (self->rows >= INT32_LIMIT) {
+        PyErr_SetString(PyExc_OverflowError,
+                        "more than 2**31 - 1 rows in one Arrow batch: take() more often");
+        return -1;
+    }
+    if (growbuf_reserve(&self->offsets, 8) < 0 || growbuf_reserve(&self->timestamps, 8) < 0 ||
+        growbuf_reserve(&self->timestamp_types, 4) < 0)
+        return -1;
+    if (self->include_headers && growbuf_reserve(&self->header_offsets, 4) < 0)
+        return -1;
+    return 0;
+}
+
+static inline void
+columns_put_row(RecordColumns *self, int64_t offset, int64_t timestamp, int32_t timestamp_type)
+{
+    growbuf_put_i64(&self->offsets, offset);
+    growbuf_put_i64(&self->timestamps, timestamp);
+    growbuf_put_i32(&self->timestamp_types, timestamp_type);
+    if (self->include_headers)
+        growbuf_put_i32(&self->header_offsets, (int32_t)self->header_keys.length);
+    self->rows++;
+}
+
+typedef struct {
+    Py_ssize_t rows;
+    long long payload_bytes;
+    size_t offsets_len, timestamps_len, timestamp_types_len, header_offsets_len;
+    ColumnMark keys, values, header_keys, header_values;
+} ColumnsMark;
+
+static void
+columns_mark(const RecordColumns *self, ColumnsMark *mark)
+{
+    mark->rows = self->rows;
+    mark->payload_bytes = self->payload_bytes;
+    mark->offsets_len = self->offsets.len;
+    mark->timestamps_len = self->timestamps.len;
+    mark->timestamp_types_len = self->timestamp_types.len;
+    mark->header_offsets_len = self->header_offsets.len;
+    column_mark(&self->keys, &mark->keys);
+    column_mark(&self->values, &mark->values);
+    column_mark(&self->header_keys, &mark->header_keys);
+    column_mark(&self->header_values, &mark->header_values);
+}
+
+static void
+columns_rewind(RecordColumns *self, const ColumnsMark *mark)
+{
+    self->rows = mark->rows;
+    self->payload_bytes = mark->payload_bytes;
+    self->offsets.len = mark->offsets_len;
+    self->timestamps.len = mark->timestamps_len;
+    self->timestamp_types.len = mark->timestamp_types_len;
+    self->header_offsets.len = mark->header_offsets_len;
+    column_rewind(&self->keys, &mark->keys);
+    column_rewind(&self->values, &mark->values);
+    column_rewind(&self->header_keys, &mark->header_keys);
+    column_rewind(&self->header_values, &mark->header_values);
+}
+
+/* ------------------------------------------------------------------- parsing */
+
+/* The header key check Python's strict UTF-8 decoder makes: no overlongs, no
+ * surrogates, nothing above U+10FFFF. */
+static int
+is_utf8(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c < 0xC2 || c > 0xF4)
+            return 0;
+        if (c < 0xE0) {
+            if (n - i < 2 || (s[i + 1] & 0xC0) != 0x80)
+                return 0;
+            i += 2;
+            continue;
+        }
+        if (c < 0xF0) {
+            if (n - i < 3 || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80)
+                return 0;
+            if ((c == 0xE0 && s[i + 1] < 0xA0) || (c == 0xED && s[i + 1] >= 0xA0))
+                return 0;
+            i += 3;
+            continue;
+        }
+        if (n - i < 4 || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 ||
+            (s[i + 3] & 0xC0) != 0x80)
+            return 0;
+        if ((c == 0xF0 && s[i + 1] < 0x90) || (c == 0xF4 && s[i + 1] >= 0x90))
+            return 0;
+        i += 4;
+    }
+    return 1;
+}
+
+enum { VARINT_OK = 0, VARINT_TRUNCATED, VARINT_TOO_LONG, VARINT_TOO_BIG };
+
+static const char *const varint_problem[] = {
+    "", "is cut off by the end of the record", "is longer than 10 bytes",
+    "does not fit in 64 bits",
+};
+
+/* Zig-zag varint (int32 or int64 range) in [*pos, end). */
+static inline int
+read_varint(const uint8_t **pos, const uint8_t *end, int64_t *out)
+{
+    const uint8_t *p = *pos;
+    if (p < end && *p < 0x80) { /* most lengths, deltas and counts are one byte */
+        uint64_t v = *p;
+        *out = (int64_t)((v >> 1) ^ (0 - (v & 1)));
+        *pos = p + 1;
+        return VARINT_OK;
+    }
+    uint64_t result = 0;
+    int shift = 0;
+    for (;;) {
+        if (p >= end)
+            return VARINT_TRUNCATED;
+        uint8_t byte = *p++;
+        if (shift == 63 && (byte & 0x7E))
+            return VARINT_TOO_BIG;
+        result |= (uint64_t)(byte & 0x7F) << shift;
+        if (byte < 0x80)
+            break;
+        shift += 7;
+        if (shift > 63)
+            return VARINT_TOO_LONG;
+    }
+    *out = (int64_t)((result >> 1) ^ (0 - (result & 1)));
+    *pos = p;
+    return VARINT_OK;
+}
+
+/* Offsets kept: first <= offset <= last (inclusive bounds fit int64 where the
+ * Python arguments may not). */
+typedef struct {
+    int64_t first;
+    int64_t last;
+    int none;
+} OffsetRange;
+
+static int
+offset_range_from(PyObject *min_offset, PyObject *end_offset, OffsetRange *range)
+{
+    int overflow;
+    range->none = 0;
+    long long first = PyLong_AsLongLongAndOverflow(min_offset, &overflow);
+    if (first == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow > 0)
+        range->none = 1;
+    range->first = overflow < 0 ? INT64_MIN : first;
+    long long end = PyLong_AsLongLongAndOverflow(end_offset, &overflow);
+    if (end == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow < 0 || (overflow == 0 && end == INT64_MIN))
+        range->none = 1;
+    range->last = overflow > 0 ? INT64_MAX : (overflow < 0 ? INT64_MIN : end - 1);
+    return 0;
+}
+
+static int
+as_int64(PyObject *obj, int64_t *out)
+{
+    long long value = PyLong_AsLongLong(obj);
+    if (value == -1 && PyErr_Occurred())
+        return -1;
+    *out = value;
+    return 0;
+}
+
+#define MAX_REASON 200
+#define PREFETCH_DISTANCE 4096
+
+/* Parse `count` records of `data`; on malformed input fill `reason` and return 1.
+ * Returns -1 with a Python error set (memory, int32 overflow), 0 when fine. */
+static int
+decode_records(RecordColumns *self, const uint8_t *data, size_t size, long long count,
+               int64_t base_offset, int64_t base_timestamp, int64_t append_time,
+               int log_append_time, int32_t timestamp_type, const OffsetRange *range,
+               Py_ssize_t *kept_out, char *reason)
+{
+    const uint8_t *p = data;
+    const uint8_t *end = data + size;
+    const uint8_t *prefetched = data;
+    const int headers = self->include_headers;
+    Py_ssize_t kept = 0;
+    int status;
+    int64_t length, timestamp_delta, offset_delta, key_length, value_length, header_count;
+
+#define MALFORMED(...)                                                             \
+    do {                                                                           \
+        snprintf(reason, MAX_REASON, __VA_ARGS__);                                 \
+        return 1;                                                                  \
+    } while (0)
+#define READ_VARINT(field, limit, var)                                             \
+    do {                                                                           \
+        if ((status = read_varint(&p, (limit), &(var))) != VARINT_OK)              \
+            MALFORMED("record %lld: %s varint %s", i, (field), varint_problem[status]); \
+    } while (0)
+
+    for (long long i = 0; i < count; i++) {
+        /* Records are read once, front to back, from memory that is rarely cached:
+         * keep the cache lines a few records ahead on their way. */
+        while (prefetched < p + PREFETCH_DISTANCE && prefetched < end) {
+            __builtin_prefetch(prefetched);
+            prefetched += 64;
+        }
+        READ_VARINT("length", end, length);
+        if (length < 0 || length > end - p)
+            MALFORMED("record %lld: length %lld runs past the batch", i, (long long)length);
+        const uint8_t *record_end = p + length;
+        if (p >= record_end)
+            MALFORMED("record %lld: length %lld leaves no room for its attributes", i,
+                      (long long)length);
+        p++; /* attributes: no record-level attribute is defined */
+        READ_VARINT("timestamp delta", record_end, timestamp_delta);
+        READ_VARINT("offset delta", record_end, offset_delta);
+
+        int64_t offset = 0;
+        int keep = !range->none && !__builtin_add_overflow(base_offset, offset_delta, &offset) &&
+                   offset >= range->first && offset <= range->last;
+
+        READ_VARINT("key length", record_end, key_length);
+        const uint8_t *key = p;
+        if (key_length >= 0) {
+            if (key_length > record_end - p)
+                MALFORMED("record %lld: key of %lld bytes runs past the record", i,
+                          (long long)key_length);
+            p += key_length;
+        }
+        READ_VARINT("value length", record_end, value_length);
+        const uint8_t *value = p;
+        if (value_length >= 0) {
+            if (value_length > record_end - p)
+                MALFORMED("record %lld: value of %lld bytes runs past the record", i,
+                          (long long)value_length);
+            p += value_length;
+        }
+        READ_VARINT("header count", record_end, header_count);
+        /* As in the pure decoder, a negative count means no headers. */
+        for (int64_t h = 0; h < header_count; h++) {
+            int64_t hkey_length, hvalue_length;
+            READ_VARINT("header key length", record_end, hkey_length);
+            if (hkey_length < 0)
+                MALFORMED("record %lld: header key has negative length", i);
+            if (hkey_length > record_end - p)
+                MALFORMED("record %lld: header key of %lld bytes runs past the record", i,
+                          (long long)hkey_length);
+            const uint8_t *hkey = p;
+            if (!is_utf8(hkey, (size_t)hkey_length))
+                MALFORMED("record %lld: header key is not valid UTF-8", i);
+            p += hkey_length;
+            READ_VARINT("header value length", record_end, hvalue_length);
+            const uint8_t *hvalue = p;
+            if (hvalue_length >= 0) {
+                if (hvalue_length > record_end - p)
+                    MALFORMED("record %lld: header value of %lld bytes runs past the record",
+                              i, (long long)hvalue_length);
+                p += hvalue_length;
+            }
+            if (keep && headers) {
+                if (column_append(&self->header_keys, (const char *)hkey, (size_t)hkey_length,
+                                  "header keys") < 0)
+                    return -1;
+                if ((hvalue_length >= 0
+                         ? column_append(&self->header_values, (const char *)hvalue,
+                                         (size_t)hvalue_length, "header values")
+                         : column_append_null(&self->header_values)) < 0)
+                    return -1;
+            }
+        }
+        if (p != record_end)
+            MALFORMED("record %lld: fields end %lld bytes %s its length says", i,
+                      (long long)(p > record_end ? p - record_end : record_end - p),
+                      p > record_end ? "after" : "before");
+        if (!keep)
+            continue;
+        if (columns_reserve_row(self) < 0)
+            return -1;
+        if ((key_length >= 0 ? column_append(&self->keys, (const char *)key, (size_t)key_length,
+                                             "keys")
+                             : column_append_null(&self->keys)) < 0)
+            return -1;
+        if ((value_length >= 0 ? column_append(&self->values, (const char *)value,
+                                               (size_t)value_length, "values")
+                               : column_append_null(&self->values)) < 0)
+            return -1;
+        self->payload_bytes += (key_length > 0 ? key_length : 0) +
+                               (value_length > 0 ? value_length : 0);
+        /* Kafka's long arithmetic: a delta past the int64 range wraps. */
+        int64_t timestamp = log_append_time
+                                ? append_time
+                                : (int64_t)((uint64_t)base_timestamp + (uint64_t)timestamp_delta);
+        columns_put_row(self, offset, timestamp, timestamp_type);
+        kept++;
+    }
+#undef READ_VARINT
+#undef MALFORMED
+    if (p != end) {
+        snprintf(reason, MAX_REASON, "%lld bytes follow the batch's %lld records",
+                 (long long)(end - p), count);
+        return 1;
+    }
+    *kept_out = kept;
+    return 0;
+}
+
+PyDoc_STRVAR(decode_v2_doc,
+"decode_v2(data, count, base_offset, base_timestamp, max_timestamp, attributes,\n"
+"          min_offset, end_offset) -> rows kept\n\n"
+"Append the records of a magic-2 batch's (decompressed) records section whose offset\n"
+"is in [min_offset, end_offset). Raises MalformedRecords, leaving the columns as they\n"
+"were, when the bytes are not `count` well-formed records.");
+
+static PyObject *
+RecordColumns_decode_v2(RecordColumns *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "decode_v2() takes 8 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    int64_t base_offset, base_timestamp, max_timestamp, attributes, count;
+    OffsetRange range;
+    if (as_int64(args[1], &count) < 0 || as_int64(args[2], &base_offset) < 0 ||
+        as_int64(args[3], &base_timestamp) < 0 || as_int64(args[4], &max_timestamp) < 0 ||
+        as_int64(args[5], &attributes) < 0 || offset_range_from(args[6], args[7], &range) < 0)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int log_append_time = (attributes & 0x08) != 0;
+    ColumnsMark mark;
+    columns_mark(self, &mark);
+    char reason[MAX_REASON];
+    Py_ssize_t kept = 0;
+    int status = decode_records(self, (const uint8_t *)view.buf, (size_t)view.len, count,
+                                base_offset, base_timestamp, max_timestamp, log_append_time,
+                                log_append_time ? 1 : 0, &range, &kept, reason);
+    PyBuffer_Release(&view);
+    if (status != 0) {
+        columns_rewind(self, &mark);
+        if (status > 0)
+            PyErr_Format(MalformedRecords, "malformed records in batch at offset %lld: %s",
+                         (long long)base_offset, reason);
+        return NULL;
+    }
+    return PyLong_FromSsize_t(kept);
+}
+
+/* Bytes of a key or value given to add(): None or any bytes-like object. */
+static int
+append_nullable(BinaryColumn *col, PyObject *obj, const char *what, long long *payload)
+{
+    if (obj == Py_None)
+        return column_append_null(col);
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0)
+        return -1;
+    int status = column_append(col, view.buf, (size_t)view.len, what);
+    if (payload)
+        *payload += view.len;
+    PyBuffer_Release(&view);
+    return status;
+}
+
+static int
+append_headers(RecordColumns *self, PyObject *headers)
+{
+    PyObject *items = PySequence_Fast(headers, "headers must be a sequence of (key, value)");
+    if (items == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(items);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(items, i);
+        PyObject *hkey, *hvalue;
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "each header must be a (key, value) tuple");
+            goto fail;
+        }
+        hkey = PyTuple_GET_ITEM(pair, 0);
+        hvalue = PyTuple_GET_ITEM(pair, 1);
+        Py_ssize_t key_size;
+        const char *key_utf8 = PyUnicode_AsUTF8AndSize(hkey, &key_size);
+        if (key_utf8 == NULL)
+            goto fail;
+        if (column_append(&self->header_keys, key_utf8, (size_t)key_size, "header keys") < 0 ||
+            append_nullable(&self->header_values, hvalue, "header values", NULL) < 0)
+            goto fail;
+    }
+    Py_DECREF(items);
+    return 0;
+fail:
+    Py_DECREF(items);
+    return -1;
+}
+
+PyDoc_STRVAR(add_doc,
+"add(offset, timestamp, timestamp_type, key, value, headers)\n\n"
+"Append one decoded record (the legacy magic-0/1 path).");
+
+static PyObject *
+RecordColumns_add(RecordColumns *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "add() takes 6 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    int64_t offset, timestamp, timestamp_type;
+    if (as_int64(args[0], &offset) < 0 || as_int64(args[1], &timestamp) < 0 ||
+        as_int64(args[2], &timestamp_type) < 0)
+        return NULL;
+    ColumnsMark mark;
+    columns_mark(self, &mark);
+    long long payload = 0;
+    if (columns_reserve_row(self) < 0 ||
+        append_nullable(&self->keys, args[3], "keys", &payload) < 0 ||
+        append_nullable(&self->values, args[4], "values", &payload) < 0 ||
+        (self->include_headers && append_headers(self, args[5]) < 0)) {
+        columns_rewind(self, &mark);
+        return NULL;
+    }
+    self->payload_bytes += payload;
+    columns_put_row(self, offset, timestamp, (int32_t)timestamp_type);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(take_columns_doc,
+"take_columns() -> (rows, offsets, timestamps, timestamp_types, keys, values, headers)\n\n"
+"Hand over the accumulated buffers and start empty. keys and values are\n"
+"(validity or None, null count, int32 offsets, data); headers is None without\n"
+"include_headers, else (int32 list offsets, header count, header keys, header values).");
+
+static PyObject *
+RecordColumns_take_columns(RecordColumns *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *offsets = NULL, *timestamps = NULL, *types = NULL, *keys = NULL,
+             *values = NULL, *headers = NULL, *list_offsets = NULL, *hkeys = NULL,
+             *hvalues = NULL;
+    Py_ssize_t rows = self->rows;
+    Py_ssize_t header_count = self->header_keys.length;
+    if (!(offsets = growbuf_detach(&self->offsets)) ||
+        !(timestamps = growbuf_detach(&self->timestamps)) ||
+        !(types = growbuf_detach(&self->timestamp_types)) ||
+        !(keys = column_detach(&self->keys)) || !(values = column_detach(&self->values)))
+        goto fail;
+    if (self->include_headers) {
+        if (!(list_offsets = growbuf_detach(&self->header_offsets)) ||
+            !(hkeys = column_detach(&self->header_keys)) ||
+            !(hvalues = column_detach(&self->header_values)))
+            goto fail;
+        headers = Py_BuildValue("(NnNN)", list_offsets, header_count, hkeys, hvalues);
+        list_offsets = hkeys = hvalues = NULL;
+        if (headers == NULL)
+            goto fail;
+    } else {
+        headers = Py_NewRef(Py_None);
+    }
+    if (columns_start(self) < 0)
+        goto fail;
+    return Py_BuildValue("(nNNNNNN)", rows, offsets, timestamps, types, keys, values, headers);
+fail:
+    Py_XDECREF(offsets);
+    Py_XDECREF(timestamps);
+    Py_XDECREF(types);
+    Py_XDECREF(keys);
+    Py_XDECREF(values);
+    Py_XDECREF(headers);
+    Py_XDECREF(list_offsets);
+    Py_XDECREF(hkeys);
+    Py_XDECREF(hvalues);
+    /* Whatever was detached is gone: start over rather than keep half the columns. */
+    columns_free(self);
+    if (columns_start(self) < 0)
+        PyErr_Clear();
+    return NULL;
+}
+
+static Py_ssize_t
+RecordColumns_length(RecordColumns *self)
+{
+    return self->rows;
+}
+
+static PyObject *
+RecordColumns_get_payload_bytes(RecordColumns *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLongLong(self->payload_bytes);
+}
+
+static PyObject *
+RecordColumns_get_include_headers(RecordColumns *self, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(self->include_headers);
+}
+
+static PyMethodDef RecordColumns_methods[] = {
+    {"decode_v2", (PyCFunction)(void (*)(void))RecordColumns_decode_v2, METH_FASTCALL,
+     decode_v2_doc},
+    {"add", (PyCFunction)(void (*)(void))RecordColumns_add, METH_FASTCALL, add_doc},
+    {"take_columns", (PyCFunction)RecordColumns_take_columns, METH_NOARGS, take_columns_doc},
+    {NULL},
+};
+
+static PyGetSetDef RecordColumns_getset[] = {
+    {"payload_bytes", (getter)RecordColumns_get_payload_bytes, NULL,
+     "Key and value bytes accumulated since the last take.", NULL},
+    {"include_headers", (getter)RecordColumns_get_include_headers, NULL,
+     "Whether header columns are collected.", NULL},
+    {NULL},
+};
+
+static PySequenceMethods RecordColumns_as_sequence = {(lenfunc)RecordColumns_length};
+
+static PyTypeObject RecordColumnsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "segmentlog_datasource.format._fastrecords.RecordColumns",
+    .tp_doc = "RecordColumns(include_headers)\n\nDecoded records as Arrow column buffers.",
+    .tp_basicsize = sizeof(RecordColumns),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)RecordColumns_init,
+    .tp_dealloc = (destructor)RecordColumns_dealloc,
+    .tp_methods = RecordColumns_methods,
+    .tp_getset = RecordColumns_getset,
+    .tp_as_sequence = &RecordColumns_as_sequence,
+};
+
+/* ------------------------------------------------------------------ module */
+
+static struct PyModuleDef fastrecords_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "segmentlog_datasource.format._fastrecords",
+    .m_doc = "Compiled decoder of Kafka magic-2 records into Arrow column buffers.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__fastrecords(void)
+{
+    if (PyType_Ready(&ChunkType) < 0 || PyType_Ready(&RecordColumnsType) < 0)
+        return NULL;
+    PyObject *module = PyModule_Create(&fastrecords_module);
+    if (module == NULL)
+        return NULL;
+    MalformedRecords = PyErr_NewExceptionWithDoc(
+        "segmentlog_datasource.format._fastrecords.MalformedRecords",
+        "The records section of a batch is not the records its header declares.",
+        PyExc_ValueError, NULL);
+    if (MalformedRecords == NULL ||
+        PyModule_AddObjectRef(module, "MalformedRecords", MalformedRecords) < 0 ||
+        PyModule_AddObjectRef(module, "RecordColumns", (PyObject *)&RecordColumnsType) < 0 ||
+        PyModule_AddObjectRef(module, "Chunk", (PyObject *)&ChunkType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
