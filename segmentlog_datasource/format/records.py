@@ -332,10 +332,21 @@ def decode_legacy_message(view, pos: int, header: BatchHeader, sink, min_offset:
         messages.append((inner_offset, its, ikey, ivalue))
         inner_pos = end
     if not messages:
-        return 0
+        # Kafka refuses a compressed wrapper whose message set is empty.
+        raise CorruptLogError(
+            path, header.position,
+            f"compressed wrapper message at offset {header.base_offset} holds no messages",
+        )
     if header.magic == 1:
-        # Inner offsets are relative; the wrapper carries the absolute last offset.
-        shift = header.last_offset - messages[-1][0]
+        # Inner offsets are relative; the wrapper carries the absolute last offset
+        # (Kafka's reader takes a wrapper offset of 0 as "inner offsets are absolute").
+        shift = header.last_offset - messages[-1][0] if header.last_offset else 0
+        if shift < 0:
+            raise CorruptLogError(
+                path, header.position,
+                f"wrapper offset {header.last_offset} is below the last relative offset "
+                f"{messages[-1][0]} of its messages",
+            )
     else:
         shift = 0
     kept = 0
