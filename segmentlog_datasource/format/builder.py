@@ -1,0 +1,471 @@
+"""Encoding magic-2 record batches, vectorised over Arrow columns.
+
+A batch is written the way a non-idempotent, non-transactional producer leaves it:
+producerId -1, producerEpoch -1, baseSequence -1, no control or transactional bit.
+Records are laid out as
+
+    varint length | int8 attributes (0) | varlong timestampDelta | varint offsetDelta |
+    varint keyLength (-1 = null) | key | varint valueLength (-1 = null) | value |
+    varint headerCount | headers (varint keyLength, key, varint valueLength, value)
+
+with zig-zag varints. baseTimestamp is the first record's timestamp and timestamp
+deltas are relative to it; maxTimestamp is the largest record timestamp, or the append
+time for LogAppendTime batches (attribute bit 3). Compressed batches compress the whole
+records section. The CRC32C covers everything from the attributes on, so neither the
+baseOffset nor the partitionLeaderEpoch is covered: batches are encoded at base offset
+0 and re-based later by overwriting those fields (`patch_batch_headers`).
+
+The encoder works on whole columns: varint bytes come from numpy, and each record's
+bytes are assembled by Arrow's `binary_join_element_wise`, so no Python object is built
+per record. Only the per-batch work (header, CRC, compression) runs in a Python loop.
+"""
+import struct
+from dataclasses import dataclass
+from typing import Iterable, List, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import compression
+from .records import ATTR_TIMESTAMP_TYPE, CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD
+
+try:  # the crc32c package can continue a checksum; crcmod's function cannot
+    from crc32c import crc32c as _crc32c_continue
+except ImportError:  # pragma: no cover - exercised only without the crc32c package
+    _crc32c_continue = None
+from .crc import crc32c as _crc32c
+
+BATCH_HEADER_SIZE = 61
+# Everything after the 12-byte log overhead up to the records: the batchLength field.
+BATCH_LENGTH_OVERHEAD = BATCH_HEADER_SIZE - LOG_OVERHEAD  # 49
+_HEAD = struct.Struct(">qiibI")  # baseOffset, batchLength, partitionLeaderEpoch, magic, crc
+_TAIL = struct.Struct(">hiqqqhii")  # attributes .. recordCount (the CRC-covered header part)
+assert _HEAD.size + _TAIL.size == BATCH_HEADER_SIZE
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+
+HEADER_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+
+# Zig-zag values below 2**(7k) take k varint bytes.
+_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
+
+
+# ------------------------------------------------------------------------- varints
+
+def zigzag(values) -> np.ndarray:
+    """Zig-zag encode int64 values into uint64 (as Kafka's varint/varlong do)."""
+    v = np.asarray(values, dtype=np.int64)
+    return ((v << 1) ^ (v >> 63)).view(np.uint64)
+
+
+def varint_sizes(values) -> np.ndarray:
+    """Bytes each signed value takes as a zig-zag varint (1..10), as int64."""
+    return zigzag_sizes(zigzag(values))
+
+
+def zigzag_sizes(encoded: np.ndarray) -> np.ndarray:
+    return np.searchsorted(_VARINT_LIMITS, encoded, side="right").astype(np.int64) + 1
+
+
+def varint_concat(fields: Sequence) -> pa.BinaryArray:
+    """One binary value per row: the zig-zag varints of `fields`, concatenated.
+
+    Each field is an int64 array (varint-encoded) or a `bytes` constant written as is.
+    The bytes of all rows are laid out in a (rows x bytes) matrix with a validity mask
+    and compacted in one step, row-major, which is exactly the concatenation.
+    """
+    n = None
+    for field in fields:
+        if not isinstance(field, (bytes, bytearray)):
+            n = len(field)
+            break
+    if n is None:
+        raise ValueError("varint_concat needs at least one array field")
+    columns: List[np.ndarray] = []
+    masks: List[np.ndarray] = []
+    all_true = None
+    for field in fields:
+        if isinstance(field, (bytes, bytearray)):
+            if all_true is None:
+                all_true = np.ones(n, dtype=bool)
+            for byte in field:
+                columns.append(np.full(n, byte, dtype=np.uint8))
+                masks.append(all_true)
+            continue
+        encoded = zigzag(field)
+        sizes = zigzag_sizes(encoded)
+        width = int(sizes.max()) if n else 1
+        for j in range(width):
+            chunk = ((encoded >> np.uint64(7 * j)) & np.uint64(0x7F)).astype(np.uint8)
+            more = sizes > j + 1
+            chunk |= more.astype(np.uint8) << 7
+            columns.append(chunk)
+            masks.append(sizes > j)
+    matrix = np.stack(columns, axis=1)
+    mask = np.stack(masks, axis=1)
+    data = matrix[mask]
+    lengths = mask.sum(axis=1, dtype=np.int64)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+# --------------------------------------------------------------------- input columns
+
+def _as_binary(array: pa.Array) -> pa.Array:
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if pa.types.is_binary(array.type):
+        return array
+    if pa.types.is_null(array.type):
+        return pa.nulls(len(array), pa.binary())
+    if pa.types.is_string(array.type) or pa.types.is_large_string(array.type) or \
+            pa.types.is_large_binary(array.type) or pa.types.is_fixed_size_binary(array.type):
+        return array.cast(pa.binary())
+    raise TypeError(f"expected a binary or string column, got {array.type}")
+
+
+def binary_offsets(array: pa.Array) -> np.ndarray:
+    """The n+1 value offsets of a binary array (int64, indexes into its data buffer)."""
+    dtype = np.int64 if pa.types.is_large_binary(array.type) else np.int32
+    raw = np.frombuffer(array.buffers()[1], dtype=dtype)
+    return raw[array.offset : array.offset + len(array) + 1].astype(np.int64)
+
+
+def binary_lengths(array: pa.Array) -> np.ndarray:
+    """int64 byte lengths of a binary array, -1 for nulls."""
+    lengths = pc.binary_length(array).fill_null(-1)
+    return np.asarray(lengths.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+@dataclass
+class RecordColumns:
+    """The records to encode, column by column (one row per record).
+
+    keys/values: binary (or string) arrays, nulls allowed. timestamps: int64 epoch
+    milliseconds. headers: None, or list<struct<key: string, value: binary>> (a null list
+    means no headers; header keys must not be null, header values may be).
+    """
+
+    keys: pa.Array
+    values: pa.Array
+    timestamps: np.ndarray
+    headers: Optional[pa.Array] = None
+
+    def __post_init__(self):
+        self.keys = _as_binary(self.keys)
+        self.values = _as_binary(self.values)
+        self.timestamps = np.ascontiguousarray(self.timestamps, dtype=np.int64)
+        if isinstance(self.headers, pa.ChunkedArray):
+            self.headers = self.headers.combine_chunks()
+        n = len(self.values)
+        if len(self.keys) != n or len(self.timestamps) != n or \
+                (self.headers is not None and len(self.headers) != n):
+            raise ValueError("record columns have different lengths")
+
+    def __len__(self):
+        return len(self.values)
+
+    @classmethod
+    def from_records(cls, records: Iterable) -> "RecordColumns":
+        """From (key, value, timestamp_ms, headers) tuples; headers as [(str, bytes|None)]."""
+        keys, values, timestamps, headers = [], [], [], []
+        any_headers = False
+        for key, value, timestamp, record_headers in records:
+            keys.append(key)
+            values.append(value)
+            timestamps.append(timestamp)
+            record_headers = list(record_headers or [])
+            any_headers = any_headers or bool(record_headers)
+            headers.append([{"key": k, "value": v} for k, v in record_headers])
+        return cls(
+            pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+            np.array(timestamps, dtype=np.int64),
+            pa.array(headers, HEADER_TYPE) if any_headers else None,
+        )
+
+
+class _EncodedHeaders:
+    """Per record: header count and the encoded header bytes (as a binary array)."""
+
+    def __init__(self, headers: Optional[pa.Array], n: int):
+        if headers is None or headers.null_count == len(headers) or len(headers) == 0:
+            self.counts = np.zeros(n, dtype=np.int64)
+            self.blob = None
+            self.blob_lengths = np.zeros(n, dtype=np.int64)
+            return
+        if not (pa.types.is_list(headers.type) or pa.types.is_large_list(headers.type)):
+            raise TypeError(f"headers must be a list of structs, got {headers.type}")
+        valid = np.asarray(headers.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        offsets = np.asarray(headers.offsets.to_numpy(), dtype=np.int64)
+        elements = headers.values  # absolute offsets index into this
+        hkeys = _as_binary(pc.struct_field(elements, [0]))
+        hvalues = _as_binary(pc.struct_field(elements, [1]))
+        key_lengths = binary_lengths(hkeys)
+        if np.any(key_lengths < 0):
+            # Only elements inside a non-null list count; others are unreachable padding.
+            marks = np.zeros(len(elements) + 1, dtype=np.int64)
+            np.add.at(marks, offsets[:-1][valid], 1)
+            np.add.at(marks, offsets[1:][valid], -1)
+            used = np.cumsum(marks[:-1]) > 0
+            if np.any(key_lengths[used] < 0):
+                raise ValueError("a header key is null; Kafka header keys must be strings")
+        value_lengths = binary_lengths(hvalues)
+        element_bytes = pc.binary_join_element_wise(
+            varint_concat([np.maximum(key_lengths, 0)]), hkeys,
+            varint_concat([value_lengths]), hvalues, b"",
+            null_handling="replace", null_replacement=b"",
+        )
+        element_offsets = binary_offsets(element_bytes)
+        counts = np.where(valid, offsets[1:] - offsets[:-1], 0)
+        blob_offsets = element_offsets[offsets]
+        # Rows whose list is null may still point at elements: make them empty.
+        blob_offsets_start = blob_offsets[:-1]
+        blob_offsets_end = np.where(valid, blob_offsets[1:], blob_offsets_start)
+        self.counts = counts.astype(np.int64)
+        self.blob_lengths = (blob_offsets_end - blob_offsets_start).astype(np.int64)
+        data = element_bytes.buffers()[2]
+        if valid.all():
+            self.blob = pa.Array.from_buffers(
+                pa.binary(), n,
+                [None, pa.py_buffer(blob_offsets.astype(np.int32)), data],
+            )
+        else:
+            starts32 = blob_offsets_start.astype(np.int32)
+            lengths = self.blob_lengths
+            # Gather the valid rows' byte ranges into a fresh array.
+            new_offsets = np.zeros(n + 1, dtype=np.int32)
+            np.cumsum(lengths, out=new_offsets[1:])
+            src = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+            total = int(new_offsets[-1])
+            if total:
+                row_of_byte = np.repeat(np.arange(n), lengths)
+                index = starts32[row_of_byte] + (np.arange(total) - new_offsets[:-1][row_of_byte])
+                gathered = src[index]
+            else:
+                gathered = np.zeros(0, dtype=np.uint8)
+            self.blob = pa.Array.from_buffers(
+                pa.binary(), n, [None, pa.py_buffer(new_offsets), pa.py_buffer(gathered.tobytes())]
+            )
+
+
+# ------------------------------------------------------------------------- encoding
+
+@dataclass
+class EncodedBatches:
+    """Record batches encoded back to back at base offset 0, with their metadata."""
+
+    data: bytearray
+    sizes: np.ndarray  # int64, whole batch including the 12-byte prefix
+    record_counts: np.ndarray  # int64
+    max_timestamps: np.ndarray  # int64, as written in the header
+    first_rows: np.ndarray  # int64, index of each batch's first record in the input
+
+    def __len__(self):
+        return len(self.sizes)
+
+    @property
+    def positions(self) -> np.ndarray:
+        positions = np.zeros(len(self.sizes), dtype=np.int64)
+        if len(self.sizes) > 1:
+            np.cumsum(self.sizes[:-1], out=positions[1:])
+        return positions
+
+
+class RecordTooLargeError(ValueError):
+    """A single record batch is larger than a limit a broker enforces."""
+
+
+class _Sizes:
+    """Per-record sizes that do not depend on the batch a record ends up in."""
+
+    def __init__(self, columns: RecordColumns, headers: _EncodedHeaders):
+        self.key_lengths = binary_lengths(columns.keys)
+        self.value_lengths = binary_lengths(columns.values)
+        self.fixed = (
+            1  # attributes
+            + varint_sizes(self.key_lengths) + np.maximum(self.key_lengths, 0)
+            + varint_sizes(self.value_lengths) + np.maximum(self.value_lengths, 0)
+            + varint_sizes(headers.counts) + headers.blob_lengths
+        )
+
+
+def positive_varint_sizes(values: np.ndarray) -> np.ndarray:
+    """Zig-zag varint sizes of values known to be >= 0 (zig-zag of x is 2x)."""
+    return np.searchsorted(_POSITIVE_LIMITS, values, side="right").astype(np.int64) + 1
+
+
+_POSITIVE_LIMITS = np.array([1 << (7 * k - 1) for k in range(1, 10)], dtype=np.int64)
+
+
+def plan_batches(fixed: np.ndarray, timestamps: np.ndarray, batch_size: int) -> np.ndarray:
+    """First record index of each batch, filling batches as a producer does.
+
+    A record joins the open batch when the batch, with the record added, stays within
+    `batch_size` bytes (header included); an empty batch takes any record. Record sizes
+    depend on the offset and timestamp deltas inside their batch, so each batch is
+    measured exactly over a window of candidate records.
+    """
+    n = len(fixed)
+    if batch_size <= 0:  # batching disabled: one record per batch
+        return np.arange(n, dtype=np.int64)
+    same_time = n == 0 or bool((timestamps == timestamps[0]).all())
+    # A record is never smaller than 7 bytes, which bounds how many fit in a batch.
+    most = max(1, (batch_size - BATCH_HEADER_SIZE) // 7 + 1)
+    delta_sizes = positive_varint_sizes(np.arange(min(n, most) + 1, dtype=np.int64))
+    starts = []
+    i = 0
+    window = 64
+    limit = batch_size - BATCH_HEADER_SIZE
+    while i < n:
+        starts.append(i)
+        while True:
+            end = min(n, i + window)
+            body = fixed[i:end] + delta_sizes[: end - i]
+            if same_time:
+                body += 1
+            else:
+                body += varint_sizes(timestamps[i:end] - timestamps[i])
+            body += positive_varint_sizes(body)
+            cumulative = np.cumsum(body)
+            fit = int(np.searchsorted(cumulative, limit, side="right"))
+            if fit < end - i or end == n or window >= most:
+                break
+            window *= 2
+        take = max(1, fit)
+        i += take
+        # Start the next window near the size of this batch.
+        window = max(16, min(window, 2 * take + 16))
+    return np.asarray(starts, dtype=np.int64)
+
+
+def encode_batches(columns: RecordColumns, *, codec: int = compression.NONE,
+                   batch_size: int = 16384, timestamp_type: int = CREATE_TIME,
+                   log_append_time: Optional[int] = None, compression_level=None,
+                   max_batch_bytes: Optional[int] = None,
+                   batch_starts: Optional[np.ndarray] = None) -> EncodedBatches:
+    """Encode every record of `columns`, in order, into record batches at base offset 0.
+
+    Batches are cut at `batch_size` bytes of uncompressed batch (see `plan_batches`),
+    or at `batch_starts` when given. LogAppendTime batches carry `log_append_time` as
+    their maxTimestamp. A batch larger than `max_batch_bytes` raises RecordTooLargeError.
+    """
+    n = len(columns)
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return EncodedBatches(bytearray(), empty, empty.copy(), empty.copy(), empty.copy())
+    if timestamp_type == LOG_APPEND_TIME and log_append_time is None:
+        raise ValueError("LogAppendTime batches need a log_append_time")
+    headers = _EncodedHeaders(columns.headers, n)
+    sizes = _Sizes(columns, headers)
+    timestamps = columns.timestamps
+    if batch_starts is None:
+        batch_starts = plan_batches(sizes.fixed, timestamps, batch_size)
+    batch_starts = np.asarray(batch_starts, dtype=np.int64)
+    counts = np.diff(np.append(batch_starts, n))
+    batch_of_row = np.repeat(np.arange(len(batch_starts)), counts)
+    first_row = batch_starts[batch_of_row]
+    offset_deltas = np.arange(n, dtype=np.int64) - first_row
+    timestamp_deltas = timestamps - timestamps[first_row]
+    body = sizes.fixed + varint_sizes(timestamp_deltas) + varint_sizes(offset_deltas)
+
+    prefix = varint_concat([body, b"\x00", timestamp_deltas, offset_deltas, sizes.key_lengths])
+    middle = varint_concat([sizes.value_lengths])
+    if headers.blob is None:
+        tail = pa.scalar(b"\x00", pa.binary())
+    else:
+        tail = pc.binary_join_element_wise(
+            varint_concat([headers.counts]), headers.blob, b"",
+            null_handling="replace", null_replacement=b"",
+        )
+    joined = pc.binary_join_element_wise(
+        prefix, columns.keys, middle, columns.values, tail, b"",
+        null_handling="replace", null_replacement=b"",
+    )
+    record_offsets = binary_offsets(joined)
+    data_buffer = joined.buffers()[2]
+    records = memoryview(data_buffer) if data_buffer is not None else memoryview(b"")
+
+    if timestamp_type == LOG_APPEND_TIME:
+        max_timestamps = np.full(len(batch_starts), log_append_time, dtype=np.int64)
+        attributes = (codec & 0x07) | ATTR_TIMESTAMP_TYPE
+    else:
+        max_timestamps = np.maximum.reduceat(timestamps, batch_starts)
+        attributes = codec & 0x07
+    base_timestamps = timestamps[batch_starts]
+    byte_starts = record_offsets[batch_starts]
+    byte_ends = record_offsets[np.append(batch_starts[1:], n)]
+
+    out = bytearray()
+    batch_sizes = np.empty(len(batch_starts), dtype=np.int64)
+    head_pack = _HEAD.pack
+    tail_pack = _TAIL.pack
+    level = compression_level
+    for b, (start, end, count, base_ts, max_ts) in enumerate(zip(
+            byte_starts.tolist(), byte_ends.tolist(), counts.tolist(),
+            base_timestamps.tolist(), max_timestamps.tolist())):
+        payload = records[start:end]
+        if codec != compression.NONE:
+            payload = compression.compress(codec, payload, level)
+        tail_bytes = tail_pack(attributes, count - 1, base_ts, max_ts, NO_PRODUCER_ID,
+                               NO_PRODUCER_EPOCH, NO_SEQUENCE, count)
+        if _crc32c_continue is not None:
+            crc = _crc32c_continue(payload, _crc32c_continue(tail_bytes))
+        else:
+            crc = _crc32c(tail_bytes + bytes(payload))
+        length = BATCH_LENGTH_OVERHEAD + len(payload)
+        size = LOG_OVERHEAD + length
+        if max_batch_bytes is not None and size > max_batch_bytes:
+            raise RecordTooLargeError(
+                f"a record batch of {size} bytes ({count} record(s) starting at input row "
+                f"{int(batch_starts[b])}) is larger than the {max_batch_bytes}-byte limit"
+            )
+        out += head_pack(0, length, NO_PARTITION_LEADER_EPOCH, 2, crc)
+        out += tail_bytes
+        out += payload
+        batch_sizes[b] = size
+    return EncodedBatches(out, batch_sizes, counts.astype(np.int64), max_timestamps,
+                          batch_starts)
+
+
+def build_record_batch(records: Iterable, *, base_offset: int = 0,
+                       codec: int = compression.NONE, timestamp_type: int = CREATE_TIME,
+                       log_append_time: Optional[int] = None,
+                       partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH) -> bytes:
+    """One record batch holding all `records` ((key, value, timestamp_ms, headers) tuples)."""
+    columns = RecordColumns.from_records(records)
+    if len(columns) == 0:
+        raise ValueError("a record batch needs at least one record")
+    encoded = encode_batches(columns, codec=codec, timestamp_type=timestamp_type,
+                             log_append_time=log_append_time,
+                             batch_starts=np.zeros(1, dtype=np.int64))
+    patch_batch_headers(encoded.data, np.zeros(1, dtype=np.int64),
+                        np.array([base_offset], dtype=np.int64), partition_leader_epoch)
+    return bytes(encoded.data)
+
+
+# ------------------------------------------------------------------------ re-basing
+
+_BASE_OFFSET_BYTES = np.arange(8, dtype=np.int64)
+_EPOCH_BYTES = np.arange(12, 16, dtype=np.int64)
+
+
+def patch_batch_headers(buffer, positions: np.ndarray, base_offsets: np.ndarray,
+                        partition_leader_epoch: Optional[int] = None) -> None:
+    """Set baseOffset (and partitionLeaderEpoch) of the batches at `positions` in place.
+
+    Neither field is covered by the batch CRC, so the batches stay valid.
+    """
+    if not len(positions):
+        return
+    view = np.frombuffer(buffer, dtype=np.uint8)
+    positions = np.asarray(positions, dtype=np.int64)
+    offsets = np.asarray(base_offsets, dtype=">i8").view(np.uint8).reshape(-1, 8)
+    view[positions[:, None] + _BASE_OFFSET_BYTES] = offsets
+    if partition_leader_epoch is not None:
+        epoch = np.frombuffer(struct.pack(">i", partition_leader_epoch), dtype=np.uint8)
+        view[positions[:, None] + _EPOCH_BYTES] = epoch
