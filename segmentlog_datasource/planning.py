@@ -146,12 +146,14 @@ def _specific_offsets(spec: OffsetSpec, option: str, logs: List[PartitionLog]) -
 
 
 def _resolve(spec: OffsetSpec, which: str, log: PartitionLog, read: ReadOptions,
-             specific: Optional[Dict], log_end: int) -> int:
+             specific: Optional[Dict], log_end) -> int:
+    """An offset for `spec`; `log_end()` finds the log end offset, only when needed."""
     option = f"{which}Offsets"
     if spec.kind == "earliest":
         return log.start_offset
     if spec.kind == "latest":
-        return log_end
+        # Reading to the end needs no offset: splits stop at the sizes seen now.
+        return MAX_OFFSET if which == "ending" else log_end()
     if spec.kind in ("timestamp", "timestamps"):
         timestamp = spec.timestamp if spec.kind == "timestamp" else specific[log.topic_partition]
         found = log.offset_for_timestamp(timestamp)
@@ -161,18 +163,19 @@ def _resolve(spec: OffsetSpec, which: str, log: PartitionLog, read: ReadOptions,
             raise SegmentLogError(
                 f"{which}: no record in {log.topic}-{log.partition} has a timestamp >= "
                 f"{timestamp}; set startingOffsetsByTimestampStrategy=latest to start at the end")
-        return log_end
+        return MAX_OFFSET if which == "ending" else log_end()
     value = specific[log.topic_partition]
     if value == EARLIEST:
         return log.start_offset
     if value == LATEST:
-        return log_end
-    if value < log.start_offset or value > log_end:
+        return MAX_OFFSET if which == "ending" else log_end()
+    end = log_end()
+    if value < log.start_offset or value > end:
         if read.fail_on_data_loss:
             raise SegmentLogError(
                 f"option {option!r}: offset {value} for {log.topic}-{log.partition} is outside "
-                f"the log [{log.start_offset}, {log_end}]; set failOnDataLoss=false to clamp it")
-        value = min(max(value, log.start_offset), log_end)
+                f"the log [{log.start_offset}, {end}]; set failOnDataLoss=false to clamp it")
+        value = min(max(value, log.start_offset), end)
     return value
 
 
@@ -185,7 +188,13 @@ def offset_ranges(read: ReadOptions, logs: List[PartitionLog]) -> Dict:
         specific_end = _specific_offsets(read.ending, f"ending{_suffix(read.ending)}", logs)
     ranges = {}
     for log in logs:
-        log_end = log.end_offset()
+        cache = []
+
+        def log_end(log=log, cache=cache):
+            if not cache:
+                cache.append(log.end_offset())
+            return cache[0]
+
         start = _resolve(read.starting, "starting", log, read, specific_start, log_end)
         end = _resolve(read.ending, "ending", log, read, specific_end, log_end)
         ranges[log.topic_partition] = (start, end)

@@ -1,0 +1,163 @@
+"""End-to-end Spark read benchmarks, measured side by side in one run.
+
+(b) `spark.read.format("segmentlog")` count/sum over a generated log, against a trivial
+    Python data source that yields the very same rows as prebuilt Arrow batches (Arrow
+    IPC files, memory-mapped): the ceiling of Spark's Python data source path.
+(c) a pushed-down point lookup (one offset of one partition) against a full scan.
+
+Usage: python benchmarks/bench_spark_read.py [--records 1000000] [--value-size 200]
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import pyarrow as pa  # noqa: E402
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition  # noqa: E402
+
+from _gen import generate_log  # noqa: E402
+
+
+class PrebuiltArrowSource(DataSource):
+    """Yields Arrow batches stored in IPC files: no decoding at all."""
+
+    @classmethod
+    def name(cls):
+        return "prebuilt_arrow"
+
+    def schema(self):
+        from segmentlog_datasource.source import spark_schema
+
+        return spark_schema(False)
+
+    def reader(self, schema):
+        return PrebuiltArrowReader(self.options["path"])
+
+
+class PrebuiltArrowReader(DataSourceReader):
+    def __init__(self, directory):
+        self.directory = directory
+
+    def partitions(self):
+        return [InputPartition(os.path.join(self.directory, name))
+                for name in sorted(os.listdir(self.directory))]
+
+    def read(self, partition):
+        with pa.memory_map(partition.value) as source:
+            reader = pa.ipc.open_file(source)
+            for i in range(reader.num_record_batches):
+                yield reader.get_batch(i)
+
+
+def prebuild_arrow(logdir, target):
+    """Write each segmentlog split's Arrow output to one IPC file."""
+    from segmentlog_datasource.options import parse_read_options
+    from segmentlog_datasource.planning import Constraints, plan_splits
+    from segmentlog_datasource.reader import read_split
+
+    os.makedirs(target)
+    splits = plan_splits(parse_read_options({"path": logdir}), Constraints())
+    for n, split in enumerate(splits):
+        batches = list(read_split(split, include_headers=False, verify_checksums=True))
+        with pa.OSFile(os.path.join(target, f"{n:05d}.arrow"), "wb") as sink:
+            with pa.ipc.new_file(sink, batches[0].schema) as writer:
+                for batch in batches:
+                    writer.write_batch(batch)
+    return len(splits)
+
+
+def best_of(runs, fn):
+    times = []
+    result = None
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--value-size", type=int, default=200)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--segment-bytes", type=int, default=16 << 20)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--workdir", default=None)
+    args = parser.parse_args()
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    import segmentlog_datasource
+
+    workdir = args.workdir or tempfile.mkdtemp(prefix="segmentlog-bench-")
+    logdir = os.path.join(workdir, "logdir")
+    try:
+        if not os.path.isdir(logdir):
+            start = time.perf_counter()
+            generate_log(logdir, "bench", args.partitions, args.records // args.partitions,
+                         args.value_size, segment_bytes=args.segment_bytes)
+            print(f"generated {args.records:,} records in {time.perf_counter() - start:.1f}s")
+        log_bytes = sum(os.path.getsize(os.path.join(root, name))
+                        for root, _, names in os.walk(logdir) for name in names
+                        if name.endswith(".log"))
+        arrow_dir = os.path.join(workdir, "arrow")
+        shutil.rmtree(arrow_dir, ignore_errors=True)
+        splits = prebuild_arrow(logdir, arrow_dir)
+        print(f"log: {log_bytes / 1e6:.1f} MB in .log files, {splits} splits")
+
+        spark = (SparkSession.builder.master("local[2]").appName("segmentlog-bench")
+                 .config("spark.ui.enabled", "false")
+                 .config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.driver.memory", "4g").getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        segmentlog_datasource.register(spark)
+        spark.dataSource.register(PrebuiltArrowSource)
+
+        aggregate = "count(*) AS n, sum(offset) AS offsets, sum(length(value)) AS bytes"
+
+        def scan(fmt, path):
+            return lambda: spark.read.format(fmt).load(path).selectExpr(
+                *aggregate.split(", ")).first()
+
+        scan(fmt="segmentlog", path=logdir)()  # warm up workers
+        t_segmentlog, r_segmentlog = best_of(args.runs, scan("segmentlog", logdir))
+        t_ceiling, r_ceiling = best_of(args.runs, scan("prebuilt_arrow", arrow_dir))
+        assert tuple(r_segmentlog) == tuple(r_ceiling), (r_segmentlog, r_ceiling)
+
+        target = args.records // args.partitions // 2
+
+        def point():
+            return spark.read.format("segmentlog").load(logdir).where(
+                f"topic = 'bench' AND partition = 0 AND offset = {target}").collect()
+
+        t_point, rows = best_of(args.runs, point)
+        assert len(rows) == 1 and rows[0].offset == target
+
+        print()
+        print(f"(b) end-to-end count/sum over {r_segmentlog.n:,} records, local[2], best of "
+              f"{args.runs}")
+        print(f"    segmentlog                 {t_segmentlog:8.2f} s  "
+              f"{r_segmentlog.n / t_segmentlog:12,.0f} records/s")
+        print(f"    prebuilt Arrow (ceiling)   {t_ceiling:8.2f} s  "
+              f"{r_ceiling.n / t_ceiling:12,.0f} records/s")
+        print(f"    ratio segmentlog/ceiling   {t_segmentlog / t_ceiling:8.2f}x  (target <= 1.5x)")
+        print(f"(c) point lookup vs full scan on {log_bytes / 1e6:.0f} MB")
+        print(f"    point lookup               {t_point:8.2f} s")
+        print(f"    full scan                  {t_segmentlog:8.2f} s")
+        print(f"    ratio point/full           {100 * t_point / t_segmentlog:8.1f}%  "
+              f"(target < 5%)")
+        spark.stop()
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
