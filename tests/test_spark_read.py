@@ -298,3 +298,28 @@ def test_two_topic_selections_conflict(utc_spark, kafka_logdir):
 def test_missing_path_is_a_clear_error(utc_spark, tmp_path):
     with pytest.raises(Exception, match="no such directory"):
         utc_spark.read.format("segmentlog").load(str(tmp_path / "absent")).count()
+
+
+def test_spark_discovers_the_installed_source_without_registration():
+    # Run Spark's own lookup of installed Python data sources (pyspark_* modules).
+    import io
+    import pickle
+    import struct
+
+    from pyspark.sql.worker.lookup_data_sources import _main as lookup
+
+    out = io.BytesIO()
+    lookup(io.BytesIO(), out)
+    data = out.getvalue()
+    count = struct.unpack_from(">i", data, 0)[0]
+    found = {}
+    pos = 4
+    for _ in range(count):
+        (length,) = struct.unpack_from(">i", data, pos)
+        name = data[pos + 4:pos + 4 + length].decode()
+        pos += 4 + length
+        (length,) = struct.unpack_from(">i", data, pos)
+        found[name] = pickle.loads(data[pos + 4:pos + 4 + length])
+        pos += 4 + length
+    assert "segmentlog" in found
+    assert found["segmentlog"].name() == "segmentlog"
