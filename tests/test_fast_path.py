@@ -1,8 +1,10 @@
 """The compiled fast path is the pure-Python decoder's twin.
 
-Every scan here runs twice, with use_fast_path=True and False, and the Arrow batches
-must be equal; malformed records must raise CorruptLogError on both paths, naming the
-batch. Inputs: every Kafka-written fixture partition, and segments of batches built with
+Every scan here runs with use_fast_path=True and False, and the Arrow batches must be
+equal; malformed records must raise CorruptLogError on both paths, naming the batch.
+A third reading walks the segment with the accumulator's decode_run() (plain batches
+walked in C, the rest by a Python loop shaped like scan_segment's) and must agree too.
+Inputs: every Kafka-written fixture partition, and segments of batches built with
 kafka-python's DefaultRecordBatchBuilder (or by hand, for malformed records).
 """
 import os
@@ -23,7 +25,10 @@ from segmentlog_datasource.format import (
 )
 from segmentlog_datasource.format.columns import RecordAccumulator, arrow_schema
 from segmentlog_datasource.format.crc import crc32c
-from segmentlog_datasource.format.records import read_entry_header, write_varint
+from segmentlog_datasource.format.records import (
+    batch_records_payload, decode_legacy_message, read_entry_header, verify_checksum,
+    write_varint,
+)
 from segmentlog_datasource.format.scan import make_accumulator
 
 try:
@@ -61,20 +66,82 @@ def test_scan_uses_the_fast_accumulator():
 
 # ------------------------------------------------------------------------ helpers
 
-def scan_both(path, include_headers=False, min_offset=0, end_offset=MAX_OFFSET,
-              max_batch_rows=10_000, transactions=None, allow_torn_tail=True,
-              verify_checksums=True):
-    """(fast batches, pure batches) of one whole segment file."""
+def scan_segment_in_runs(topic, partition, path, size, start_position, end_position,
+                         min_offset, end_offset, allow_torn_tail, options, transactions=None):
+    """scan_segment's loop, with plain batches handed to the accumulator's decode_run()."""
+    if transactions is not None:
+        end_offset = min(end_offset, transactions.last_stable_offset)
+    accumulator = fast.FastRecordAccumulator(options.include_headers)
+    verify = options.verify_checksums
+    with open(path, "rb") as handle:
+        view = memoryview(handle.read(size))
+    pos, end_position = start_position, min(end_position, size)
+    while pos < end_position:
+        pos, state = accumulator.decode_run(
+            view, pos, end_position, size, crc32c if verify else None, min_offset,
+            end_offset, options.max_batch_rows, options.max_batch_bytes,
+            transactions is not None)
+        if state & fast.RUN_FLUSH:
+            yield accumulator.take(topic, partition)
+        if state & (fast.RUN_DONE | fast.RUN_END):
+            break
+        if state != fast.RUN_ENTRY_FOR_PYTHON:
+            continue
+        header = read_entry_header(view, pos, pos, path, remaining=size - pos)
+        if header is None:
+            if allow_torn_tail:
+                break
+            raise CorruptLogError(path, pos, "batch runs past the end of the segment")
+        pos += header.size
+        if header.last_offset < min_offset:
+            continue
+        if header.magic == 2 and header.base_offset >= end_offset:
+            break
+        if verify:
+            verify_checksum(view, header.position, header, path)
+        if header.magic == 2:
+            if header.is_control or not header.record_count:
+                continue
+            if transactions is not None and header.is_transactional and \
+                    transactions.is_aborted(header):
+                continue
+            data = batch_records_payload(view, header.position, header, path)
+            accumulator.add_v2_batch(data, header.record_count, header, min_offset,
+                                     end_offset, path)
+        else:
+            decode_legacy_message(view, header.position, header, accumulator, min_offset,
+                                  end_offset, verify, path)
+        if len(accumulator) >= options.max_batch_rows or \
+                accumulator.payload_bytes >= options.max_batch_bytes:
+            yield accumulator.take(topic, partition)
+        if header.last_offset >= end_offset - 1:
+            break
+    if len(accumulator):
+        yield accumulator.take(topic, partition)
+
+
+def scan_three_ways(path, include_headers=False, min_offset=0, end_offset=MAX_OFFSET,
+                    max_batch_rows=10_000, transactions=None, allow_torn_tail=True,
+                    verify_checksums=True):
+    """Batches of one whole segment file: {"fast", "pure", "runs"} -> list."""
     size = os.path.getsize(path)
-    results = []
-    for use_fast_path in (True, False):
+    results = {}
+    for name, scan, use_fast_path in (("fast", scan_segment, True), ("pure", scan_segment, False),
+                                      ("runs", scan_segment_in_runs, True)):
         options = ScanOptions(verify_checksums=verify_checksums, include_headers=include_headers,
                               max_batch_rows=max_batch_rows, use_fast_path=use_fast_path)
-        results.append(list(scan_segment(
+        results[name] = list(scan(
             "topic", 3, str(path), size, 0, size, min_offset, end_offset, allow_torn_tail,
             options, transactions,
-        )))
+        ))
     return results
+
+
+def scan_both(path, *args, **kwargs):
+    """(fast batches, pure batches); the decode_run() reading must equal the pure one."""
+    results = scan_three_ways(path, *args, **kwargs)
+    assert_twins(results["runs"], results["pure"], f"decode_run() reading of {path}")
+    return results["fast"], results["pure"]
 
 
 def assert_twins(fast_batches, pure_batches, what=""):
@@ -328,12 +395,13 @@ def test_malformed_records_raise_on_both_paths(tmp_path, case, include_headers):
     good = kafka_batch(500, varied_records(5))
     bad = raw_batch(505, count, records)
     path = write_segment(tmp_path, [good, bad])
-    for use_fast_path in (True, False):
+    for scan, use_fast_path in ((scan_segment, True), (scan_segment, False),
+                                (scan_segment_in_runs, True)):
         options = ScanOptions(include_headers=include_headers, use_fast_path=use_fast_path)
         with pytest.raises(CorruptLogError) as raised:
-            list(scan_segment("topic", 3, str(path), os.path.getsize(path), 0,
-                              os.path.getsize(path), 0, MAX_OFFSET, True, options))
-        assert raised.value.position == len(good), (case, use_fast_path)
+            list(scan("topic", 3, str(path), os.path.getsize(path), 0, os.path.getsize(path),
+                      0, MAX_OFFSET, True, options))
+        assert raised.value.position == len(good), (case, scan, use_fast_path)
         assert "505" in raised.value.reason, (case, use_fast_path, raised.value.reason)
 
 
@@ -437,3 +505,60 @@ def test_buffers_outlive_the_accumulator_and_the_input():
     pure.add_v2_batch(batch_bytes[61:], header.record_count, header, 0, MAX_OFFSET)
     assert taken.equals(pure.take("t", 0))
     assert pa.Table.from_batches([taken]).num_rows == 50
+
+
+# ------------------------------------------------------------------- decode_run()
+
+@requires_fast
+@pytest.mark.parametrize("value_size", [10, 9_000])  # batches below and above 4 KiB
+def test_checksum_damage_is_reported_by_every_reading(tmp_path, value_size):
+    records = [(T0 + i, b"k", bytes([i]) * value_size, []) for i in range(3)]
+    batches = [kafka_batch(0, records), kafka_batch(3, records), kafka_batch(6, records)]
+    damaged = bytearray(batches[1])
+    damaged[-2] ^= 0x40  # inside the last value: still well-formed records
+    path = write_segment(tmp_path, [batches[0], bytes(damaged), batches[2]])
+    results = scan_three_ways(path, verify_checksums=False)
+    assert_twins(results["fast"], results["pure"])
+    assert_twins(results["runs"], results["pure"])
+    for name, scan, use_fast_path in (("fast", scan_segment, True), ("pure", scan_segment, False),
+                                      ("runs", scan_segment_in_runs, True)):
+        with pytest.raises(CorruptLogError, match="checksum mismatch") as raised:
+            list(scan("t", 0, str(path), os.path.getsize(path), 0, os.path.getsize(path), 0,
+                      MAX_OFFSET, True, ScanOptions(use_fast_path=use_fast_path)))
+        assert raised.value.position == len(batches[0]), name
+
+
+@requires_fast
+@pytest.mark.parametrize("max_batch_rows", [1, 4, 5, 1000])
+@pytest.mark.parametrize("min_offset,end_offset",
+                         [(0, MAX_OFFSET), (3, 13), (4, 6), (10, 11), (7, 7), (12, 16)])
+def test_runs_flush_and_stop_like_the_scan_loop(tmp_path, max_batch_rows, min_offset, end_offset):
+    # Plain batches, a control batch, an empty batch, a compressed batch, a torn tail.
+    control = bytearray(kafka_batch(4, [(T0, b"\x00\x00\x00\x01", b"\x00" * 6, [])]))
+    struct.pack_into(">h", control, 21, 0x30)  # transactional control batch (a COMMIT)
+    struct.pack_into(">I", control, 17, crc32c(bytes(control[21:])))
+    batches = [kafka_batch(0, varied_records(3, seed=1)),
+               kafka_batch(3, varied_records(1, seed=2)),
+               bytes(control),
+               raw_batch(5, 0, b"", last_offset_delta=1),
+               kafka_batch(7, varied_records(4, seed=3), "gzip"),
+               kafka_batch(11, varied_records(5, seed=4))]
+    torn = kafka_batch(16, varied_records(2, seed=5))[:40]
+    path = write_segment(tmp_path, batches + [torn])
+    fast_batches, pure_batches = scan_both(path, True, min_offset, end_offset,
+                                           max_batch_rows=max_batch_rows)
+    assert_twins(fast_batches, pure_batches)
+
+
+@requires_fast
+def test_checksum_helper_matches_the_crc_module():
+    from segmentlog_datasource.format._fastrecords import checksum_matches
+
+    rng = random.Random(7)
+    for size in list(range(70)) + [4095, 4096, 4097, 65_536]:
+        data = bytes(rng.getrandbits(8) for _ in range(size + 7))
+        for start in (0, 3, 7):
+            view = memoryview(data)[start:start + size]
+            expected = crc32c(view)
+            assert checksum_matches(view, expected, crc32c)
+            assert not checksum_matches(view, expected ^ 0x100, crc32c)

@@ -12,8 +12,9 @@
  * and checked (header keys must be UTF-8) whether or not its offset is kept. A batch
  * that fails leaves the columns as they were before it (MalformedRecords is raised).
  *
- * parse_v2_header() and crc32c helpers let the Python side skip struct unpacking for
- * the batch header.
+ * decode_run() walks a mapped segment itself, batch after batch, while the batches are
+ * plain (uncompressed magic 2, nothing for a transaction filter to decide); scan loops
+ * that use it pay Python's per-batch cost only for the other entries.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -22,6 +23,10 @@
 #include <string.h>
 
 #define INT32_LIMIT 0x7fffffffLL
+#define ATTR_COMPRESSION_MASK 0x07
+#define ATTR_LOG_APPEND_TIME 0x08
+#define ATTR_TRANSACTIONAL 0x10
+#define ATTR_CONTROL 0x20
 
 static PyObject *MalformedRecords;
 
@@ -542,10 +547,13 @@ as_int64(PyObject *obj, int64_t *out)
  * Returns -1 with a Python error set (memory, int32 overflow), 0 when fine. */
 static int
 decode_records(RecordColumns *self, const uint8_t *data, size_t size, long long count,
-               int64_t base_offset, int64_t base_timestamp, int64_t append_time,
-               int log_append_time, int32_t timestamp_type, const OffsetRange *range,
-               Py_ssize_t *kept_out, char *reason)
+               int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
+               int64_t attributes, const OffsetRange *range, Py_ssize_t *kept_out,
+               char *reason)
 {
+    /* LogAppendTime batches report the broker's append time (maxTimestamp) for all. */
+    const int log_append_time = (attributes & ATTR_LOG_APPEND_TIME) != 0;
+    const int32_t timestamp_type = log_append_time ? 1 : 0;
     const uint8_t *p = data;
     const uint8_t *end = data + size;
     const uint8_t *prefetched = data;
@@ -656,7 +664,7 @@ decode_records(RecordColumns *self, const uint8_t *data, size_t size, long long 
                                (value_length > 0 ? value_length : 0);
         /* Kafka's long arithmetic: a delta past the int64 range wraps. */
         int64_t timestamp = log_append_time
-                                ? append_time
+                                ? max_timestamp
                                 : (int64_t)((uint64_t)base_timestamp + (uint64_t)timestamp_delta);
         columns_put_row(self, offset, timestamp, timestamp_type);
         kept++;
@@ -695,14 +703,13 @@ RecordColumns_decode_v2(RecordColumns *self, PyObject *const *args, Py_ssize_t n
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    int log_append_time = (attributes & 0x08) != 0;
     ColumnsMark mark;
     columns_mark(self, &mark);
     char reason[MAX_REASON];
     Py_ssize_t kept = 0;
     int status = decode_records(self, (const uint8_t *)view.buf, (size_t)view.len, count,
-                                base_offset, base_timestamp, max_timestamp, log_append_time,
-                                log_append_time ? 1 : 0, &range, &kept, reason);
+                                base_offset, base_timestamp, max_timestamp, attributes, &range,
+                                &kept, reason);
     PyBuffer_Release(&view);
     if (status != 0) {
         columns_rewind(self, &mark);
@@ -712,6 +719,251 @@ RecordColumns_decode_v2(RecordColumns *self, PyObject *const *args, Py_ssize_t n
         return NULL;
     }
     return PyLong_FromSsize_t(kept);
+}
+
+/* --------------------------------------------------------- runs of plain batches */
+
+#define LOG_OVERHEAD 12
+#define V2_HEADER_SIZE 61
+#define V2_CRC_START 21
+
+/* decode_run() stop states (bit flags): */
+#define RUN_ENTRY_FOR_PYTHON 0 /* the entry at the position needs the Python loop */
+#define RUN_FLUSH 1            /* take() the accumulated rows, then go on */
+#define RUN_DONE 2             /* the offset range is exhausted: stop the scan */
+#define RUN_END 4              /* reached end_position */
+
+static inline uint64_t
+be64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return __builtin_bswap64(v);
+}
+
+static inline uint32_t
+be32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return __builtin_bswap32(v);
+}
+
+/* A Python int bound clamped into int64; `above` / `below` say it did not fit. */
+typedef struct {
+    int64_t value;
+    int above;
+    int below;
+} Bound;
+
+static int
+bound_from(PyObject *obj, Bound *bound)
+{
+    int overflow;
+    long long value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (value == -1 && PyErr_Occurred())
+        return -1;
+    bound->above = overflow > 0;
+    bound->below = overflow < 0;
+    bound->value = overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : value;
+    return 0;
+}
+
+/* CRC32C with the SSE4.2 instruction. One dependent stream runs at about a third of
+ * what the `crc32c` package's interleaved code reaches, but needs no Python call:
+ * small batches use it, large ones go to the package (crc.crc32c). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_CRC32C_INSTRUCTION 1
+__attribute__((target("sse4.2"))) static uint32_t
+crc32c_instruction(const uint8_t *p, size_t n)
+{
+    uint64_t crc = 0xFFFFFFFFu;
+    for (; n && ((uintptr_t)p & 7); n--)
+        crc = __builtin_ia32_crc32qi((uint32_t)crc, *p++);
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        crc = __builtin_ia32_crc32di(crc, word);
+    }
+    for (; n; n--)
+        crc = __builtin_ia32_crc32qi((uint32_t)crc, *p++);
+    return (uint32_t)crc ^ 0xFFFFFFFFu;
+}
+#endif
+static int have_crc32c_instruction;
+#define CRC32C_INSTRUCTION_MAX_BYTES 4096
+
+static int
+checksum_matches(PyObject *crc32c, const uint8_t *data, size_t size, uint32_t stored)
+{
+#ifdef HAVE_CRC32C_INSTRUCTION
+    if (have_crc32c_instruction && size <= CRC32C_INSTRUCTION_MAX_BYTES)
+        return crc32c_instruction(data, size) == stored;
+#endif
+    PyObject *view = PyMemoryView_FromMemory((char *)data, (Py_ssize_t)size, PyBUF_READ);
+    if (view == NULL)
+        return -1;
+    PyObject *computed = PyObject_CallOneArg(crc32c, view);
+    Py_DECREF(view);
+    if (computed == NULL)
+        return -1;
+    unsigned long value = PyLong_AsUnsignedLong(computed);
+    Py_DECREF(computed);
+    if (value == (unsigned long)-1 && PyErr_Occurred())
+        return -1;
+    return value == stored;
+}
+
+PyDoc_STRVAR(checksum_matches_doc,
+"checksum_matches(data, stored, crc32c) -> bool\n\n"
+"Whether CRC32C(data) == stored, computed the way decode_run() computes it.");
+
+static PyObject *
+fastrecords_checksum_matches(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "checksum_matches() takes 3 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    unsigned long stored = PyLong_AsUnsignedLong(args[1]);
+    if (stored == (unsigned long)-1 && PyErr_Occurred())
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int matches = checksum_matches(args[2], view.buf, (size_t)view.len, (uint32_t)stored);
+    PyBuffer_Release(&view);
+    if (matches < 0)
+        return NULL;
+    return PyBool_FromLong(matches);
+}
+
+PyDoc_STRVAR(decode_run_doc,
+"decode_run(view, position, end_position, size, crc32c, min_offset, end_offset,\n"
+"           max_rows, max_bytes, transactions) -> (position, state)\n\n"
+"Walk the entries of a mapped segment `view` from `position`, doing in C what\n"
+"scan_segment's loop does for plain batches: uncompressed, non-transactional (or any,\n"
+"when `transactions` is false) magic-2 batches, control and empty batches, and batches\n"
+"outside [min_offset, end_offset). crc32c is the checksum function, or None to skip\n"
+"verification. Stops, returning the position reached and a state of bit flags, when:\n"
+"  0  the entry at `position` needs the Python loop (another magic, compression,\n"
+"     a transactional batch, a torn or damaged entry: Python reports the error);\n"
+"  1  max_rows rows or max_bytes key/value bytes are accumulated (take() them);\n"
+"  2  the batch just read reaches end_offset - 1, or the next starts at end_offset;\n"
+"  4  position reached end_position.\n"
+"Flags 1 and 2 can come together.");
+
+static PyObject *
+RecordColumns_decode_run(RecordColumns *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 10) {
+        PyErr_Format(PyExc_TypeError, "decode_run() takes 10 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    int64_t position, end_position, size, max_rows, max_bytes;
+    Bound min_bound, end_bound;
+    OffsetRange range;
+    PyObject *crc32c = args[4];
+    int transactions = PyObject_IsTrue(args[9]);
+    if (transactions < 0 || as_int64(args[1], &position) < 0 ||
+        as_int64(args[2], &end_position) < 0 || as_int64(args[3], &size) < 0 ||
+        bound_from(args[5], &min_bound) < 0 || bound_from(args[6], &end_bound) < 0 ||
+        offset_range_from(args[5], args[6], &range) < 0 || as_int64(args[7], &max_rows) < 0 ||
+        as_int64(args[8], &max_bytes) < 0)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (size > view.len)
+        size = view.len;
+    if (end_position > size)
+        end_position = size;
+    const uint8_t *base = (const uint8_t *)view.buf;
+    int state = RUN_END;
+    char reason[MAX_REASON];
+
+    while (position < end_position) {
+        const uint8_t *entry = base + position;
+        int64_t remaining = size - position;
+        /* Anything but a complete, sane magic-2 header goes to read_entry_header. */
+        if (remaining < V2_HEADER_SIZE || entry[16] != 2) {
+            state = RUN_ENTRY_FOR_PYTHON;
+            break;
+        }
+        int32_t length = (int32_t)be32(entry + 8);
+        int64_t base_offset = (int64_t)be64(entry);
+        uint32_t stored_crc = be32(entry + 17);
+        uint16_t attributes = (uint16_t)((entry[21] << 8) | entry[22]);
+        int32_t last_delta = (int32_t)be32(entry + 23);
+        int64_t base_timestamp = (int64_t)be64(entry + 27);
+        int64_t max_timestamp = (int64_t)be64(entry + 35);
+        int32_t count = (int32_t)be32(entry + 57);
+        int64_t last_offset;
+        if (length < V2_HEADER_SIZE - LOG_OVERHEAD || LOG_OVERHEAD + (int64_t)length > remaining ||
+            last_delta < 0 || count < 0 ||
+            __builtin_add_overflow(base_offset, (int64_t)last_delta, &last_offset) ||
+            last_offset == INT64_MAX) {
+            state = RUN_ENTRY_FOR_PYTHON; /* errors, torn tails, offsets at the int64 edge */
+            break;
+        }
+        int64_t entry_size = LOG_OVERHEAD + (int64_t)length;
+        if (min_bound.above || last_offset < min_bound.value) {
+            position += entry_size;
+            continue;
+        }
+        if (end_bound.below || (!end_bound.above && base_offset >= end_bound.value)) {
+            state = RUN_DONE;
+            break;
+        }
+        if ((attributes & ATTR_COMPRESSION_MASK) ||
+            (transactions && (attributes & ATTR_TRANSACTIONAL) && !(attributes & ATTR_CONTROL))) {
+            state = RUN_ENTRY_FOR_PYTHON;
+            break;
+        }
+        if (crc32c != Py_None) {
+            int matches = checksum_matches(crc32c, entry + V2_CRC_START,
+                                           (size_t)(entry_size - V2_CRC_START), stored_crc);
+            if (matches < 0) {
+                PyBuffer_Release(&view);
+                return NULL;
+            }
+            if (!matches) {
+                state = RUN_ENTRY_FOR_PYTHON;
+                break;
+            }
+        }
+        if ((attributes & ATTR_CONTROL) || count == 0) {
+            position += entry_size; /* nothing to read; the range checks below do not run */
+            continue;
+        }
+        ColumnsMark mark;
+        columns_mark(self, &mark);
+        Py_ssize_t kept;
+        int status = decode_records(self, entry + V2_HEADER_SIZE,
+                                    (size_t)(entry_size - V2_HEADER_SIZE), count, base_offset,
+                                    base_timestamp, max_timestamp, attributes, &range, &kept,
+                                    reason);
+        if (status != 0) {
+            columns_rewind(self, &mark);
+            if (status < 0) {
+                PyBuffer_Release(&view);
+                return NULL;
+            }
+            state = RUN_ENTRY_FOR_PYTHON; /* malformed: add_v2_batch raises the error */
+            break;
+        }
+        position += entry_size;
+        state = 0;
+        if (self->rows >= max_rows || self->payload_bytes >= max_bytes)
+            state |= RUN_FLUSH;
+        if (!end_bound.above && (end_bound.below || last_offset >= end_bound.value - 1))
+            state |= RUN_DONE;
+        if (state)
+            break;
+        state = RUN_END;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(Li)", (long long)position, state);
 }
 
 /* Bytes of a key or value given to add(): None or any bytes-like object. */
@@ -863,6 +1115,8 @@ RecordColumns_get_include_headers(RecordColumns *self, void *Py_UNUSED(closure))
 static PyMethodDef RecordColumns_methods[] = {
     {"decode_v2", (PyCFunction)(void (*)(void))RecordColumns_decode_v2, METH_FASTCALL,
      decode_v2_doc},
+    {"decode_run", (PyCFunction)(void (*)(void))RecordColumns_decode_run, METH_FASTCALL,
+     decode_run_doc},
     {"add", (PyCFunction)(void (*)(void))RecordColumns_add, METH_FASTCALL, add_doc},
     {"take_columns", (PyCFunction)RecordColumns_take_columns, METH_NOARGS, take_columns_doc},
     {NULL},
@@ -894,8 +1148,15 @@ static PyTypeObject RecordColumnsType = {
 
 /* ------------------------------------------------------------------ module */
 
+static PyMethodDef fastrecords_functions[] = {
+    {"checksum_matches", (PyCFunction)(void (*)(void))fastrecords_checksum_matches,
+     METH_FASTCALL, checksum_matches_doc},
+    {NULL},
+};
+
 static struct PyModuleDef fastrecords_module = {
     PyModuleDef_HEAD_INIT,
+    .m_methods = fastrecords_functions,
     .m_name = "segmentlog_datasource.format._fastrecords",
     .m_doc = "Compiled decoder of Kafka magic-2 records into Arrow column buffers.",
     .m_size = -1,
@@ -906,6 +1167,10 @@ PyInit__fastrecords(void)
 {
     if (PyType_Ready(&ChunkType) < 0 || PyType_Ready(&RecordColumnsType) < 0)
         return NULL;
+#ifdef HAVE_CRC32C_INSTRUCTION
+    __builtin_cpu_init();
+    have_crc32c_instruction = __builtin_cpu_supports("sse4.2") != 0;
+#endif
     PyObject *module = PyModule_Create(&fastrecords_module);
     if (module == NULL)
         return NULL;
@@ -916,7 +1181,12 @@ PyInit__fastrecords(void)
     if (MalformedRecords == NULL ||
         PyModule_AddObjectRef(module, "MalformedRecords", MalformedRecords) < 0 ||
         PyModule_AddObjectRef(module, "RecordColumns", (PyObject *)&RecordColumnsType) < 0 ||
-        PyModule_AddObjectRef(module, "Chunk", (PyObject *)&ChunkType) < 0) {
+        PyModule_AddObjectRef(module, "Chunk", (PyObject *)&ChunkType) < 0 ||
+        PyModule_AddIntConstant(module, "CRC32C_INSTRUCTION", have_crc32c_instruction) < 0 ||
+        PyModule_AddIntConstant(module, "RUN_ENTRY_FOR_PYTHON", RUN_ENTRY_FOR_PYTHON) < 0 ||
+        PyModule_AddIntConstant(module, "RUN_FLUSH", RUN_FLUSH) < 0 ||
+        PyModule_AddIntConstant(module, "RUN_DONE", RUN_DONE) < 0 ||
+        PyModule_AddIntConstant(module, "RUN_END", RUN_END) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -4,11 +4,19 @@ Magic-2 records are decoded in C (`_fastrecords`) straight into Arrow-layout buf
 take() wraps those buffers as Arrow arrays without copying them. Importing this module
 raises ImportError when the extension is not built, and scan.make_accumulator then
 falls back to the pure-Python accumulator.
+
+A scan loop may also hand whole stretches of a mapped segment to
+`accumulator.decode_run(...)` (see its docstring): plain batches are then walked,
+verified and decoded in C, and the loop handles in Python only the entries the run
+stops at (RUN_ENTRY_FOR_PYTHON), taking a batch on RUN_FLUSH and stopping on RUN_DONE
+or RUN_END.
 """
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - finish_batch calls pa.compute, which needs the import
 
-from ._fastrecords import MalformedRecords, RecordColumns
+from ._fastrecords import (  # noqa: F401 - the RUN_* states are for scan loops
+    RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH, MalformedRecords, RecordColumns,
+)
 from .columns import HEADER_TYPE, finish_batch
 from .errors import CorruptLogError
 
