@@ -1,0 +1,87 @@
+"""`df.write.format("segmentlog")`: a thin DataSourceArrowWriter over the `writer` engine.
+
+The driver builds the writer once per write: it checks the columns and options (before
+anything is written), takes the topic lock and creates the staging directory. Each
+Spark task encodes the Arrow batches it receives into its own staging file; the driver's
+`commit` assigns offsets and publishes, `abort` removes every trace.
+"""
+from dataclasses import dataclass
+from typing import Iterator, List, Optional
+
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+
+from writer.errors import InvalidInputError, InvalidOptionError
+from writer.input import COLUMNS, InputLayout
+from writer.job import WriteJob
+from writer.options import WriteOptions
+from writer.task import TaskResult, TaskWriter
+
+
+@dataclass
+class SegmentLogCommitMessage(WriterCommitMessage):
+    result: TaskResult
+
+
+def _arrow_schema(schema):
+    """The Spark schema as the Arrow schema the tasks will receive."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    unknown = [f.name for f in schema.fields if f.name not in COLUMNS]
+    if unknown:
+        raise InvalidInputError(
+            f"column(s) {', '.join(repr(n) for n in unknown)} cannot be written to Kafka; "
+            f"a segmentlog write takes only {', '.join(COLUMNS)} (select or drop columns "
+            f"first, e.g. df.select('key', 'value'))"
+        )
+    fields = []
+    for field in schema.fields:
+        try:
+            arrow_type = to_arrow_type(field.dataType, timezone="UTC")
+        except Exception:
+            raise InvalidInputError(
+                f"column {field.name!r} has type {field.dataType.simpleString()}, which a "
+                f"segmentlog write cannot take"
+            ) from None
+        fields.append(pa.field(field.name, arrow_type))
+    return pa.schema(fields)
+
+
+class SegmentLogSparkWriter(DataSourceArrowWriter):
+    def __init__(self, options, schema, overwrite: bool):
+        options = {str(k): v for k, v in dict(options or {}).items()}
+        lowered = {k.lower(): v for k, v in options.items()}
+        path = lowered.get("path")
+        if not path:
+            raise InvalidOptionError(
+                "no log dir given: use df.write.format('segmentlog').mode(...).save(path)"
+            )
+        topic = lowered.get("topic") or None
+        write_options = WriteOptions.from_mapping(options)
+        try:
+            layout = InputLayout.from_schema(_arrow_schema(schema), topic)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{exc} [input schema: {schema.simpleString()}]") from None
+        self.job = WriteJob(path, mode="overwrite" if overwrite else "append", topic=topic,
+                            options=write_options, layout=layout)
+
+    def write(self, iterator: Iterator) -> SegmentLogCommitMessage:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        task_index = context.partitionId() if context is not None else 0
+        attempt = context.attemptNumber() if context is not None else 0
+        task = TaskWriter(self.job.spec, task_index, attempt)
+        try:
+            for batch in iterator:
+                task.write(batch)
+            return SegmentLogCommitMessage(task.finish())
+        except BaseException:
+            task.discard()
+            raise
+
+    def commit(self, messages: List[Optional[SegmentLogCommitMessage]]) -> None:
+        self.job.commit([m.result for m in messages if m is not None])
+
+    def abort(self, messages: List[Optional[SegmentLogCommitMessage]]) -> None:
+        self.job.abort()

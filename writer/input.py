@@ -1,0 +1,222 @@
+"""The columns a write takes, checked and normalised, as Spark's Kafka sink expects them.
+
+| column | type | meaning |
+| --- | --- | --- |
+| `value` | binary or string (required) | record value; null is a tombstone |
+| `key` | binary or string | record key; null keys are spread over partitions |
+| `topic` | string | the record's topic (the `topic` option overrides it) |
+| `partition` | integer | the record's partition; null lets the partitioner choose |
+| `timestamp` | timestamp | CreateTime of the record; null means the write time |
+| `headers` | array<struct<key: string, value: binary>> | record headers |
+
+Strings are written as their UTF-8 bytes.
+"""
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import InvalidInputError
+
+COLUMNS = ("key", "value", "topic", "partition", "timestamp", "headers")
+_UNIT_TO_MS = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
+
+
+def _is_bytes_like(t: pa.DataType) -> bool:
+    return (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_string(t)
+            or pa.types.is_large_string(t) or pa.types.is_null(t))
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _headers_ok(t: pa.DataType) -> bool:
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+        return False
+    element = t.value_type
+    if not pa.types.is_struct(element) or element.num_fields != 2:
+        return False
+    key, value = element.field(0), element.field(1)
+    return key.name == "key" and _is_string(key.type) and value.name == "value" and \
+        _is_bytes_like(value.type)
+
+
+@dataclass(frozen=True)
+class InputLayout:
+    """Which of the Kafka columns the input has (checked against its schema)."""
+
+    has_key: bool
+    has_topic: bool
+    has_partition: bool
+    has_timestamp: bool
+    has_headers: bool
+
+    @classmethod
+    def from_schema(cls, schema: pa.Schema, topic_option: Optional[str]) -> "InputLayout":
+        names = list(schema.names)
+        for name in set(names):
+            if names.count(name) > 1:
+                raise InvalidInputError(f"column {name!r} appears twice")
+        unknown = [n for n in names if n not in COLUMNS]
+        if unknown:
+            raise InvalidInputError(
+                f"column(s) {', '.join(repr(n) for n in unknown)} cannot be written to Kafka; "
+                f"a segmentlog write takes only {', '.join(COLUMNS)} (select or drop columns "
+                f"first, e.g. df.select('key', 'value'))"
+            )
+        if "value" not in names:
+            raise InvalidInputError(
+                "the data has no 'value' column; a segmentlog write needs one (binary or string)"
+            )
+        checks = {
+            "key": (_is_bytes_like, "binary or string"),
+            "value": (_is_bytes_like, "binary or string"),
+            "topic": (lambda t: _is_string(t) or pa.types.is_null(t), "string"),
+            "partition": (lambda t: pa.types.is_integer(t) or pa.types.is_null(t), "int"),
+            "timestamp": (lambda t: pa.types.is_timestamp(t) or pa.types.is_null(t), "timestamp"),
+            "headers": (lambda t: _headers_ok(t) or pa.types.is_null(t),
+                        "array<struct<key: string, value: binary>>"),
+        }
+        for name in names:
+            accept, wanted = checks[name]
+            if not accept(schema.field(name).type):
+                raise InvalidInputError(
+                    f"column {name!r} has type {schema.field(name).type}; a segmentlog write "
+                    f"needs {wanted} there"
+                )
+        if "topic" not in names and not topic_option:
+            raise InvalidInputError(
+                "no topic to write to: add a 'topic' column or set the 'topic' option"
+            )
+        return cls("key" in names, "topic" in names, "partition" in names,
+                   "timestamp" in names, "headers" in names)
+
+
+@dataclass
+class NormalizedRows:
+    """One chunk of input as the encoder takes it."""
+
+    keys: pa.Array  # binary
+    values: pa.Array  # binary
+    timestamps: np.ndarray  # int64 ms
+    headers: Optional[pa.Array]
+    partitions: Optional[np.ndarray]  # int64, -1 where not given; None without the column
+    topics: Optional[pa.Array]  # string, None when the topic option applies
+
+    def __len__(self):
+        return len(self.values)
+
+
+def _column(table, name):
+    column = table.column(name)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    return column
+
+
+def _binary(array: pa.Array) -> pa.Array:
+    if pa.types.is_null(array.type):
+        return pa.nulls(len(array), pa.binary())
+    if pa.types.is_binary(array.type):
+        return array
+    return array.cast(pa.binary())
+
+
+def normalize(table, layout: InputLayout, write_time_ms: int,
+              topic_option: Optional[str]) -> NormalizedRows:
+    """Columns of a pa.Table or RecordBatch turned into the encoder's form."""
+    n = table.num_rows
+    values = _binary(_column(table, "value"))
+    keys = _binary(_column(table, "key")) if layout.has_key else pa.nulls(n, pa.binary())
+    if layout.has_timestamp:
+        timestamps = timestamps_ms(_column(table, "timestamp"), write_time_ms)
+    else:
+        timestamps = np.full(n, write_time_ms, dtype=np.int64)
+    headers = None
+    if layout.has_headers:
+        headers = _column(table, "headers")
+        if pa.types.is_null(headers.type) or headers.null_count == n:
+            headers = None
+    partitions = None
+    if layout.has_partition:
+        column = _column(table, "partition")
+        if pa.types.is_null(column.type):
+            partitions = np.full(n, -1, dtype=np.int64)
+        else:
+            raw = column.cast(pa.int64())
+            partitions = np.asarray(raw.fill_null(-1).to_numpy(zero_copy_only=False),
+                                    dtype=np.int64)
+            valid = np.asarray(raw.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+            bad = valid & ((partitions < 0) | (partitions > 2**31 - 1))
+            if bad.any():
+                raise InvalidInputError(
+                    f"column 'partition' holds {int(partitions[bad][0])}; partitions are "
+                    f"numbered from 0"
+                )
+    topics = None
+    if layout.has_topic and not topic_option:
+        topics = _column(table, "topic")
+        if pa.types.is_null(topics.type) or topics.null_count:
+            raise InvalidInputError(
+                "column 'topic' is null in some rows; fill it or set the 'topic' option"
+            )
+        if pa.types.is_large_string(topics.type):
+            topics = topics.cast(pa.string())
+    return NormalizedRows(keys, values, timestamps, headers, partitions, topics)
+
+
+def timestamps_ms(column: pa.Array, write_time_ms: int) -> np.ndarray:
+    """Epoch milliseconds of a timestamp column; nulls become `write_time_ms`."""
+    n = len(column)
+    if pa.types.is_null(column.type):
+        return np.full(n, write_time_ms, dtype=np.int64)
+    multiply, divide = _UNIT_TO_MS[column.type.unit]
+    raw = column.cast(pa.int64())
+    values = np.asarray(raw.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    if divide != 1:
+        values = np.floor_divide(values, divide)
+    elif multiply != 1:
+        values = values * multiply
+    if raw.null_count:
+        valid = np.asarray(raw.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        values = np.where(valid, values, write_time_ms)
+    if n and values.min() < 0:
+        first = int(values[values < 0][0])
+        raise InvalidInputError(
+            f"column 'timestamp' holds a time before 1970-01-01 ({first} ms); Kafka record "
+            f"timestamps cannot be negative"
+        )
+    return values
+
+
+def approximate_sizes(rows: NormalizedRows) -> np.ndarray:
+    """Rough record sizes for spreading keyless rows (key + value bytes + overhead)."""
+    sizes = pc.binary_length(rows.values).fill_null(0).to_numpy(zero_copy_only=False)
+    sizes = np.asarray(sizes, dtype=np.int64) + 8
+    if rows.keys.null_count != len(rows.keys):
+        key_sizes = pc.binary_length(rows.keys).fill_null(0).to_numpy(zero_copy_only=False)
+        sizes += np.asarray(key_sizes, dtype=np.int64)
+    return sizes
+
+
+def take_rows(rows: NormalizedRows, indices: np.ndarray) -> NormalizedRows:
+    index = pa.array(indices, pa.int64())
+    return NormalizedRows(
+        rows.keys.take(index), rows.values.take(index), rows.timestamps[indices],
+        rows.headers.take(index) if rows.headers is not None else None,
+        rows.partitions[indices] if rows.partitions is not None else None,
+        rows.topics.take(index) if rows.topics is not None else None,
+    )
+
+
+def slice_rows(rows: NormalizedRows, start: int, end: int) -> NormalizedRows:
+    return NormalizedRows(
+        rows.keys.slice(start, end - start), rows.values.slice(start, end - start),
+        rows.timestamps[start:end],
+        rows.headers.slice(start, end - start) if rows.headers is not None else None,
+        rows.partitions[start:end] if rows.partitions is not None else None,
+        rows.topics.slice(start, end - start) if rows.topics is not None else None,
+    )

@@ -1,0 +1,305 @@
+"""What a write finds in the log dir: topics, partition counts, partition tails, locks.
+
+Nothing here changes data: it lists `<topic>-<partition>` directories, checks that a
+partition's last segment can be continued (complete last batch with a valid CRC, indexes
+trimmed), takes fingerprints to notice concurrent changes, and manages the per-topic
+lock files that keep two writes off the same topic.
+"""
+import errno
+import json
+import os
+import re
+import socket
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+from segmentlog_datasource.format.errors import CorruptLogError, SegmentLogError
+from segmentlog_datasource.format.indexes import OFFSET_ENTRY, TIME_ENTRY, OffsetIndex, TimeIndex
+from segmentlog_datasource.format.log import PartitionLog, parse_partition_dir_name, SEGMENT_NAME
+from segmentlog_datasource.format.records import read_entry_header, verify_checksum
+
+from .errors import ConcurrentWriteError, InvalidInputError, InvalidOptionError, TopicLayoutError
+
+LOCK_PREFIX = ".segmentlog-lock-"
+STAGING_PREFIX = ".segmentlog-staging-"
+MAX_TOPIC_LENGTH = 249
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+def validate_topic_name(topic, source: str = "option 'topic'") -> str:
+    """Kafka's topic name rules, plus: no leading '.' (readers skip dot-prefixed dirs)."""
+    if not isinstance(topic, str) or not topic:
+        raise InvalidInputError(f"{source}: a topic name must be a non-empty string, got {topic!r}")
+    if topic in (".", ".."):
+        raise InvalidInputError(f"{source}: topic name {topic!r} is not allowed by Kafka")
+    if len(topic) > MAX_TOPIC_LENGTH:
+        raise InvalidInputError(
+            f"{source}: topic name {topic[:40]!r}... is {len(topic)} characters; Kafka allows "
+            f"{MAX_TOPIC_LENGTH}"
+        )
+    if not _LEGAL_TOPIC.match(topic):
+        raise InvalidInputError(
+            f"{source}: topic name {topic!r} has characters Kafka does not allow "
+            f"(only ASCII letters, digits, '.', '_' and '-')"
+        )
+    if topic.startswith("."):
+        raise InvalidInputError(
+            f"{source}: topic name {topic!r} starts with '.'; segmentlog keeps dot-prefixed "
+            f"names for staging areas that readers skip"
+        )
+    return topic
+
+
+def list_topics(logdir: str) -> Dict[str, List[int]]:
+    """Partitions of each topic found as `<topic>-<partition>` directories (sorted)."""
+    topics: Dict[str, List[int]] = {}
+    if not os.path.isdir(logdir):
+        return topics
+    for name in os.listdir(logdir):
+        if name.startswith("."):
+            continue
+        parsed = parse_partition_dir_name(name)
+        if parsed is None or not os.path.isdir(os.path.join(logdir, name)):
+            continue
+        topics.setdefault(parsed[0], []).append(parsed[1])
+    for partitions in topics.values():
+        partitions.sort()
+    return topics
+
+
+def partition_count(logdir: str, topic: str, partitions: List[int]) -> int:
+    """The topic's partition count; its directories must be partitions 0..n-1."""
+    expected = list(range(len(partitions)))
+    if partitions != expected:
+        missing = sorted(set(range(max(partitions) + 1)) - set(partitions))
+        raise TopicLayoutError(
+            f"topic {topic!r} in {logdir} has partition directories {partitions}; "
+            f"partition(s) {missing} are missing, so its partition count is unknown"
+        )
+    return len(partitions)
+
+
+def partition_dir(logdir: str, topic: str, partition: int) -> str:
+    return os.path.join(logdir, f"{topic}-{partition}")
+
+
+# ----------------------------------------------------------------- fingerprints
+
+def partition_fingerprint(path: str) -> Optional[Tuple]:
+    """What changes when anything appends to, rolls, replaces or deletes the partition."""
+    try:
+        dir_stat = os.stat(path)
+        logs = sorted(name for name in os.listdir(path)
+                      if name.endswith(".log") and SEGMENT_NAME.match(name))
+    except FileNotFoundError:
+        return None
+    last = None
+    if logs:
+        try:
+            st = os.stat(os.path.join(path, logs[-1]))
+            last = (st.st_ino, st.st_size)
+        except FileNotFoundError:
+            last = None
+    return (dir_stat.st_ino, tuple(logs), last)
+
+
+def topic_fingerprint(logdir: str, topic: str, partitions: List[int]) -> Dict[int, Tuple]:
+    return {p: partition_fingerprint(partition_dir(logdir, topic, p)) for p in partitions}
+
+
+# ---------------------------------------------------------------------- tails
+
+@dataclass
+class PartitionTail:
+    directory: str
+    log_end_offset: int
+    leader_epoch: int  # of the last batch, -1 when unknown
+    last_segment_base: Optional[int]  # None when the directory has no segment
+    last_segment_size: int
+
+
+def inspect_tail(directory: str) -> PartitionTail:
+    """Check that the partition can be continued and find its log end offset.
+
+    Refuses a last segment whose indexes are still preallocated (a live broker's active
+    segment), one that ends in a torn or partial batch, and one whose last batch fails
+    its CRC.
+    """
+    try:
+        log = PartitionLog.open(directory)
+    except SegmentLogError as exc:
+        raise TopicLayoutError(f"cannot append to {directory}: {exc}") from exc
+    if not log.segments:
+        return PartitionTail(directory, 0, -1, None, 0)
+    segment = log.segments[-1]
+    for path, entry_size, parse in ((segment.index_path, OFFSET_ENTRY.size, OffsetIndex.parse),
+                                    (segment.time_index_path, TIME_ENTRY.size, TimeIndex.parse)):
+        if not os.path.exists(path):
+            continue
+        with open(path, "rb") as handle:
+            data = handle.read()
+        try:
+            entries = len(parse(data, segment.base_offset, path=path))
+        except CorruptLogError as exc:
+            raise TopicLayoutError(f"cannot append to {directory}: {exc}") from exc
+        if len(data) != entries * entry_size:
+            raise TopicLayoutError(
+                f"cannot append to {directory}: {os.path.basename(path)} is {len(data)} bytes "
+                f"for {entries} entries, i.e. still preallocated. This is the active segment "
+                f"of a running (or uncleanly stopped) Kafka broker; stop the broker cleanly "
+                f"(or let it recover the log) before appending with segmentlog"
+            )
+    end_offset, epoch = _scan_tail(directory, segment, log)
+    if end_offset is None:  # empty last segment: the log end offset is its base offset
+        end_offset = segment.base_offset
+        for earlier in reversed(log.segments[:-1]):
+            _, epoch = _scan_tail(directory, earlier, log, quiet=True)
+            if epoch is not None:
+                break
+    return PartitionTail(directory, end_offset, -1 if epoch is None else epoch,
+                         segment.base_offset, segment.size)
+
+
+def _scan_tail(directory, segment, log, quiet=False):
+    """(log end offset, leader epoch of the last batch) of one segment; (None, None) if empty."""
+    if segment.size == 0:
+        return None, None
+    try:
+        index = segment.offset_index
+        start = index.lookup(2**63 - 1)[1] if len(index) else 0
+    except CorruptLogError as exc:
+        if quiet:
+            return None, None
+        raise TopicLayoutError(f"cannot append to {directory}: {exc}") from exc
+    last = None
+    try:
+        for header in segment.iter_headers(start, allow_torn_tail=False):
+            last = header
+    except CorruptLogError as exc:
+        if quiet:
+            return None, None
+        raise TopicLayoutError(
+            f"cannot append to {directory}: its last segment {os.path.basename(segment.log_path)} "
+            f"does not end with a complete batch ({exc.reason}). A broker would truncate it "
+            f"during recovery; restore or recover the partition before appending"
+        ) from exc
+    if last is None:
+        return None, None
+    with open(segment.log_path, "rb") as handle:
+        data = os.pread(handle.fileno(), last.size, last.position)
+    try:
+        verify_checksum(data, 0, read_entry_header(data, 0, last.position, segment.log_path),
+                        segment.log_path)
+    except CorruptLogError as exc:
+        if quiet:
+            return last.last_offset + 1, None
+        raise TopicLayoutError(
+            f"cannot append to {directory}: the last batch of its log is damaged ({exc})"
+        ) from exc
+    epoch = last.partition_leader_epoch if last.magic == 2 else -1
+    return last.last_offset + 1, epoch
+
+
+# ---------------------------------------------------------------------- locks
+
+def lock_path(logdir: str, topic: str) -> str:
+    return os.path.join(logdir, LOCK_PREFIX + topic)
+
+
+def acquire_lock(logdir: str, topic: str, job_id: str, mode: str) -> str:
+    """Create the topic's lock file atomically, or raise ConcurrentWriteError."""
+    path = lock_path(logdir, topic)
+    info = {
+        "job": job_id, "mode": mode, "topic": topic, "host": socket.gethostname(),
+        "pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "staging": STAGING_PREFIX + job_id,
+    }
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        holder = read_lock(path)
+        if holder.get("job") == job_id:
+            return path
+        described = ", ".join(f"{k} {holder[k]}" for k in ("job", "mode", "host", "started")
+                              if k in holder) or "no details readable"
+        raise ConcurrentWriteError(
+            f"topic {topic!r} in {logdir} is being written by another segmentlog write "
+            f"(lock file {path}: {described}). Two writes to one topic cannot run at once; "
+            f"retry when it has finished. If no such write is running any more (it was "
+            f"killed), delete {path} and its staging directory "
+            f"{os.path.join(logdir, holder.get('staging', STAGING_PREFIX + '*'))}"
+        ) from None
+    try:
+        os.write(fd, json.dumps(info).encode("utf-8"))
+    finally:
+        os.close(fd)
+    return path
+
+
+def read_lock(path: str) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            return json.loads(handle.read().decode("utf-8") or "{}")
+    except (OSError, ValueError):
+        return {}
+
+
+def release_lock(logdir: str, topic: str, job_id: str) -> bool:
+    """Delete the topic's lock file if this job holds it."""
+    path = lock_path(logdir, topic)
+    if read_lock(path).get("job") != job_id:
+        return False
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+# ------------------------------------------------------------------ directories
+
+def rename_exchange(a: str, b: str) -> bool:
+    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
+    func = _renameat2()
+    if func is None:
+        return False
+    import ctypes
+
+    result = func(-100, os.fsencode(a), -100, os.fsencode(b), 2)  # AT_FDCWD, RENAME_EXCHANGE
+    if result == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM):
+        return False
+    raise OSError(err, os.strerror(err), a, None, b)
+
+
+_RENAMEAT2 = []
+
+
+def _renameat2():
+    if not _RENAMEAT2:
+        func = None
+        try:
+            import ctypes
+            import ctypes.util
+
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+            func = libc.renameat2
+            func.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                             ctypes.c_uint]
+            func.restype = ctypes.c_int
+        except (OSError, AttributeError):
+            func = None
+        _RENAMEAT2.append(func)
+    return _RENAMEAT2[0]
+
+
+def check_num_partitions(option_value: Optional[int], topic: str, existing: int) -> None:
+    if option_value is not None and option_value != existing:
+        raise InvalidOptionError(
+            f"option 'numPartitions' is {option_value} but topic {topic!r} already has "
+            f"{existing} partitions; appending cannot change a topic's partition count "
+            f"(drop the option, or use mode 'overwrite' to rewrite the topic)"
+        )

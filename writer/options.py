@@ -1,0 +1,171 @@
+"""Write options, named after the Kafka broker and producer settings they mirror.
+
+| option | mirrors | default |
+| --- | --- | --- |
+| `compression.type` | producer `compression.type` | `none` |
+| `compression.gzip.level`, `compression.lz4.level`, `compression.zstd.level` | producer (KIP-390) | codec default |
+| `batch.size` | producer `batch.size` (bytes per record batch) | 16384 |
+| `segment.bytes` | topic `segment.bytes` | 1073741824 |
+| `segment.ms` | topic `segment.ms` (roll on record time) | 604800000 |
+| `segment.index.bytes` | topic `segment.index.bytes` | 10485760 |
+| `index.interval.bytes` | topic `index.interval.bytes` | 4096 |
+| `message.timestamp.type` | topic `message.timestamp.type` | `CreateTime` |
+| `max.message.bytes` | topic `max.message.bytes` (largest batch) | 1048588 |
+| `numPartitions` | partitions of a topic the write creates | from the topic's directories |
+"""
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, Mapping, Optional
+
+from segmentlog_datasource.format import compression
+from segmentlog_datasource.format.records import CREATE_TIME, LOG_APPEND_TIME
+
+from .errors import InvalidOptionError
+
+INT32_MAX = 2**31 - 1
+TIMESTAMP_TYPES = {"createtime": CREATE_TIME, "logappendtime": LOG_APPEND_TIME}
+TIMESTAMP_TYPE_NAMES = {CREATE_TIME: "CreateTime", LOG_APPEND_TIME: "LogAppendTime"}
+LEVEL_RANGES = {  # what Kafka accepts for compression.<codec>.level
+    compression.GZIP: (1, 9),
+    compression.LZ4: (1, 17),
+    compression.ZSTD: (-131072, 22),
+}
+
+# option name (lower case) -> (attribute, minimum, maximum)
+_INT_OPTIONS = {
+    "batch.size": ("batch_size", 0, INT32_MAX),
+    "segment.bytes": ("segment_bytes", 14, INT32_MAX),
+    "segment.ms": ("segment_ms", 1, 2**63 - 1),
+    "segment.index.bytes": ("segment_index_bytes", 4, INT32_MAX),
+    "index.interval.bytes": ("index_interval_bytes", 0, INT32_MAX),
+    "max.message.bytes": ("max_message_bytes", 0, INT32_MAX),
+    "numpartitions": ("num_partitions", 1, INT32_MAX),
+}
+_LEVEL_OPTIONS = {
+    "compression.gzip.level": compression.GZIP,
+    "compression.lz4.level": compression.LZ4,
+    "compression.zstd.level": compression.ZSTD,
+}
+# Options the caller (Spark adapter or engine) consumes itself.
+PASSTHROUGH_OPTIONS = {"path", "topic"}
+KNOWN_OPTIONS = sorted(
+    ["compression.type", "message.timestamp.type", *_INT_OPTIONS, *_LEVEL_OPTIONS,
+     *PASSTHROUGH_OPTIONS]
+)
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    compression: int = compression.NONE
+    compression_levels: Dict[int, int] = field(default_factory=dict)
+    batch_size: int = 16384
+    segment_bytes: int = 1073741824
+    segment_ms: int = 604800000
+    segment_index_bytes: int = 10485760
+    index_interval_bytes: int = 4096
+    timestamp_type: int = CREATE_TIME
+    max_message_bytes: int = 1048588
+    num_partitions: Optional[int] = None
+
+    @property
+    def compression_level(self) -> Optional[int]:
+        return self.compression_levels.get(self.compression)
+
+    @property
+    def max_batch_bytes(self) -> int:
+        """Largest batch a broker with these settings takes (max.message.bytes and the
+        segment size both bound it)."""
+        return min(self.max_message_bytes, self.segment_bytes)
+
+    @property
+    def offset_index_max_entries(self) -> int:
+        return self.segment_index_bytes // 8
+
+    @property
+    def time_index_max_entries(self) -> int:
+        return self.segment_index_bytes // 12
+
+    @classmethod
+    def from_mapping(cls, options: Optional[Mapping[str, Any]]) -> "WriteOptions":
+        """Parse Kafka-named options (keys case-insensitive; values strings or numbers)."""
+        values: Dict[str, Any] = {}
+        levels: Dict[int, int] = {}
+        for raw_key, raw_value in (options or {}).items():
+            key = str(raw_key).lower()
+            if key in PASSTHROUGH_OPTIONS:
+                continue
+            if raw_value is None:
+                continue
+            if key == "compression.type":
+                values["compression"] = parse_compression(raw_value)
+            elif key == "message.timestamp.type":
+                values["timestamp_type"] = parse_timestamp_type(raw_value)
+            elif key in _INT_OPTIONS:
+                attribute, low, high = _INT_OPTIONS[key]
+                values[attribute] = parse_int(raw_key, raw_value, low, high)
+            elif key in _LEVEL_OPTIONS:
+                codec = _LEVEL_OPTIONS[key]
+                low, high = LEVEL_RANGES[codec]
+                levels[codec] = parse_int(raw_key, raw_value, low, high)
+            else:
+                raise InvalidOptionError(
+                    f"unknown write option {raw_key!r}; the segmentlog writer takes "
+                    f"{', '.join(KNOWN_OPTIONS)}"
+                )
+        if levels:
+            values["compression_levels"] = levels
+        return cls(**values)
+
+    def with_overrides(self, **changes) -> "WriteOptions":
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def describe(self) -> Dict[str, Any]:
+        return {
+            "compression.type": compression.codec_name(self.compression),
+            "batch.size": self.batch_size,
+            "segment.bytes": self.segment_bytes,
+            "segment.ms": self.segment_ms,
+            "segment.index.bytes": self.segment_index_bytes,
+            "index.interval.bytes": self.index_interval_bytes,
+            "message.timestamp.type": TIMESTAMP_TYPE_NAMES[self.timestamp_type],
+            "max.message.bytes": self.max_message_bytes,
+            "numPartitions": self.num_partitions,
+        }
+
+
+def parse_int(name, value, low, high) -> int:
+    if isinstance(value, bool):
+        raise InvalidOptionError(f"option {name!r} must be an integer, got {value!r}")
+    try:
+        number = int(str(value).strip()) if not isinstance(value, int) else value
+    except ValueError:
+        raise InvalidOptionError(f"option {name!r} must be an integer, got {value!r}") from None
+    if not low <= number <= high:
+        raise InvalidOptionError(
+            f"option {name!r} must be between {low} and {high}, got {number}"
+        )
+    return number
+
+
+def parse_compression(value) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value in compression.CODEC_NAMES:
+        return value
+    name = str(value).strip().lower()
+    if name == "uncompressed":
+        name = "none"
+    if name not in compression.CODEC_IDS:
+        raise InvalidOptionError(
+            f"option 'compression.type' must be one of none, gzip, snappy, lz4, zstd; "
+            f"got {value!r}"
+        )
+    return compression.CODEC_IDS[name]
+
+
+def parse_timestamp_type(value) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value in TIMESTAMP_TYPE_NAMES:
+        return value
+    name = str(value).strip().lower()
+    if name not in TIMESTAMP_TYPES:
+        raise InvalidOptionError(
+            f"option 'message.timestamp.type' must be CreateTime or LogAppendTime, got {value!r}"
+        )
+    return TIMESTAMP_TYPES[name]

@@ -1,0 +1,289 @@
+"""The task side of a write: rows in, record batches out, into a private staging file.
+
+A task (a Spark task, or the one task of an engine write) partitions its rows as Kafka's
+producer would, encodes each partition's rows into record batches at base offset 0 and
+appends them to one staging file of its own inside the job's staging directory. It
+reports, per topic-partition, where each batch lies in that file with its record count
+and max timestamp. Offsets are only assigned when the job commits.
+"""
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from segmentlog_datasource.format.builder import RecordColumns, RecordTooLargeError, encode_batches
+
+from .errors import InvalidInputError, WriteAbortedError
+from .input import InputLayout, NormalizedRows, approximate_sizes, normalize, slice_rows, take_rows
+from .logdir import check_num_partitions, partition_count, validate_topic_name
+from .options import WriteOptions
+from .partitioner import StickyRoundRobin, assign_partitions
+
+CHUNK_BYTES = 32 << 20  # input bytes gathered before a chunk is partitioned and encoded
+
+
+@dataclass
+class TaskSpec:
+    """Everything a task needs from the job; picklable."""
+
+    job_id: str
+    logdir: str
+    staging_dir: str
+    mode: str  # "append" or "overwrite"
+    options: WriteOptions
+    topic: Optional[str]  # the `topic` option: overrides any topic column
+    existing_partitions: Dict[str, List[int]]  # the log dir's topics when the job started
+    write_time_ms: int
+    layout: Optional[InputLayout] = None  # None: taken from the first input's schema
+
+    def partition_count(self, topic: str) -> Optional[int]:
+        """Partitions `topic` is written with; None for a new topic without numPartitions."""
+        existing = self.existing_partitions.get(topic)
+        wanted = self.options.num_partitions
+        if self.mode == "overwrite" and wanted is not None:
+            return wanted  # an overwrite may change the partition count
+        if existing:
+            count = partition_count(self.logdir, topic, existing)
+            if self.mode == "append":
+                check_num_partitions(wanted, topic, count)
+            return count
+        return wanted
+
+
+@dataclass
+class PartitionBatches:
+    """One task's batches of one topic-partition, in order, inside its staging file."""
+
+    positions: np.ndarray  # int64 file positions
+    sizes: np.ndarray  # int64
+    record_counts: np.ndarray  # int64
+    max_timestamps: np.ndarray  # int64
+
+    @property
+    def records(self) -> int:
+        return int(self.record_counts.sum())
+
+
+@dataclass
+class TaskResult:
+    """What a task reports to the job's commit."""
+
+    job_id: str
+    task_index: int
+    attempt: int
+    file: Optional[str]  # staging file name (inside the staging dir); None if no rows
+    partitions: Dict[Tuple[str, int], PartitionBatches] = field(default_factory=dict)
+    topic_counts: Dict[str, Optional[int]] = field(default_factory=dict)
+    max_partition: Dict[str, int] = field(default_factory=dict)  # per topic, explicit rows
+    records: int = 0
+    bytes: int = 0
+
+
+class TaskWriter:
+    """Encodes one task's rows into its staging file."""
+
+    def __init__(self, spec: TaskSpec, task_index: int = 0, attempt: int = 0,
+                 chunk_bytes: int = CHUNK_BYTES):
+        self.spec = spec
+        self.task_index = task_index
+        self.attempt = attempt
+        self.chunk_bytes = chunk_bytes
+        self.layout = spec.layout
+        self._schema = None
+        self._pending: List = []
+        self._pending_bytes = 0
+        self._sticky: Dict[str, StickyRoundRobin] = {}
+        self._counts: Dict[str, Optional[int]] = {}
+        self._max_partition: Dict[str, int] = {}
+        self._parts: Dict[Tuple[str, int], List[List[np.ndarray]]] = {}
+        self._fd = None
+        self._file_name = None
+        self._file_pos = 0
+        self._records = 0
+        self._closed = False
+
+    # ------------------------------------------------------------------ input
+    def write(self, data) -> None:
+        """Take a pa.RecordBatch or pa.Table of input rows."""
+        if self._closed:
+            raise WriteAbortedError("this task writer has already finished")
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        elif not isinstance(data, pa.Table):
+            raise InvalidInputError(f"expected a pyarrow Table or RecordBatch, got {type(data)}")
+        if self._schema is None or not data.schema.equals(self._schema):
+            layout = InputLayout.from_schema(data.schema, self.spec.topic)
+            if self.layout is None:
+                self.layout = layout
+            elif layout != self.layout:
+                raise InvalidInputError(
+                    f"input columns changed within one write: {data.schema.names}"
+                )
+            self._schema = data.schema
+        if data.num_rows == 0:
+            return
+        self._pending.append(data)
+        self._pending_bytes += data.nbytes
+        if self._pending_bytes >= self.chunk_bytes:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        table = self._pending[0] if len(self._pending) == 1 else pa.concat_tables(self._pending)
+        self._pending = []
+        self._pending_bytes = 0
+        rows = normalize(table, self.layout, self.spec.write_time_ms, self.spec.topic)
+        self._records += len(rows)
+        self._process(rows)
+
+    # ------------------------------------------------------------- partitioning
+    def _count(self, topic: str) -> Optional[int]:
+        if topic not in self._counts:
+            validate_topic_name(topic, "column 'topic'" if not self.spec.topic else "option 'topic'")
+            self._counts[topic] = self.spec.partition_count(topic)
+        return self._counts[topic]
+
+    def _assign(self, topic: str, rows: NormalizedRows) -> np.ndarray:
+        count = self._count(topic)
+        explicit = rows.partitions
+        if explicit is not None and (explicit >= 0).any():
+            highest = int(explicit.max())
+            if count is not None and highest >= count:
+                raise InvalidInputError(
+                    f"column 'partition' holds {highest} for topic {topic!r}, which has "
+                    f"{count} partitions (0..{count - 1})"
+                )
+            self._max_partition[topic] = max(self._max_partition.get(topic, -1), highest)
+        if count is None:
+            if explicit is None or (explicit < 0).any():
+                raise InvalidInputError(
+                    f"topic {topic!r} does not exist in {self.spec.logdir}: set the "
+                    f"'numPartitions' option to create it (or give every row a 'partition')"
+                )
+            return explicit
+        sticky = self._sticky.get(topic)
+        if sticky is None:
+            sticky = StickyRoundRobin(count, self.spec.options.batch_size, self.task_index)
+            self._sticky[topic] = sticky
+        needs_size = explicit is None or (explicit < 0).any()
+        sizes = approximate_sizes(rows) if needs_size and rows.keys.null_count else None
+        return assign_partitions(rows.keys, explicit, count, sticky, sizes)
+
+    def _process(self, rows: NormalizedRows) -> None:
+        n = len(rows)
+        if rows.topics is None:
+            topics = [self.spec.topic]
+            topic_ids = None
+            partitions = self._assign(self.spec.topic, rows)
+        else:
+            encoded = pc.dictionary_encode(rows.topics)
+            topics = encoded.dictionary.to_pylist()
+            topic_ids = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+            partitions = np.empty(n, dtype=np.int64)
+            if len(topics) == 1:
+                partitions[:] = self._assign(topics[0], rows)
+            else:
+                for t, topic in enumerate(topics):
+                    index = np.nonzero(topic_ids == t)[0]
+                    partitions[index] = self._assign(topic, take_rows(rows, index))
+        group = partitions if topic_ids is None else (topic_ids << 32) | partitions
+        if n and (group == group[0]).all():
+            order_rows, group_sorted = rows, group
+        else:
+            order = np.argsort(group, kind="stable")
+            order_rows, group_sorted = take_rows(rows, order), group[order]
+        cuts = np.flatnonzero(np.diff(group_sorted)) + 1
+        starts = np.concatenate(([0], cuts)).astype(np.int64)
+        ends = np.concatenate((cuts, [n])).astype(np.int64)
+        for start, end in zip(starts.tolist(), ends.tolist()):
+            key = int(group_sorted[start])
+            topic = topics[key >> 32] if topic_ids is not None else topics[0]
+            partition = key & 0xFFFFFFFF if topic_ids is not None else key
+            self._encode(topic, partition, slice_rows(order_rows, start, end))
+
+    # ----------------------------------------------------------------- encoding
+    def _encode(self, topic: str, partition: int, rows: NormalizedRows) -> None:
+        options = self.spec.options
+        columns = RecordColumns(rows.keys, rows.values, rows.timestamps, rows.headers)
+        try:
+            encoded = encode_batches(
+                columns, codec=options.compression, batch_size=options.batch_size,
+                timestamp_type=options.timestamp_type, log_append_time=self.spec.write_time_ms,
+                compression_level=options.compression_level,
+                max_batch_bytes=options.max_batch_bytes,
+            )
+        except RecordTooLargeError as exc:
+            limit = "max.message.bytes" if options.max_message_bytes <= options.segment_bytes \
+                else "segment.bytes"
+            raise InvalidInputError(
+                f"topic {topic!r} partition {partition}: {exc}. A Kafka broker with "
+                f"max.message.bytes={options.max_message_bytes} and "
+                f"segment.bytes={options.segment_bytes} rejects it; raise the '{limit}' option "
+                f"to write records this large"
+            ) from None
+        except ValueError as exc:  # e.g. a null header key
+            raise InvalidInputError(f"column 'headers': {exc}") from None
+        position = self._append_bytes(encoded.data)
+        lists = self._parts.setdefault((topic, partition), [[], [], [], []])
+        lists[0].append(encoded.positions + position)
+        lists[1].append(encoded.sizes)
+        lists[2].append(encoded.record_counts)
+        lists[3].append(encoded.max_timestamps)
+
+    def _append_bytes(self, data) -> int:
+        if self._fd is None:
+            self._file_name = (f"task-{self.task_index:05d}-attempt-{self.attempt}-"
+                               f"{uuid.uuid4().hex[:8]}.batches")
+            path = os.path.join(self.spec.staging_dir, self._file_name)
+            try:
+                self._fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileNotFoundError:
+                raise WriteAbortedError(
+                    f"the write's staging directory {self.spec.staging_dir} is gone: the job "
+                    f"was aborted or has already finished"
+                ) from None
+        position = self._file_pos
+        view = memoryview(data)
+        written = 0
+        while written < len(view):
+            written += os.write(self._fd, view[written:])
+        self._file_pos += len(view)
+        return position
+
+    # ------------------------------------------------------------------- result
+    def finish(self) -> TaskResult:
+        """Encode what is left and describe the staging file for the commit."""
+        self._flush()
+        self._close_file()
+        self._closed = True
+        result = TaskResult(self.spec.job_id, self.task_index, self.attempt, self._file_name)
+        for key, (positions, sizes, counts, max_ts) in self._parts.items():
+            result.partitions[key] = PartitionBatches(
+                np.concatenate(positions), np.concatenate(sizes), np.concatenate(counts),
+                np.concatenate(max_ts),
+            )
+        result.topic_counts = dict(self._counts)
+        result.max_partition = dict(self._max_partition)
+        result.records = self._records
+        result.bytes = self._file_pos
+        return result
+
+    def discard(self) -> None:
+        """Drop the staging file (after a failure in this task)."""
+        self._close_file()
+        self._closed = True
+        if self._file_name:
+            try:
+                os.unlink(os.path.join(self.spec.staging_dir, self._file_name))
+            except FileNotFoundError:
+                pass
+
+    def _close_file(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
