@@ -62,6 +62,8 @@ setup(
         "test": [
             "pytest>=8",
             "kafka-python>=2.0.2",
+            "python-snappy>=0.7",  # kafka-python's snappy codec
+            "xxhash>=3.0",  # kafka-python's lz4 for magic-0 messages
             "zstandard>=0.22",
             "cramjam>=2.8",
             "crc32c>=2.4",

@@ -636,3 +636,17 @@ def test_v1_wrapper_offset_below_its_last_relative_offset(tmp_path):
     with pytest.raises(CorruptLogError) as info:
         _scan(log, log.segments[0])
     _assert_names(info.value, path, len(good))
+
+
+@pytest.mark.parametrize("suffix,entry_size", [(".index", 8), (".timeindex", 12)])
+def test_index_size_not_a_multiple_of_its_entries(kafka_logdir, copy_of, suffix, entry_size):
+    log = _open(copy_of("plain-0"), "plain-0")
+    segment = log.segments[0]
+    path = segment.index_path if suffix == ".index" else segment.time_index_path
+    size = os.path.getsize(path)
+    assert size and size % entry_size == 0
+    with open(path, "ab") as handle:
+        handle.write(b"\x01\x02\x03")
+    with pytest.raises(CorruptLogError) as info:
+        segment.offset_index if suffix == ".index" else segment.time_index
+    _assert_names(info.value, path, size)

@@ -39,6 +39,16 @@ def _check_zero_tail(path, data, start, entry_size):
                 )
 
 
+def _whole_entries(path, data, entry_size) -> int:
+    # Kafka sizes index files (preallocated ones too) in whole entries.
+    if len(data) % entry_size:
+        raise CorruptLogError(
+            path, len(data) - len(data) % entry_size,
+            f"index size {len(data)} is not a multiple of its {entry_size}-byte entries",
+        )
+    return len(data)
+
+
 class OffsetIndex:
     """Sparse offset -> file position map of one segment."""
 
@@ -62,7 +72,7 @@ class OffsetIndex:
 
     @classmethod
     def parse(cls, data: bytes, base_offset: int, path=None, log_size=None) -> "OffsetIndex":
-        size = len(data) - len(data) % OFFSET_ENTRY.size
+        size = _whole_entries(path, data, OFFSET_ENTRY.size)
         offsets, positions = [], []
         last_rel, last_pos = -1, -1
         end = size
@@ -138,7 +148,7 @@ class TimeIndex:
 
     @classmethod
     def parse(cls, data: bytes, base_offset: int, path=None) -> "TimeIndex":
-        size = len(data) - len(data) % TIME_ENTRY.size
+        size = _whole_entries(path, data, TIME_ENTRY.size)
         timestamps, offsets = [], []
         end = size
         for pos in range(0, size, TIME_ENTRY.size):
