@@ -18,7 +18,6 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -541,7 +540,7 @@ as_int64(PyObject *obj, int64_t *out)
 }
 
 #define MAX_REASON 200
-#define PREFETCH_DISTANCE 4096
+#define PREFETCH_DISTANCE 2048
 
 /* Parse `count` records of `data`; on malformed input fill `reason` and return 1.
  * Returns -1 with a Python error set (memory, int32 overflow), 0 when fine. */
