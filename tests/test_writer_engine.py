@@ -395,3 +395,37 @@ def test_bad_input_fails_before_anything_is_written(logdir, table, kwargs, messa
     with pytest.raises((InvalidInputError, InvalidOptionError), match=message):
         write_log(logdir, table, **arguments)
     assert not os.path.exists(logdir)
+
+
+def test_a_killed_write_leaves_nothing_a_later_write_trips_over(logdir):
+    import subprocess
+    import sys
+    import textwrap
+
+    write_log(logdir, pa.table({"value": [b"kept"] * 3}), topic="t", num_partitions=1)
+    script = textwrap.dedent(f"""
+        import os, pyarrow as pa
+        from writer import SegmentLogWriter
+        w = SegmentLogWriter({logdir!r}, "t")
+        w.write_table(pa.table({{"value": [b"lost"] * 1000}}))
+        w._task.finish()  # staging file complete, commit never happens
+        os._exit(9)       # the driver dies
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    assert subprocess.run([sys.executable, "-c", script], env=env).returncode == 9
+    leftovers = sorted(n for n in os.listdir(logdir) if n.startswith("."))
+    assert [n.split("-")[1] for n in leftovers] == ["lock", "staging"]
+    # readers do not see the dead write
+    assert [r[4] for r in decode_partition(os.path.join(logdir, "t-0"))] == [b"kept"] * 3
+    # the next write recognises the dead owner, clears its leftovers and appends
+    summary = write_log(logdir, pa.table({"value": [b"new"]}), topic="t")
+    assert summary.offsets()[("t", 0)] == (3, 4)
+    assert sorted(os.listdir(logdir)) == ["t-0"]
+    assert [r[4] for r in decode_partition(os.path.join(logdir, "t-0"))] == [b"kept"] * 3 + [b"new"]
+
+
+def test_topic_option_overrides_the_topic_column(logdir):
+    write_log(logdir, pa.table({"topic": ["a", "b"], "value": [b"1", b"2"]}), topic="c",
+              num_partitions=1)
+    assert sorted(decode_logdir(logdir)) == [("c", 0)]

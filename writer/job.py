@@ -18,6 +18,7 @@ whole partition directories for new topics, and an atomic directory exchange per
 partition for overwrites. A failure before the last rename undoes the renames done so
 far; abort and every failure remove the staging directory.
 """
+import errno
 import os
 import shutil
 import time
@@ -36,8 +37,8 @@ from .errors import ConcurrentWriteError, InvalidInputError, InvalidOptionError,
 from .input import InputLayout
 from .logdir import (
     STAGING_PREFIX, acquire_lock, check_num_partitions, inspect_tail, list_topics,
-    partition_count, partition_dir, release_lock, rename_exchange, topic_fingerprint,
-    validate_topic_name,
+    partition_count, partition_dir, release_lock, clean_dead_writes, rename_exchange,
+    topic_fingerprint, validate_topic_name, write_owner_file,
 )
 from .options import WriteOptions
 from .segments import SegmentPlan, plan_segments
@@ -117,10 +118,13 @@ class WriteJob:
             if not os.path.isdir(self.logdir):
                 os.makedirs(self.logdir)
                 self.created_logdir = True
+            else:
+                clean_dead_writes(self.logdir)
             if self.topic is not None:
                 acquire_lock(self.logdir, self.topic, self.job_id, mode)
                 self.held_locks.append(self.topic)
             os.mkdir(self.staging_dir)
+            write_owner_file(self.staging_dir, self.job_id)
         except BaseException:
             self.abort()
             raise
@@ -318,14 +322,28 @@ class WriteJob:
                         handles[file_id] = fd
                     run_bytes = int(positions[run_end - 1] + sizes[run_end - 1]
                                     - positions[run_start])
-                    buffer = bytearray(run_bytes)
-                    got = os.preadv(fd, [buffer], int(positions[run_start]))
-                    if got != run_bytes:
-                        raise WriteError(f"staging file {file_names[file_id]} is shorter than "
-                                         f"its task reported")
+                    source = int(positions[run_start])
                     relative = positions[run_start:run_end] - positions[run_start]
-                    patch_batch_headers(buffer, relative, offsets[run_start:run_end], epoch)
-                    out.write(buffer)
+                    run_offsets = offsets[run_start:run_end]
+                    written = out.tell()
+                    if not _copy_range(fd, out.fileno(), source, written, run_bytes):
+                        buffer = bytearray(run_bytes)
+                        if os.preadv(fd, [buffer], source) != run_bytes:
+                            raise WriteError(f"staging file {file_names[file_id]} is shorter "
+                                             f"than its task reported")
+                        patch_batch_headers(buffer, relative, run_offsets, epoch)
+                        out.write(buffer)
+                        continue
+                    out.seek(written + run_bytes)
+                    # baseOffset, batchLength and partitionLeaderEpoch: 16 bytes per batch
+                    heads = np.empty(len(relative), dtype=[("base", ">i8"), ("length", ">i4"),
+                                                           ("epoch", ">i4")])
+                    heads["base"] = run_offsets
+                    heads["length"] = sizes[run_start:run_end] - 12
+                    heads["epoch"] = epoch
+                    raw = heads.tobytes()
+                    for i, at in enumerate((relative + written).tolist()):
+                        os.pwrite(out.fileno(), raw[16 * i : 16 * i + 16], at)
         finally:
             for fd in handles.values():
                 os.close(fd)
@@ -398,6 +416,32 @@ def _runs(file_ids: np.ndarray, positions: np.ndarray, sizes: np.ndarray):
                 ends = ends[cut - start:] - (positions[cut] - positions[start])
             start = cut
     return runs
+
+
+_COPY_FILE_RANGE = [hasattr(os, "copy_file_range")]
+
+
+def _copy_range(source_fd: int, target_fd: int, source_pos: int, target_pos: int,
+                count: int) -> bool:
+    """Copy bytes between files inside the kernel; False when that is not possible here
+    (nothing was copied then)."""
+    if not _COPY_FILE_RANGE[0]:
+        return False
+    done = 0
+    try:
+        while done < count:
+            copied = os.copy_file_range(source_fd, target_fd, count - done,
+                                        source_pos + done, target_pos + done)
+            if copied == 0:
+                raise WriteError("a staging file is shorter than its task reported")
+            done += copied
+    except OSError as exc:
+        if done == 0 and exc.errno in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP,
+                                       errno.ENOTSUP, errno.EBADF, errno.EPERM):
+            _COPY_FILE_RANGE[0] = False
+            return False
+        raise
+    return True
 
 
 def _remove_tree(path: str) -> None:

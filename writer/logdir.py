@@ -9,6 +9,7 @@ import errno
 import json
 import os
 import re
+import shutil
 import socket
 import time
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from .errors import ConcurrentWriteError, InvalidInputError, InvalidOptionError,
 
 LOCK_PREFIX = ".segmentlog-lock-"
 STAGING_PREFIX = ".segmentlog-staging-"
+OWNER_FILE = "owner.json"
 MAX_TOPIC_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 
@@ -207,34 +209,141 @@ def lock_path(logdir: str, topic: str) -> str:
     return os.path.join(logdir, LOCK_PREFIX + topic)
 
 
+def _proc_stat(pid: int) -> Optional[Tuple[str, int, int]]:
+    """(command name, parent pid, start time in clock ticks) from /proc, or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    name = data[data.index("(") + 1 : data.rindex(")")]
+    fields = data[data.rindex(")") + 2 :].split()
+    return name, int(fields[1]), int(fields[19])
+
+
+def owner_info() -> dict:
+    """Who a write belongs to: the Spark driver JVM when this runs under one (Python
+    workers come and go, the JVM lives as long as the job), otherwise this process."""
+    pid = os.getpid()
+    owner, stat = pid, _proc_stat(pid)
+    seen = 0
+    cursor = stat
+    while cursor is not None and seen < 8:
+        name, parent, _ = cursor
+        if parent <= 1:
+            break
+        parent_stat = _proc_stat(parent)
+        if parent_stat is not None and parent_stat[0] == "java":
+            owner, stat = parent, parent_stat
+            break
+        cursor = parent_stat
+        seen += 1
+    return {"host": socket.gethostname(), "pid": owner,
+            "pid_start": stat[2] if stat is not None else None, "pid_space": _pid_space()}
+
+
+def _pid_space() -> Optional[str]:
+    """This boot of this machine and this PID namespace: where a pid means one process."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as handle:
+            boot = handle.read().strip()
+        return f"{boot}:{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
+        return None
+
+
+def owner_alive(info: dict) -> Optional[bool]:
+    """Whether the process that owns a lock or staging area still runs; None when that
+    cannot be known from here (another host, boot or PID namespace, or no /proc)."""
+    space = _pid_space()
+    if space is None or info.get("pid_space") != space or \
+            info.get("host") != socket.gethostname() or not info.get("pid") or \
+            info.get("pid_start") is None:
+        return None
+    stat = _proc_stat(int(info["pid"]))
+    return stat is not None and stat[2] == info["pid_start"]
+
+
 def acquire_lock(logdir: str, topic: str, job_id: str, mode: str) -> str:
-    """Create the topic's lock file atomically, or raise ConcurrentWriteError."""
+    """Create the topic's lock file atomically, or raise ConcurrentWriteError.
+
+    A lock left by a write whose process is gone (killed driver) is taken over, and that
+    write's staging directory removed.
+    """
     path = lock_path(logdir, topic)
-    info = {
-        "job": job_id, "mode": mode, "topic": topic, "host": socket.gethostname(),
-        "pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "staging": STAGING_PREFIX + job_id,
-    }
+    info = dict(owner_info(), job=job_id, mode=mode, topic=topic,
+                started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), staging=STAGING_PREFIX + job_id)
+    for attempt in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            holder = read_lock(path)
+            if holder.get("job") == job_id:
+                return path
+            if attempt == 0 and holder and owner_alive(holder) is False and \
+                    _break_stale_lock(logdir, path, holder):
+                continue
+            described = ", ".join(f"{k} {holder[k]}" for k in ("job", "mode", "host", "pid",
+                                                               "started") if k in holder)
+            raise ConcurrentWriteError(
+                f"topic {topic!r} in {logdir} is being written by another segmentlog write "
+                f"(lock file {path}: {described or 'no details readable'}). Two writes to one "
+                f"topic cannot run at once; retry when it has finished. If no such write is "
+                f"running any more, delete {path} and its staging directory "
+                f"{os.path.join(logdir, holder.get('staging', STAGING_PREFIX + '*'))}"
+            ) from None
+        try:
+            os.write(fd, json.dumps(info).encode("utf-8"))
+        finally:
+            os.close(fd)
+        return path
+    raise ConcurrentWriteError(f"could not take the lock {path}")  # pragma: no cover
+
+
+def _break_stale_lock(logdir: str, path: str, holder: dict) -> bool:
+    """Remove a dead write's lock (and staging directory); False if someone was faster."""
+    aside = f"{path}.stale-{os.getpid()}-{time.monotonic_ns()}"
     try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        holder = read_lock(path)
-        if holder.get("job") == job_id:
-            return path
-        described = ", ".join(f"{k} {holder[k]}" for k in ("job", "mode", "host", "started")
-                              if k in holder) or "no details readable"
-        raise ConcurrentWriteError(
-            f"topic {topic!r} in {logdir} is being written by another segmentlog write "
-            f"(lock file {path}: {described}). Two writes to one topic cannot run at once; "
-            f"retry when it has finished. If no such write is running any more (it was "
-            f"killed), delete {path} and its staging directory "
-            f"{os.path.join(logdir, holder.get('staging', STAGING_PREFIX + '*'))}"
-        ) from None
-    try:
-        os.write(fd, json.dumps(info).encode("utf-8"))
-    finally:
-        os.close(fd)
-    return path
+        os.rename(path, aside)  # atomic: only one breaker gets the file
+    except FileNotFoundError:
+        return True  # someone else removed it: try to create it again
+    if read_lock(aside) != holder:  # a fresh lock slipped in between: put it back
+        try:
+            os.link(aside, path)
+        except FileExistsError:
+            pass
+        os.unlink(aside)
+        return False
+    os.unlink(aside)
+    staging = holder.get("staging")
+    if staging and staging.startswith(STAGING_PREFIX) and os.sep not in staging:
+        shutil.rmtree(os.path.join(logdir, staging), ignore_errors=True)
+    return True
+
+
+def write_owner_file(staging_dir: str, job_id: str) -> None:
+    with open(os.path.join(staging_dir, OWNER_FILE), "w") as handle:
+        json.dump(dict(owner_info(), job=job_id), handle)
+
+
+def clean_dead_writes(logdir: str) -> List[str]:
+    """Remove the locks and staging directories of writes whose process is gone (killed
+    drivers), as far as that can be known from this machine. Returns what was removed."""
+    removed = []
+    if not os.path.isdir(logdir):
+        return removed
+    for name in sorted(os.listdir(logdir)):
+        path = os.path.join(logdir, name)
+        if name.startswith(LOCK_PREFIX) and ".stale-" not in name:
+            holder = read_lock(path)
+            if holder and owner_alive(holder) is False and _break_stale_lock(logdir, path, holder):
+                removed.append(name)
+        elif name.startswith(STAGING_PREFIX) and os.path.isdir(path):
+            info = read_lock(os.path.join(path, OWNER_FILE))
+            if info and owner_alive(info) is False:
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(name)
+    return removed
 
 
 def read_lock(path: str) -> dict:

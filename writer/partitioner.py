@@ -73,14 +73,14 @@ def murmur2_array(keys: pa.Array) -> np.ndarray:
     max_words = int(sorted_words[0]) if n else 0
     # Rows with more than j words: how many of sorted_words exceed j.
     active_counts = np.searchsorted(-sorted_words, -(np.arange(max_words) + 1), side="right")
+    # Every 4 bytes starting at any position, as a row of a (len - 3, 4) strided view:
+    # gathering rows of it and viewing them as little-endian uint32 reads the words.
+    windows = np.lib.stride_tricks.as_strided(data, shape=(max(len(data) - 3, 0), 4),
+                                              strides=(1, 1), writeable=False)
     with np.errstate(over="ignore"):
         for j in range(max_words):
             rows = order[: active_counts[j]]
-            at = starts[rows] + 4 * j
-            k = (data[at].astype(np.uint32)
-                 | (data[at + 1].astype(np.uint32) << np.uint32(8))
-                 | (data[at + 2].astype(np.uint32) << np.uint32(16))
-                 | (data[at + 3].astype(np.uint32) << np.uint32(24)))
+            k = np.ascontiguousarray(windows[starts[rows] + 4 * j]).view("<u4").ravel()
             k *= _M32
             k ^= k >> np.uint32(24)
             k *= _M32

@@ -296,7 +296,12 @@ class _Sizes:
 
 def positive_varint_sizes(values: np.ndarray) -> np.ndarray:
     """Zig-zag varint sizes of values known to be >= 0 (zig-zag of x is 2x)."""
-    return np.searchsorted(_POSITIVE_LIMITS, values, side="right").astype(np.int64) + 1
+    return np.searchsorted(_POSITIVE_LIMITS, values, side="right") + 1
+
+
+def signed_varint_sizes(values: np.ndarray) -> np.ndarray:
+    """Zig-zag varint sizes of int64 values: x and -x-1 (= x ^ -1) take the same bytes."""
+    return np.searchsorted(_POSITIVE_LIMITS, values ^ (values >> 63), side="right") + 1
 
 
 _POSITIVE_LIMITS = np.array([1 << (7 * k - 1) for k in range(1, 10)], dtype=np.int64)
@@ -329,8 +334,8 @@ def plan_batches(fixed: np.ndarray, timestamps: np.ndarray, batch_size: int) -> 
             if same_time:
                 body += 1
             else:
-                body += varint_sizes(timestamps[i:end] - timestamps[i])
-            body += positive_varint_sizes(body)
+                body += signed_varint_sizes(timestamps[i:end] - timestamps[i])
+            body += np.searchsorted(_POSITIVE_LIMITS, body, side="right") + 1
             cumulative = np.cumsum(body)
             fit = int(np.searchsorted(cumulative, limit, side="right"))
             if fit < end - i or end == n or window >= most:
