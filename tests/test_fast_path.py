@@ -562,3 +562,11 @@ def test_checksum_helper_matches_the_crc_module():
             expected = crc32c(view)
             assert checksum_matches(view, expected, crc32c)
             assert not checksum_matches(view, expected ^ 0x100, crc32c)
+
+
+def test_scan_loop_and_compiled_run_agree_on_run_states():
+    fast = pytest.importorskip("segmentlog_datasource.format.fast")
+    from segmentlog_datasource.format import scan
+
+    assert (scan.RUN_ENTRY_FOR_PYTHON, scan.RUN_FLUSH, scan.RUN_DONE, scan.RUN_END) == (
+        fast.RUN_ENTRY_FOR_PYTHON, fast.RUN_FLUSH, fast.RUN_DONE, fast.RUN_END)

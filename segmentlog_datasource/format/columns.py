@@ -5,6 +5,7 @@ Spark as they are. Rows from many small Kafka batches are merged into one Arrow 
 """
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 HEADER_TYPE = pa.list_(
     pa.field("element", pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
@@ -44,7 +45,7 @@ def finish_batch(topic, partition, offsets, timestamps_ms, timestamp_types, keys
     timestamps = timestamps_ms
     if not isinstance(timestamps, pa.Array):
         timestamps = pa.array(timestamps, pa.int64())
-    timestamps = pa.compute.multiply(timestamps, 1000).cast(pa.timestamp("us", tz="UTC"))
+    timestamps = pc.multiply(timestamps, 1000).cast(pa.timestamp("us", tz="UTC"))
     columns = [
         keys if isinstance(keys, pa.Array) else pa.array(keys, pa.binary()),
         values if isinstance(values, pa.Array) else pa.array(values, pa.binary()),

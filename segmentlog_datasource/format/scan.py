@@ -13,6 +13,7 @@ from typing import Dict, Iterable, Iterator, List, Optional
 import pyarrow as pa
 
 from .columns import RecordAccumulator
+from .crc import crc32c
 from .errors import CorruptLogError
 from .indexes import AbortedTransaction
 from .records import (
@@ -20,6 +21,8 @@ from .records import (
 )
 
 MAX_OFFSET = 2**63 - 1
+# States decode_run() reports, as bit flags (the compiled module defines the same).
+RUN_ENTRY_FOR_PYTHON, RUN_FLUSH, RUN_DONE, RUN_END = 0, 1, 2, 4
 
 
 @dataclass
@@ -135,9 +138,34 @@ def scan_segment(topic: str, partition: int, path: str, size: int, start_positio
         end_offset = min(end_offset, transactions.last_stable_offset)
     accumulator = make_accumulator(options)
     verify = options.verify_checksums
+    # The compiled accumulator walks runs of plain batches itself and stops at entries
+    # (compressed, legacy, transactional, damaged) that the loop below handles.
+    decode_run = getattr(accumulator, "decode_run", None)
+    end_position = min(end_position, size)
     with _MappedLog(path, size) as mapped:
-        for header, view in iter_segment_batches(path, size, start_position, end_position,
-                                                 allow_torn_tail, False, mapped.view):
+        view = mapped.view
+        pos = start_position
+        while pos < end_position:
+            if decode_run is not None:
+                pos, state = decode_run(view, pos, end_position, size, crc32c if verify else None,
+                                        min_offset, end_offset, options.max_batch_rows,
+                                        options.max_batch_bytes, transactions is not None)
+                if state & RUN_FLUSH:
+                    yield accumulator.take(topic, partition)
+                if state & (RUN_DONE | RUN_END):
+                    break
+                if state != RUN_ENTRY_FOR_PYTHON:
+                    continue
+            header = read_entry_header(view, pos, pos, path, remaining=size - pos)
+            if header is None:
+                if allow_torn_tail:
+                    break
+                raise CorruptLogError(
+                    path, pos,
+                    f"batch runs past the end of the segment ({size - pos} bytes remain) "
+                    "and this is not the last segment",
+                )
+            pos += header.size
             if header.last_offset < min_offset:
                 continue
             if header.magic == 2 and header.base_offset >= end_offset:
