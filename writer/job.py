@@ -327,8 +327,8 @@ class WriteJob:
                     run_offsets = offsets[run_start:run_end]
                     written = out.tell()
                     if not _copy_range(fd, out.fileno(), source, written, run_bytes):
-                        buffer = bytearray(run_bytes)
-                        if os.preadv(fd, [buffer], source) != run_bytes:
+                        buffer = _read_at(fd, run_bytes, source)
+                        if len(buffer) != run_bytes:
                             raise WriteError(f"staging file {file_names[file_id]} is shorter "
                                              f"than its task reported")
                         patch_batch_headers(buffer, relative, run_offsets, epoch)
@@ -419,6 +419,22 @@ def _runs(file_ids: np.ndarray, positions: np.ndarray, sizes: np.ndarray):
 
 
 _COPY_FILE_RANGE = [hasattr(os, "copy_file_range")]
+
+
+def _read_at(fd: int, count: int, position: int) -> bytearray:
+    """`count` bytes from `position` into a writable buffer (fewer at end of file)."""
+    buffer = bytearray(count)
+    if hasattr(os, "preadv"):
+        got = os.preadv(fd, [buffer], position)
+        return buffer if got == count else buffer[:got]
+    got = 0
+    while got < count:
+        chunk = os.pread(fd, count - got, position + got)
+        if not chunk:
+            break
+        buffer[got : got + len(chunk)] = chunk
+        got += len(chunk)
+    return buffer if got == count else buffer[:got]
 
 
 def _copy_range(source_fd: int, target_fd: int, source_pos: int, target_pos: int,
