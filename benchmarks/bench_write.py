@@ -75,7 +75,8 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs) -
     import segmentlog_datasource
 
     spark = (SparkSession.builder.master("local[2]").appName("segmentlog-bench-write")
-             .config("spark.ui.enabled", "false").config("spark.driver.memory", "3g")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "3g")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     segmentlog_datasource.register(spark)

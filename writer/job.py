@@ -80,7 +80,8 @@ class WriteJob:
 
     def __init__(self, logdir: str, *, mode: str = "append", topic: Optional[str] = None,
                  options: Optional[WriteOptions] = None, layout: Optional[InputLayout] = None,
-                 write_time_ms: Optional[int] = None):
+                 write_time_ms: Optional[int] = None, under_jvm: bool = False):
+        """`under_jvm`: the job runs in Spark, whose driver JVM owns it (see logdir.owner_info)."""
         if mode not in MODES:
             raise InvalidOptionError(
                 f"save mode {mode!r} is not supported; segmentlog writes take 'append' or "
@@ -97,6 +98,7 @@ class WriteJob:
         self.job_id = time.strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:12]
         self.staging_dir = os.path.join(self.logdir, STAGING_PREFIX + self.job_id)
         self.held_locks: List[str] = []
+        self.under_jvm = under_jvm
         self.created_logdir = False
         self.finished = False
 
@@ -121,10 +123,10 @@ class WriteJob:
             else:
                 clean_dead_writes(self.logdir)
             if self.topic is not None:
-                acquire_lock(self.logdir, self.topic, self.job_id, mode)
+                acquire_lock(self.logdir, self.topic, self.job_id, mode, under_jvm)
                 self.held_locks.append(self.topic)
             os.mkdir(self.staging_dir)
-            write_owner_file(self.staging_dir, self.job_id)
+            write_owner_file(self.staging_dir, self.job_id, under_jvm)
         except BaseException:
             self.abort()
             raise
@@ -178,7 +180,7 @@ class WriteJob:
         try:
             for topic in sorted(topics):
                 if topic not in self.held_locks:
-                    acquire_lock(self.logdir, topic, self.job_id, self.mode)
+                    acquire_lock(self.logdir, topic, self.job_id, self.mode, self.under_jvm)
                     locked_here.append(topic)
             self._check_unchanged(sorted(topics))
             publish_root = os.path.join(self.staging_dir, "publish")

@@ -221,23 +221,26 @@ def _proc_stat(pid: int) -> Optional[Tuple[str, int, int]]:
     return name, int(fields[1]), int(fields[19])
 
 
-def owner_info() -> dict:
-    """Who a write belongs to: the Spark driver JVM when this runs under one (Python
-    workers come and go, the JVM lives as long as the job), otherwise this process."""
-    pid = os.getpid()
-    owner, stat = pid, _proc_stat(pid)
-    seen = 0
-    cursor = stat
-    while cursor is not None and seen < 8:
-        name, parent, _ = cursor
-        if parent <= 1:
-            break
-        parent_stat = _proc_stat(parent)
-        if parent_stat is not None and parent_stat[0] == "java":
-            owner, stat = parent, parent_stat
-            break
-        cursor = parent_stat
-        seen += 1
+def owner_info(under_jvm: bool = False) -> dict:
+    """Who a write belongs to: this process, or under Spark (`under_jvm`) the driver JVM
+    among its ancestors (Python workers come and go, the JVM lives as long as the job).
+
+    Under Spark with no JVM found, the owner is left unknown, so that its lock is never
+    mistaken for a dead write's.
+    """
+    owner = os.getpid()
+    stat = _proc_stat(owner)
+    if under_jvm:
+        cursor, found = stat, None
+        for _ in range(8):
+            if cursor is None or cursor[1] <= 1:
+                break
+            parent = cursor[1]
+            cursor = _proc_stat(parent)
+            if cursor is not None and cursor[0] == "java":
+                found = (parent, cursor)
+                break
+        owner, stat = found if found is not None else (owner, None)
     return {"host": socket.gethostname(), "pid": owner,
             "pid_start": stat[2] if stat is not None else None, "pid_space": _pid_space()}
 
@@ -264,14 +267,15 @@ def owner_alive(info: dict) -> Optional[bool]:
     return stat is not None and stat[2] == info["pid_start"]
 
 
-def acquire_lock(logdir: str, topic: str, job_id: str, mode: str) -> str:
+def acquire_lock(logdir: str, topic: str, job_id: str, mode: str,
+                 under_jvm: bool = False) -> str:
     """Create the topic's lock file atomically, or raise ConcurrentWriteError.
 
     A lock left by a write whose process is gone (killed driver) is taken over, and that
     write's staging directory removed.
     """
     path = lock_path(logdir, topic)
-    info = dict(owner_info(), job=job_id, mode=mode, topic=topic,
+    info = dict(owner_info(under_jvm), job=job_id, mode=mode, topic=topic,
                 started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), staging=STAGING_PREFIX + job_id)
     for attempt in range(2):
         try:
@@ -321,9 +325,9 @@ def _break_stale_lock(logdir: str, path: str, holder: dict) -> bool:
     return True
 
 
-def write_owner_file(staging_dir: str, job_id: str) -> None:
+def write_owner_file(staging_dir: str, job_id: str, under_jvm: bool = False) -> None:
     with open(os.path.join(staging_dir, OWNER_FILE), "w") as handle:
-        json.dump(dict(owner_info(), job=job_id), handle)
+        json.dump(dict(owner_info(under_jvm), job=job_id), handle)
 
 
 def clean_dead_writes(logdir: str) -> List[str]:
