@@ -468,3 +468,21 @@ def test_the_engine_runs_where_spark_cannot_be_imported(tmp_path):
         "num_partitions=1)\n")
     assert result.returncode == 0, result.stderr
     assert len(decode_partition(str(tmp_path / "log" / "t-0"))) == 1
+
+
+def test_chunking_does_not_change_the_log(tmp_path):
+    """Input cut into many chunks gives records in the same partitions and order."""
+    from writer import WriteJob
+    from writer.task import TaskWriter
+
+    rows = make_rows(3000, seed=9)
+    logs = []
+    for name, chunk_bytes in (("one", 1 << 30), ("many", 20_000)):
+        path = str(tmp_path / name)
+        job = WriteJob(path, topic="t", options=WriteOptions(num_partitions=3, batch_size=2000),
+                       write_time_ms=WRITE_TIME)
+        task = TaskWriter(job.spec, 0, 0, chunk_bytes=chunk_bytes)
+        task.write(to_table(rows, False))
+        job.commit([task.finish()])
+        logs.append(decode_logdir(path))
+    assert logs[0] == logs[1]

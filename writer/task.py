@@ -126,6 +126,16 @@ class TaskWriter:
             self._schema = data.schema
         if data.num_rows == 0:
             return
+        size = data.nbytes
+        if size > self.chunk_bytes and data.num_rows > 1:
+            # Bounded chunks: memory stays flat and Arrow's 32-bit offsets never overflow.
+            step = max(1, int(data.num_rows * self.chunk_bytes / size))
+            for start in range(0, data.num_rows, step):
+                self._add(data.slice(start, step))
+            return
+        self._add(data)
+
+    def _add(self, data) -> None:
         self._pending.append(data)
         self._pending_bytes += data.nbytes
         if self._pending_bytes >= self.chunk_bytes:
