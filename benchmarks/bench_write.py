@@ -138,7 +138,7 @@ def main():
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=4, help="Kafka partitions")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--spark-codecs", default="none,lz4,zstd",
+    parser.add_argument("--spark-codecs", default=",".join(CODECS),
                         help="codecs for the Spark comparison (comma-separated)")
     parser.add_argument("--skip-engine", action="store_true")
     parser.add_argument("--skip-spark", action="store_true")

@@ -222,3 +222,20 @@ def test_bad_options_and_save_mode(spark, tmp_path):
     with pytest.raises(Exception, match="UNSUPPORTED_DATA_SOURCE_SAVE_MODE"):
         df.write.format("segmentlog").option("topic", "t").option("numPartitions", 1).save(path)
     assert not os.path.exists(path)
+
+
+def test_bad_values_found_in_tasks_leave_no_trace(spark, tmp_path):
+    path = str(tmp_path / "logdir")
+    spark.range(10).select(F.col("id").cast("string").alias("value")).write.format("segmentlog") \
+        .mode("append").option("topic", "t").option("numPartitions", 2).save(path)
+    listing = {d: sorted(os.listdir(os.path.join(path, d))) for d in os.listdir(path)}
+    bad_partition = spark.range(100, numPartitions=2).select(
+        F.col("id").cast("string").alias("value"),
+        F.when(F.col("id") == 77, 5).otherwise(0).cast("int").alias("partition"))
+    with pytest.raises(Exception, match="column 'partition' holds 5 for topic 't', which has 2"):
+        bad_partition.write.format("segmentlog").mode("append").option("topic", "t").save(path)
+    too_big = spark.range(3).select(F.expr("repeat('x', 2000000)").alias("value"))
+    with pytest.raises(Exception, match="raise the 'max.message.bytes' option"):
+        too_big.write.format("segmentlog").mode("append").option("topic", "t").save(path)
+    assert {d: sorted(os.listdir(os.path.join(path, d))) for d in os.listdir(path)} == listing
+    assert len(read_back(spark, path)) == 10
