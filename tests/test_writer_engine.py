@@ -425,6 +425,14 @@ def test_a_killed_write_leaves_nothing_a_later_write_trips_over(logdir):
     assert [r[4] for r in decode_partition(os.path.join(logdir, "t-0"))] == [b"kept"] * 3 + [b"new"]
 
 
+def test_a_partition_directory_is_not_a_log_dir(logdir):
+    write_log(logdir, pa.table({"value": [b"v"]}), topic="t", num_partitions=1)
+    with pytest.raises(InvalidOptionError, match="it is a partition directory, not a log dir"):
+        write_log(os.path.join(logdir, "t-0"), pa.table({"value": [b"v"]}), topic="t")
+    assert sorted(os.listdir(os.path.join(logdir, "t-0"))) == [
+        "00000000000000000000.index", "00000000000000000000.log", "00000000000000000000.timeindex"]
+
+
 def test_topic_option_overrides_the_topic_column(logdir):
     write_log(logdir, pa.table({"topic": ["a", "b"], "value": [b"1", b"2"]}), topic="c",
               num_partitions=1)

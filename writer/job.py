@@ -29,8 +29,8 @@ from typing import Dict, Iterable, List, Optional, Tuple
 import numpy as np
 
 from segmentlog_datasource.format.builder import patch_batch_headers
-from segmentlog_datasource.format.log import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, \
-    TXN_INDEX_SUFFIX, segment_file_name
+from segmentlog_datasource.format.log import INDEX_SUFFIX, LOG_SUFFIX, SEGMENT_NAME, \
+    TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_file_name
 
 from .errors import ConcurrentWriteError, InvalidInputError, InvalidOptionError, \
     TopicLayoutError, WriteAbortedError, WriteError
@@ -104,6 +104,12 @@ class WriteJob:
 
         if os.path.exists(self.logdir) and not os.path.isdir(self.logdir):
             raise InvalidOptionError(f"{self.logdir} exists and is not a directory")
+        if os.path.isdir(self.logdir) and any(SEGMENT_NAME.match(n) for n in os.listdir(self.logdir)):
+            raise InvalidOptionError(
+                f"{self.logdir} holds segment files: it is a partition directory, not a log "
+                f"dir. Write to the directory that holds the <topic>-<partition> directories "
+                f"({os.path.dirname(self.logdir)})"
+            )
         existing = list_topics(self.logdir)
         self.existing_partitions = existing
         # Fingerprints of what this write may touch, to notice concurrent changes at commit.
