@@ -9,7 +9,7 @@ import pytest
 
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
-    ArrayType, BinaryType, IntegerType, StringType, StructField, StructType, TimestampType,
+    ArrayType, BinaryType, IntegerType, StringType, StructField, StructType,
 )
 
 from writer import SegmentLogWriter

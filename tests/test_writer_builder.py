@@ -3,7 +3,6 @@ import base64
 import json
 import os
 import random
-import struct
 
 import numpy as np
 import pyarrow as pa
@@ -18,7 +17,7 @@ from segmentlog_datasource.format.builder import (
     BATCH_HEADER_SIZE, HEADER_TYPE, RecordColumns, RecordTooLargeError, build_record_batch,
     encode_batches, patch_batch_headers, varint_concat, varint_sizes,
 )
-from segmentlog_datasource.format.records import CREATE_TIME, LOG_APPEND_TIME
+from segmentlog_datasource.format.records import LOG_APPEND_TIME
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 

@@ -4,7 +4,6 @@ import os
 import random
 import shutil
 
-import numpy as np
 import pyarrow as pa
 import pytest
 

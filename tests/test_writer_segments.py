@@ -1,7 +1,6 @@
 """Segment rolls and index entries placed exactly as Kafka placed them in the fixtures."""
 import json
 import os
-import shutil
 
 import numpy as np
 import pytest

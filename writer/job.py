@@ -33,7 +33,7 @@ from segmentlog_datasource.format.log import INDEX_SUFFIX, LOG_SUFFIX, SEGMENT_N
     TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_file_name
 
 from .errors import ConcurrentWriteError, InvalidInputError, InvalidOptionError, \
-    TopicLayoutError, WriteAbortedError, WriteError
+    WriteAbortedError, WriteError
 from .input import InputLayout
 from .logdir import (
     STAGING_PREFIX, acquire_lock, check_num_partitions, inspect_tail, list_topics,
