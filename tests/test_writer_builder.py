@@ -215,3 +215,14 @@ def test_compressed_kafka_batches_have_our_records_section(kafka_logdir, name):
             assert ours[21:61] == kafka[21:61]
             assert compression.decompress(codec, ours[61:]) == \
                 compression.decompress(codec, kafka[61:])
+
+
+def test_tiny_records_fill_batches_exactly():
+    n = 20000
+    columns = RecordColumns(pa.nulls(n, pa.binary()), pa.array([b""] * n), np.full(n, 5))
+    encoded = encode_batches(columns, batch_size=16384)
+    # 7-byte records while the offset delta fits one varint byte (< 64), 8 bytes after
+    assert encoded.record_counts.tolist()[:9] == [2048] * 9
+    assert encoded.sizes.tolist()[:9] == [61 + 64 * 7 + 1984 * 8] * 9
+    assert int(encoded.record_counts.sum()) == n
+    assert len(decode(encoded.data)) == len(encoded)

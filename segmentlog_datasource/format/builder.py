@@ -329,6 +329,7 @@ def plan_batches(fixed: np.ndarray, timestamps: np.ndarray, batch_size: int) -> 
     while i < n:
         starts.append(i)
         while True:
+            window = min(window, most + 1)  # more records than `most` never fit
             end = min(n, i + window)
             body = fixed[i:end] + delta_sizes[: end - i]
             if same_time:
@@ -338,7 +339,7 @@ def plan_batches(fixed: np.ndarray, timestamps: np.ndarray, batch_size: int) -> 
             body += np.searchsorted(_POSITIVE_LIMITS, body, side="right") + 1
             cumulative = np.cumsum(body)
             fit = int(np.searchsorted(cumulative, limit, side="right"))
-            if fit < end - i or end == n or window >= most:
+            if fit < end - i or end == n or window > most:
                 break
             window *= 2
         take = max(1, fit)
