@@ -226,3 +226,34 @@ def test_tiny_records_fill_batches_exactly():
     assert encoded.sizes.tolist()[:9] == [61 + 64 * 7 + 1984 * 8] * 9
     assert int(encoded.record_counts.sum()) == n
     assert len(decode(encoded.data)) == len(encoded)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_batch_boundaries_follow_the_producer_rule(seed):
+    """Random records and batch sizes: every batch is the longest prefix that fits, with
+    record sizes computed independently by kafka-python's builder."""
+    rng = random.Random(seed)
+    records = []
+    for i in range(rng.randrange(200, 600)):
+        key = None if rng.random() < 0.3 else os.urandom(rng.choice([0, 3, 70, 200]))
+        value = None if rng.random() < 0.1 else os.urandom(rng.choice([0, 1, 60, 127, 128, 900, 9000]))
+        ts = rng.choice([0, 10**12, 1_700_000_000_000 + rng.randint(-10**9, 10**9), 2**50])
+        headers = [] if rng.random() < 0.7 else [("k" * rng.randrange(0, 5), None), ("x", b"y" * 70)]
+        records.append((key, value, ts, headers))
+    batch_size = rng.choice([0, 100, 1000, 4096, 16384, 100000])
+    encoded = encode_batches(RecordColumns.from_records(records), batch_size=batch_size)
+
+    def size(j, first):
+        key, value, ts, headers = records[j]
+        return DefaultRecordBatchBuilder.size_in_bytes(
+            j - first, ts - records[first][2], key, value, headers)
+
+    assert decode(encoded.data)  # valid batches
+    starts = encoded.first_rows.tolist() + [len(records)]
+    for b, (first, end) in enumerate(zip(starts, starts[1:])):
+        total = BATCH_HEADER_SIZE + sum(size(j, first) for j in range(first, end))
+        assert total == int(encoded.sizes[b])
+        if end - first > 1:
+            assert total <= batch_size
+        if end < len(records):
+            assert total + size(end, first) > batch_size
