@@ -239,3 +239,12 @@ def test_bad_values_found_in_tasks_leave_no_trace(spark, tmp_path):
         too_big.write.format("segmentlog").mode("append").option("topic", "t").save(path)
     assert {d: sorted(os.listdir(os.path.join(path, d))) for d in os.listdir(path)} == listing
     assert len(read_back(spark, path)) == 10
+
+
+def test_empty_partitions_of_a_new_topic_read_back(spark, tmp_path):
+    path = str(tmp_path / "logdir")
+    spark.createDataFrame([("k", "v")], "key string, value string").write.format("segmentlog") \
+        .mode("append").option("topic", "t").option("numPartitions", 3).save(path)
+    assert sorted(os.listdir(path)) == ["t-0", "t-1", "t-2"]
+    got = read_back(spark, path)
+    assert [(r[0], r[1], r[3], r[4]) for r in got] == [(b"k", b"v", kafka_partition(b"k", 3), 0)]
