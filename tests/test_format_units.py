@@ -497,3 +497,14 @@ def test_timestamps_in_microseconds_utc():
     assert batch.column("partition").to_pylist() == [3] * 5
     assert batch.column("topic").to_pylist() == ["t"] * 5
     assert batch.column("headers").to_pylist()[0] == [{"key": "h", "value": None}]
+
+
+def test_lz4_frame_header_is_the_one_kafka_writes(kafka_logdir):
+    # Kafka's LZ4 stream: independent 64 KiB blocks, no content size, no content checksum.
+    from segmentlog_datasource.format import compression
+    from segmentlog_datasource.format.log import PartitionLog
+
+    segment = PartitionLog.open(os.path.join(kafka_logdir, "codec-lz4-0")).segments[0]
+    with open(segment.log_path, "rb") as handle:
+        kafka_frame_header = handle.read(61 + 7)[61:]
+    assert compression.compress(compression.LZ4, b"x" * 100)[:7] == kafka_frame_header

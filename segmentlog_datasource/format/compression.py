@@ -60,6 +60,7 @@ def compress(codec_id: int, data, level=None) -> bytes:
             block_size=lz4.frame.BLOCKSIZE_MAX64KB,
             block_linked=False,
             content_checksum=False,
+            store_size=False,
             compression_level=0 if level is None else level,
         )
     if codec_id == ZSTD:
