@@ -25,10 +25,7 @@ from segmentlog_datasource.format import (
 )
 from segmentlog_datasource.format.columns import RecordAccumulator, arrow_schema
 from segmentlog_datasource.format.crc import crc32c
-from segmentlog_datasource.format.records import (
-    batch_records_payload, decode_legacy_message, read_entry_header, verify_checksum,
-    write_varint,
-)
+from segmentlog_datasource.format.records import read_entry_header, write_varint
 from segmentlog_datasource.format.scan import make_accumulator
 
 try:
@@ -66,68 +63,37 @@ def test_scan_uses_the_fast_accumulator():
 
 # ------------------------------------------------------------------------ helpers
 
-def scan_segment_in_runs(topic, partition, path, size, start_position, end_position,
-                         min_offset, end_offset, allow_torn_tail, options, transactions=None):
-    """scan_segment's loop, with plain batches handed to the accumulator's decode_run()."""
-    if transactions is not None:
-        end_offset = min(end_offset, transactions.last_stable_offset)
-    accumulator = fast.FastRecordAccumulator(options.include_headers)
-    verify = options.verify_checksums
-    with open(path, "rb") as handle:
-        view = memoryview(handle.read(size))
-    pos, end_position = start_position, min(end_position, size)
-    while pos < end_position:
-        pos, state = accumulator.decode_run(
-            view, pos, end_position, size, crc32c if verify else None, min_offset,
-            end_offset, options.max_batch_rows, options.max_batch_bytes,
-            transactions is not None)
-        if state & fast.RUN_FLUSH:
-            yield accumulator.take(topic, partition)
-        if state & (fast.RUN_DONE | fast.RUN_END):
-            break
-        if state != fast.RUN_ENTRY_FOR_PYTHON:
-            continue
-        header = read_entry_header(view, pos, pos, path, remaining=size - pos)
-        if header is None:
-            if allow_torn_tail:
-                break
-            raise CorruptLogError(path, pos, "batch runs past the end of the segment")
-        pos += header.size
-        if header.last_offset < min_offset:
-            continue
-        if header.magic == 2 and header.base_offset >= end_offset:
-            break
-        if verify:
-            verify_checksum(view, header.position, header, path)
-        if header.magic == 2:
-            if header.is_control or not header.record_count:
-                continue
-            if transactions is not None and header.is_transactional and \
-                    transactions.is_aborted(header):
-                continue
-            data = batch_records_payload(view, header.position, header, path)
-            accumulator.add_v2_batch(data, header.record_count, header, min_offset,
-                                     end_offset, path)
-        else:
-            decode_legacy_message(view, header.position, header, accumulator, min_offset,
-                                  end_offset, verify, path)
-        if len(accumulator) >= options.max_batch_rows or \
-                accumulator.payload_bytes >= options.max_batch_bytes:
-            yield accumulator.take(topic, partition)
-        if header.last_offset >= end_offset - 1:
-            break
-    if len(accumulator):
-        yield accumulator.take(topic, partition)
+class _BatchAtATimeAccumulator(fast.FastRecordAccumulator if fast else object):
+    """The compiled accumulator fed one batch at a time (no decode_run)."""
+
+    decode_run = None
+
+
+def scan_segment_batch_at_a_time(*args, **kwargs):
+    """scan_segment with the compiled accumulator but without its decode_run() walks."""
+    import segmentlog_datasource.format.scan as scan_module
+
+    original = scan_module.make_accumulator
+    scan_module.make_accumulator = lambda options: _BatchAtATimeAccumulator(
+        options.include_headers)
+    try:
+        yield from scan_segment(*args, **kwargs)
+    finally:
+        scan_module.make_accumulator = original
 
 
 def scan_three_ways(path, include_headers=False, min_offset=0, end_offset=MAX_OFFSET,
                     max_batch_rows=10_000, transactions=None, allow_torn_tail=True,
                     verify_checksums=True):
-    """Batches of one whole segment file: {"fast", "pure", "runs"} -> list."""
+    """Batches of one whole segment file: {"fast", "pure", "batchwise"} -> list.
+
+    "fast" walks plain batches with decode_run(); "batchwise" feeds the compiled
+    accumulator one batch at a time; "pure" is the pure-Python decoder.
+    """
     size = os.path.getsize(path)
     results = {}
     for name, scan, use_fast_path in (("fast", scan_segment, True), ("pure", scan_segment, False),
-                                      ("runs", scan_segment_in_runs, True)):
+                                      ("batchwise", scan_segment_batch_at_a_time, True)):
         options = ScanOptions(verify_checksums=verify_checksums, include_headers=include_headers,
                               max_batch_rows=max_batch_rows, use_fast_path=use_fast_path)
         results[name] = list(scan(
@@ -138,9 +104,9 @@ def scan_three_ways(path, include_headers=False, min_offset=0, end_offset=MAX_OF
 
 
 def scan_both(path, *args, **kwargs):
-    """(fast batches, pure batches); the decode_run() reading must equal the pure one."""
+    """(fast batches, pure batches); the batch-at-a-time reading must equal the pure one."""
     results = scan_three_ways(path, *args, **kwargs)
-    assert_twins(results["runs"], results["pure"], f"decode_run() reading of {path}")
+    assert_twins(results["batchwise"], results["pure"], f"batch-at-a-time reading of {path}")
     return results["fast"], results["pure"]
 
 
@@ -396,7 +362,7 @@ def test_malformed_records_raise_on_both_paths(tmp_path, case, include_headers):
     bad = raw_batch(505, count, records)
     path = write_segment(tmp_path, [good, bad])
     for scan, use_fast_path in ((scan_segment, True), (scan_segment, False),
-                                (scan_segment_in_runs, True)):
+                                (scan_segment_batch_at_a_time, True)):
         options = ScanOptions(include_headers=include_headers, use_fast_path=use_fast_path)
         with pytest.raises(CorruptLogError) as raised:
             list(scan("topic", 3, str(path), os.path.getsize(path), 0, os.path.getsize(path),
@@ -519,9 +485,9 @@ def test_checksum_damage_is_reported_by_every_reading(tmp_path, value_size):
     path = write_segment(tmp_path, [batches[0], bytes(damaged), batches[2]])
     results = scan_three_ways(path, verify_checksums=False)
     assert_twins(results["fast"], results["pure"])
-    assert_twins(results["runs"], results["pure"])
+    assert_twins(results["batchwise"], results["pure"])
     for name, scan, use_fast_path in (("fast", scan_segment, True), ("pure", scan_segment, False),
-                                      ("runs", scan_segment_in_runs, True)):
+                                      ("batchwise", scan_segment_batch_at_a_time, True)):
         with pytest.raises(CorruptLogError, match="checksum mismatch") as raised:
             list(scan("t", 0, str(path), os.path.getsize(path), 0, os.path.getsize(path), 0,
                       MAX_OFFSET, True, ScanOptions(use_fast_path=use_fast_path)))
