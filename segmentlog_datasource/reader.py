@@ -43,7 +43,8 @@ def _is_int(value) -> bool:
 
 def apply_filter(constraints: Constraints, f) -> bool:
     """Fold one pushed filter into `constraints`; False when the source cannot apply it."""
-    column = f.attribute[0] if len(f.attribute) == 1 else None
+    attribute = getattr(f, "attribute", None)  # Not(...) has a child instead
+    column = attribute[0] if attribute is not None and len(attribute) == 1 else None
     value = getattr(f, "value", None)
     if column == "topic":
         if isinstance(f, EqualTo) and isinstance(value, str):
@@ -65,40 +66,37 @@ def apply_filter(constraints: Constraints, f) -> bool:
         if isinstance(f, In) and all(_is_int(v) for v in value):
             constraints.restrict_offsets(values=value)
             return True
-        if not _is_int(value):
+        bounds = _comparison_bounds(f, value) if _is_int(value) else None
+        if bounds is None:
             return False
-        if isinstance(f, EqualTo):
-            constraints.restrict_offsets(low=value, high=value + 1)
-        elif isinstance(f, GreaterThan):
-            constraints.restrict_offsets(low=value + 1)
-        elif isinstance(f, GreaterThanOrEqual):
-            constraints.restrict_offsets(low=value)
-        elif isinstance(f, LessThan):
-            constraints.restrict_offsets(high=value)
-        elif isinstance(f, LessThanOrEqual):
-            constraints.restrict_offsets(high=value + 1)
-        else:
-            return False
+        constraints.restrict_offsets(low=bounds[0], high=bounds[1])
         return True
     if column == "timestamp":
         try:
             micros = _to_micros(value)
         except TypeError:
             return False
-        if isinstance(f, EqualTo):
-            constraints.restrict_timestamps(low_us=micros, high_us=micros + 1)
-        elif isinstance(f, GreaterThan):
-            constraints.restrict_timestamps(low_us=micros + 1)
-        elif isinstance(f, GreaterThanOrEqual):
-            constraints.restrict_timestamps(low_us=micros)
-        elif isinstance(f, LessThan):
-            constraints.restrict_timestamps(high_us=micros)
-        elif isinstance(f, LessThanOrEqual):
-            constraints.restrict_timestamps(high_us=micros + 1)
-        else:
+        bounds = _comparison_bounds(f, micros)
+        if bounds is None:
             return False
+        constraints.restrict_timestamps(low_us=bounds[0], high_us=bounds[1])
         return True
     return False
+
+
+def _comparison_bounds(f, value: int):
+    """(inclusive low, exclusive high) of an integer comparison; None for other filters."""
+    if isinstance(f, EqualTo):
+        return value, value + 1
+    if isinstance(f, GreaterThan):
+        return value + 1, None
+    if isinstance(f, GreaterThanOrEqual):
+        return value, None
+    if isinstance(f, LessThan):
+        return None, value
+    if isinstance(f, LessThanOrEqual):
+        return None, value + 1
+    return None
 
 
 def filter_rows(batch: pa.RecordBatch, split: Split) -> pa.RecordBatch:

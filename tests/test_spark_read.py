@@ -117,6 +117,8 @@ FILTERS = [
     "topic = 'compacted' AND timestamp >= timestamp'2023-11-16 00:00:00'",
     "topic = 'live' AND offset >= 150",
     "topic = 'nothing-here'",
+    "topic = 'plain' AND offset <> 5 AND NOT (partition = 1)",
+    "key IS NULL AND topic LIKE 'pla%' AND offset >= 360",
 ]
 
 
