@@ -15,9 +15,10 @@ TopicPartition = Tuple[str, int]
 class OptionError(ValueError):
     """An option value the source cannot use."""
 
-    def __init__(self, option: str, value, accepted: str):
+    def __init__(self, option: str, value, accepted: str, message: Optional[str] = None):
         self.option = option
-        super().__init__(f"option {option!r}: invalid value {value!r}; accepted: {accepted}")
+        super().__init__(message or
+                         f"option {option!r}: invalid value {value!r}; accepted: {accepted}")
 
 
 def _get(options, name):
@@ -204,6 +205,34 @@ class ReadOptions:
 
 DEFAULT_MAX_PARTITION_BYTES = 128 << 20
 
+READ_OPTIONS = {
+    "path", "paths", "subscribe", "subscribePattern", "assign",
+    "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp",
+    "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
+    "startingOffsetsByTimestampStrategy", "includeHeaders", "isolationLevel",
+    "verifyChecksums", "failOnDataLoss", "maxPartitionBytes", "minPartitions",
+    "maxRecordsPerPartition",
+}
+# Spark Kafka source options that mean nothing without a broker: accepted so that a
+# format("kafka") query runs unchanged, and ignored.
+KAFKA_SOURCE_ONLY_OPTIONS = {
+    "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
+    "groupIdPrefix", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
+    "includeHeaders",
+}
+
+
+def check_known_read_options(options) -> None:
+    known = {name.lower() for name in READ_OPTIONS | KAFKA_SOURCE_ONLY_OPTIONS}
+    for name in options:
+        # kafka.* options configure a Kafka consumer; kafka.isolation.level is honoured.
+        if name.lower().startswith("kafka.") or name.lower() in known:
+            continue
+        accepted = ", ".join(sorted(READ_OPTIONS - {"paths"}))
+        raise OptionError(name, options[name], accepted, message=(
+            f"unknown read option {name!r} (names are case-insensitive); the read options are "
+            f"{accepted}, and Spark Kafka source options and kafka.* are accepted too"))
+
 
 def parse_paths(options) -> List[str]:
     paths = []
@@ -237,6 +266,7 @@ def parse_isolation(options) -> bool:
 
 
 def parse_read_options(options) -> ReadOptions:
+    check_known_read_options(options)
     strategy = (_get(options, "startingOffsetsByTimestampStrategy") or "error").strip().lower()
     if strategy not in ("error", "latest"):
         raise OptionError("startingOffsetsByTimestampStrategy", strategy, "error or latest")

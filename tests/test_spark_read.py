@@ -284,11 +284,26 @@ def test_starting_timestamp_beyond_the_log(utc_spark, kafka_logdir):
     ("startingTimestamp", "yesterday", "startingTimestamp"),
 ])
 def test_bad_options_name_the_option(utc_spark, kafka_logdir, option, value, fragment):
+    reader = utc_spark.read.format("segmentlog")
+    if option == "startingOffsets":
+        reader = reader.option("subscribe", "plain")
     with pytest.raises(Exception) as error:
-        utc_spark.read.format("segmentlog").option("subscribe" if option == "startingOffsets"
-                                                   else "x-unused", "plain") \
-            .option(option, value).load(kafka_logdir).count()
-    assert fragment in str(error.value)
+        reader.option(option, value).load(kafka_logdir).count()
+    message = str(error.value)
+    assert f"option {option!r}" in message or option == "subscribe"
+    assert fragment in message
+
+
+def test_unknown_option_is_an_error_but_kafka_source_options_are_accepted(utc_spark,
+                                                                         kafka_logdir):
+    with pytest.raises(Exception, match="unknown read option 'startingoffset'"):
+        utc_spark.read.format("segmentlog").option("startingOffset", "earliest") \
+            .load(kafka_logdir).count()
+    kafka_query = (utc_spark.read.format("segmentlog")
+                   .option("kafka.bootstrap.servers", "broker:9092")
+                   .option("subscribe", "plain").option("failOnDataLoss", "false")
+                   .option("fetchOffset.numRetries", "3").load(kafka_logdir))
+    assert kafka_query.count() == 371 + 294 + 229
 
 
 def test_two_topic_selections_conflict(utc_spark, kafka_logdir):
