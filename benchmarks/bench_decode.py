@@ -30,7 +30,7 @@ sys.path.insert(0, HERE)
 
 from _gen import generate_log  # noqa: E402
 from segmentlog_datasource.format import ScanOptions, discover_partitions, scan_segment  # noqa: E402
-from segmentlog_datasource.format.crc import CRC32C_BACKEND  # noqa: E402
+from segmentlog_datasource.format.crc import crc32c_backend  # noqa: E402
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -127,7 +127,7 @@ def main(argv=None):
 
     pinned = pin_to_one_core()
     print(f"{cpu_model()}; Python {platform.python_version()}; pyarrow {pa.__version__}; "
-          f"crc32c backend {CRC32C_BACKEND}; {pinned}")
+          f"crc32c backend {crc32c_backend()}; {pinned}")
     print(f"{args.records:,} records, {args.value_size}-byte values, "
           f"batches of {args.records_per_batch} records\n")
 

@@ -4,7 +4,6 @@ import sys
 from typing import Iterator, List
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.datasource import (
     DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In, InputPartition, LessThan,
     LessThanOrEqual,
@@ -100,6 +99,8 @@ def _comparison_bounds(f, value: int):
 
 
 def filter_rows(batch: pa.RecordBatch, split: Split) -> pa.RecordBatch:
+    import pyarrow.compute as pc  # only reads with row constraints need it
+
     mask = None
     if split.offset_values is not None:
         mask = pc.is_in(batch.column("offset"), pa.array(sorted(split.offset_values), pa.int64()))

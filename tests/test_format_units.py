@@ -508,3 +508,16 @@ def test_lz4_frame_header_is_the_one_kafka_writes(kafka_logdir):
     with open(segment.log_path, "rb") as handle:
         kafka_frame_header = handle.read(61 + 7)[61:]
     assert compression.compress(compression.LZ4, b"x" * 100)[:7] == kafka_frame_header
+
+
+def test_crc32c_falls_back_to_crcmod(monkeypatch):
+    import sys
+
+    from segmentlog_datasource.format import crc as crc_module
+
+    monkeypatch.setitem(sys.modules, "crc32c", None)  # as if the package were absent
+    monkeypatch.setattr(crc_module, "_crc32c_impl", None)
+    monkeypatch.setattr(crc_module, "_backend", None)
+    assert crc_module.crc32c_backend() == "crcmod"
+    assert crc_module.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
+    assert crc_module.crc32c(memoryview(b"123456789")) == 0xE3069283

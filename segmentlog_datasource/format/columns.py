@@ -5,7 +5,6 @@ Spark as they are. Rows from many small Kafka batches are merged into one Arrow 
 """
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 HEADER_TYPE = pa.list_(
     pa.field("element", pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
@@ -42,10 +41,11 @@ def finish_batch(topic, partition, offsets, timestamps_ms, timestamp_types, keys
     """Assemble one Arrow batch from decoded columns (Arrow arrays or Python sequences)."""
     length = len(offsets)
     offsets = pa.array(offsets, pa.int64()) if not isinstance(offsets, pa.Array) else offsets
-    timestamps = timestamps_ms
-    if not isinstance(timestamps, pa.Array):
-        timestamps = pa.array(timestamps, pa.int64())
-    timestamps = pc.multiply(timestamps, 1000).cast(pa.timestamp("us", tz="UTC"))
+    if isinstance(timestamps_ms, pa.Array):
+        millis = timestamps_ms.to_numpy(zero_copy_only=False)
+    else:
+        millis = np.asarray(timestamps_ms, dtype=np.int64)
+    timestamps = pa.array(millis * 1000, pa.timestamp("us", tz="UTC"))
     columns = [
         keys if isinstance(keys, pa.Array) else pa.array(keys, pa.binary()),
         values if isinstance(values, pa.Array) else pa.array(values, pa.binary()),

@@ -12,7 +12,6 @@ stops at (RUN_ENTRY_FOR_PYTHON), taking a batch on RUN_FLUSH and stopping on RUN
 or RUN_END.
 """
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401 - finish_batch calls pa.compute, which needs the import
 
 from ._fastrecords import (  # noqa: F401 - the RUN_* states are for scan loops
     RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH, MalformedRecords, RecordColumns,
