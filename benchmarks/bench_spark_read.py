@@ -76,20 +76,22 @@ class PrebuiltArrowReader(DataSourceReader):
 
 
 def prebuild_arrow(logdir, target):
-    """Write each segmentlog split's Arrow output to one IPC file."""
+    """Write the Arrow output of each segmentlog Spark partition to one IPC file."""
     from segmentlog_datasource.options import parse_read_options
-    from segmentlog_datasource.planning import Constraints, plan_splits
+    from segmentlog_datasource.planning import Constraints, group_splits, plan_splits
     from segmentlog_datasource.reader import read_split
 
     os.makedirs(target)
-    splits = plan_splits(parse_read_options({"path": logdir}), Constraints())
-    for n, split in enumerate(splits):
-        batches = list(read_split(split, include_headers=False, verify_checksums=True))
+    read = parse_read_options({"path": logdir})
+    groups = group_splits(plan_splits(read, Constraints()), read)
+    for n, group in enumerate(groups):
+        batches = [batch for split in group
+                   for batch in read_split(split, include_headers=False, verify_checksums=True)]
         with pa.OSFile(os.path.join(target, f"{n:05d}.arrow"), "wb") as sink:
             with pa.ipc.new_file(sink, batches[0].schema) as writer:
                 for batch in batches:
                     writer.write_batch(batch)
-    return len(splits)
+    return len(groups)
 
 
 def best_of(runs, fn):
@@ -130,8 +132,8 @@ def main():
                         if name.endswith(".log"))
         arrow_dir = os.path.join(workdir, "arrow")
         shutil.rmtree(arrow_dir, ignore_errors=True)
-        splits = prebuild_arrow(logdir, arrow_dir)
-        print(f"log: {log_bytes / 1e6:.1f} MB in .log files, {splits} splits")
+        partitions = prebuild_arrow(logdir, arrow_dir)
+        print(f"log: {log_bytes / 1e6:.1f} MB in .log files, {partitions} Spark partitions")
 
         spark = (SparkSession.builder.master("local[2]").appName("segmentlog-bench")
                  .config("spark.ui.enabled", "false")

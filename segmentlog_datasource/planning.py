@@ -14,6 +14,9 @@ from .format.log import PartitionLog, discover_partitions
 from .options import EARLIEST, LATEST, OffsetSpec, ReadOptions
 
 MAX_OFFSET = 2**63 - 1
+# What opening one more split costs, in bytes of reading, when packing small splits into
+# one Spark partition (Spark's file sources count spark.sql.files.openCostInBytes alike).
+SPLIT_OPEN_COST_BYTES = 4 << 20
 
 
 @dataclass
@@ -320,3 +323,30 @@ def _cut(segment_range: _Range, max_bytes: int, max_records: Optional[int]):
             yield piece_start, position
             piece_start, piece_first_offset = position, offset
     yield piece_start, segment_range.end_position
+
+
+def group_splits(splits: List[Split], read: ReadOptions) -> List[List[Split]]:
+    """Pack consecutive small splits into Spark partitions of about maxPartitionBytes.
+
+    A log of many small segments would otherwise cost one task each. Each split still
+    starts at its own index entry; only the task that reads it is shared. Splits stay
+    alone when maxRecordsPerPartition asks for record-bounded partitions, and packing
+    never leaves fewer partitions than minPartitions.
+    """
+    if read.max_records_per_partition is not None or len(splits) <= 1:
+        return [[split] for split in splits]
+    target = read.max_partition_bytes
+    if read.min_partitions:
+        total = sum(split.bytes + SPLIT_OPEN_COST_BYTES for split in splits)
+        target = min(target, max(1, total // read.min_partitions))
+    groups: List[List[Split]] = []
+    group_bytes = 0
+    for split in splits:
+        cost = split.bytes + SPLIT_OPEN_COST_BYTES
+        if groups and group_bytes + cost <= target:
+            groups[-1].append(split)
+            group_bytes += cost
+        else:
+            groups.append([split])
+            group_bytes = cost
+    return groups

@@ -1,5 +1,6 @@
 """Spark batch reader: filter pushdown, input partitions and Arrow batch reads."""
 import datetime as dt
+import os
 import sys
 from typing import Iterator, List
 
@@ -11,17 +12,22 @@ from pyspark.sql.datasource import (
 
 from .format.scan import ScanOptions, TransactionFilter, scan_segment
 from .options import OptionError, parse_read_options
-from .planning import Constraints, Split, plan_splits
+from .planning import Constraints, Split, group_splits, plan_splits
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
-class SegmentSplit(InputPartition):
-    """One input split: a byte range of one segment (see planning.Split)."""
+class SegmentSplits(InputPartition):
+    """One Spark partition: one or more splits (byte ranges of segments, planning.Split)."""
 
-    def __init__(self, split: Split):
-        super().__init__(split)
-        self.split = split
+    def __init__(self, splits: List[Split]):
+        super().__init__(None)
+        self.splits = splits
+
+    def __repr__(self):
+        return "SegmentSplits(" + ", ".join(
+            f"{os.path.basename(s.log_path)}[{s.start_position}:{s.end_position}]"
+            for s in self.splits) + ")"
 
 
 def _to_micros(value) -> int:
@@ -125,14 +131,14 @@ class SegmentLogReader(DataSourceReader):
         self.schema = schema
 
     def partitions(self) -> List[InputPartition]:
-        return [SegmentSplit(split) for split in plan_splits(self.read_options, self.constraints)]
+        splits = plan_splits(self.read_options, self.constraints)
+        return [SegmentSplits(group) for group in group_splits(splits, self.read_options)]
 
     def read(self, partition) -> Iterator[pa.RecordBatch]:
-        split = partition.split if isinstance(partition, SegmentSplit) else None
-        if split is None:  # Spark's placeholder when planning found nothing to read
-            return iter(())
-        return read_split(split, self.read_options.include_headers,
-                          self.read_options.verify_checksums)
+        # Spark passes a placeholder partition when planning found nothing to read.
+        for split in getattr(partition, "splits", ()):
+            yield from read_split(split, self.read_options.include_headers,
+                                  self.read_options.verify_checksums)
 
 
 def read_split(split: Split, include_headers: bool, verify_checksums: bool,

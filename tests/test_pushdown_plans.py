@@ -1,0 +1,121 @@
+"""Plans of pushed-down lookups on a generated log of hundreds of segments."""
+import os
+
+import pyarrow as pa
+import pytest
+
+from segmentlog_datasource.format.log import PartitionLog
+from segmentlog_datasource.options import parse_read_options
+from segmentlog_datasource.planning import Constraints, plan_splits
+from writer import write_log
+
+RECORDS = 60_000
+BASE_TS = 1_700_000_000_000
+
+
+@pytest.fixture(scope="module")
+def many_segments(tmp_path_factory):
+    """Two partitions of 30,000 records each, in about 200 segments each."""
+    logdir = str(tmp_path_factory.mktemp("many-segments"))
+    ids = list(range(RECORDS))
+    table = pa.table({
+        "key": pa.array([b"k%d" % i for i in ids], pa.binary()),
+        "value": pa.array([b"value-%06d-" % i + b"x" * 40 for i in ids], pa.binary()),
+        "partition": pa.array([i % 2 for i in ids], pa.int32()),
+        "timestamp": pa.array([BASE_TS + i for i in ids], pa.timestamp("ms", tz="UTC")),
+    })
+    write_log(logdir, table, topic="events", num_partitions=2, batch_size=1024,
+              segment_bytes=8192, index_interval_bytes=1024)
+    return logdir
+
+
+def plan(logdir, constraints=None, **options):
+    return plan_splits(parse_read_options({"path": logdir, **options}),
+                       constraints or Constraints())
+
+
+def test_the_log_has_hundreds_of_segments(many_segments):
+    for partition in (0, 1):
+        log = PartitionLog.open(os.path.join(many_segments, f"events-{partition}"))
+        assert len(log.segments) >= 150
+        assert log.end_offset() == RECORDS // 2
+
+
+def test_point_lookup_plans_one_split_of_a_few_kb(many_segments):
+    log = PartitionLog.open(os.path.join(many_segments, "events-1"))
+    for target in (0, 1, 12_345, 29_999):
+        c = Constraints()
+        c.restrict_topics(["events"])
+        c.restrict_partitions([1])
+        c.restrict_offsets(low=target, high=target + 1)
+        splits = plan(many_segments, c)
+        assert len(splits) == 1, target
+        split = splits[0]
+        segment = log.segments[log.segment_index_for(target)]
+        assert split.log_path == segment.log_path
+        # From the index entry below the target to the entry after the one above it.
+        assert split.bytes <= 3 * 1024 + 2 * 1100, (target, split.bytes)
+        assert split.bytes < segment.size or segment.size <= 3 * 1024 + 2 * 1100
+
+
+def test_offset_range_plans_only_the_segments_it_spans(many_segments):
+    c = Constraints()
+    c.restrict_partitions([0])
+    c.restrict_offsets(low=10_000, high=10_500)
+    splits = plan(many_segments, c)
+    log = PartitionLog.open(os.path.join(many_segments, "events-0"))
+    first, last = log.segment_index_for(10_000), log.segment_index_for(10_499)
+    assert [s.log_path for s in splits] == [seg.log_path for seg in log.segments[first:last + 1]]
+    total = sum(seg.size for seg in log.segments)
+    assert sum(s.bytes for s in splits) < total / 50
+
+
+def test_timestamp_lower_bound_skips_older_segments(many_segments):
+    c = Constraints()
+    c.restrict_partitions([0])
+    c.restrict_timestamps(low_us=(BASE_TS + 50_000) * 1000)
+    splits = plan(many_segments, c)
+    full = plan(many_segments, Constraints(partitions=frozenset([0])))
+    assert 0 < len(splits) < len(full) / 4
+    # Records with timestamps >= BASE_TS + 50000 have offsets >= 25000 in partition 0.
+    log = PartitionLog.open(os.path.join(many_segments, "events-0"))
+    assert splits[0].log_path == log.segments[log.segment_index_for(25_000)].log_path or \
+        splits[0].log_path == log.segments[log.segment_index_for(25_000) - 1].log_path
+
+
+@pytest.mark.parametrize("condition", [
+    "partition = 1 AND offset = 12345",
+    "offset BETWEEN 20000 AND 20100",
+    "partition = 0 AND offset IN (5, 9999, 29999, 40000)",
+    "timestamp >= timestamp_millis(1700000055000) AND timestamp < timestamp_millis(1700000055100)",
+    "timestamp > timestamp_millis(1700000059990)",
+])
+def test_pushed_lookups_equal_a_full_scan_then_filter(spark, many_segments, condition):
+    from segmentlog_datasource import PUSHDOWN_CONF
+
+    def rows():
+        df = spark.read.format("segmentlog").load(many_segments).where(condition)
+        return sorted((r.partition, r.offset, bytes(r.value), r.timestamp) for r in df.collect())
+
+    pushed = rows()
+    spark.conf.set(PUSHDOWN_CONF, "false")
+    try:
+        scanned = rows()
+    finally:
+        spark.conf.set(PUSHDOWN_CONF, "true")
+    assert pushed == scanned and pushed
+
+
+def test_small_segments_share_spark_partitions(many_segments):
+    from segmentlog_datasource.planning import group_splits
+
+    read = parse_read_options({"path": many_segments})
+    splits = plan_splits(read, Constraints())
+    groups = group_splits(splits, read)
+    assert len(splits) >= 300 and len(groups) < len(splits) / 20
+    assert [s for group in groups for s in group] == splits  # same splits, same order
+    spread = parse_read_options({"path": many_segments, "minPartitions": "40"})
+    assert len(group_splits(plan_splits(spread, Constraints()), spread)) >= 40
+    per_records = parse_read_options({"path": many_segments, "maxRecordsPerPartition": "100"})
+    assert len(group_splits(plan_splits(per_records, Constraints()), per_records)) == \
+        len(plan_splits(per_records, Constraints()))
