@@ -23,6 +23,7 @@ import os
 import shutil
 import time
 import uuid
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
@@ -482,12 +483,16 @@ def _remove_tree(path: str) -> None:
 
 # ---------------------------------------------------------------- publish steps
 
-class _Action:
-    def apply(self) -> None:
-        raise NotImplementedError
+class _Action(ABC):
+    """One publishing step, undone in reverse order if a later step fails."""
 
+    @abstractmethod
+    def apply(self) -> None:
+        ...
+
+    @abstractmethod
     def undo(self) -> None:
-        raise NotImplementedError
+        ...
 
 
 class _NewDir(_Action):

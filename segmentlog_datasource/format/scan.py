@@ -99,6 +99,20 @@ class _MappedLog:
         self.close()
 
 
+def _entry_or_torn_tail(view, pos: int, size: int, path, allow_torn_tail: bool
+                        ) -> Optional[BatchHeader]:
+    """The entry at `pos`, or None for a torn tail where one is allowed (the last segment
+    of a live or crashed broker); a torn entry anywhere else is corruption."""
+    header = read_entry_header(view, pos, pos, path, remaining=size - pos)
+    if header is None and not allow_torn_tail:
+        raise CorruptLogError(
+            path, pos,
+            f"batch runs past the end of the segment ({size - pos} bytes remain) "
+            "and this is not the last segment",
+        )
+    return header
+
+
 def iter_segment_batches(path: str, size: int, start_position: int, end_position: int,
                          allow_torn_tail: bool, verify_checksums: bool = True,
                          view=None) -> Iterator[tuple]:
@@ -111,15 +125,9 @@ def iter_segment_batches(path: str, size: int, start_position: int, end_position
         pos = start_position
         end_position = min(end_position, size)
         while pos < end_position:
-            header = read_entry_header(view, pos, pos, path, remaining=size - pos)
+            header = _entry_or_torn_tail(view, pos, size, path, allow_torn_tail)
             if header is None:
-                if allow_torn_tail:
-                    return
-                raise CorruptLogError(
-                    path, pos,
-                    f"batch runs past the end of the segment ({size - pos} bytes remain) "
-                    "and this is not the last segment",
-                )
+                return
             if verify_checksums:
                 verify_checksum(view, pos, header, path)
             yield header, view
@@ -156,15 +164,9 @@ def scan_segment(topic: str, partition: int, path: str, size: int, start_positio
                     break
                 if state != RUN_ENTRY_FOR_PYTHON:
                     continue
-            header = read_entry_header(view, pos, pos, path, remaining=size - pos)
+            header = _entry_or_torn_tail(view, pos, size, path, allow_torn_tail)
             if header is None:
-                if allow_torn_tail:
-                    break
-                raise CorruptLogError(
-                    path, pos,
-                    f"batch runs past the end of the segment ({size - pos} bytes remain) "
-                    "and this is not the last segment",
-                )
+                break
             pos += header.size
             if header.last_offset < min_offset:
                 continue
