@@ -51,7 +51,7 @@ def main():
          .option("topic", "orders")
          .option("numPartitions", "3")
          .option("compression.type", "lz4")
-         .option("segment.bytes", str(4 << 20))
+         .option("segment.bytes", str(1 << 20))
          .save(logdir))
         print(f"wrote {args.rows:,} records as topic 'orders' in {time.perf_counter() - start:.1f}s")
         for name in sorted(os.listdir(logdir)):
