@@ -521,3 +521,20 @@ def test_crc32c_falls_back_to_crcmod(monkeypatch):
     assert crc_module.crc32c_backend() == "crcmod"
     assert crc_module.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
     assert crc_module.crc32c(memoryview(b"123456789")) == 0xE3069283
+
+
+@pytest.mark.parametrize("libdeflate", [True, False])
+def test_gzip_written_with_or_without_libdeflate_is_plain_gzip(monkeypatch, libdeflate):
+    import gzip
+    import sys
+
+    from segmentlog_datasource.format import compression
+
+    if not libdeflate:
+        monkeypatch.setitem(sys.modules, "deflate", None)  # as if it were not installed
+    data = b"kafka record batch " * 5000
+    for level in (None, 1, 9):
+        packed = compression.compress(compression.GZIP, data, level)
+        assert packed[:2] == b"\x1f\x8b"  # a gzip member, as Kafka's GZIPInputStream reads
+        assert gzip.decompress(packed) == data
+        assert compression.decompress(compression.GZIP, packed) == data
