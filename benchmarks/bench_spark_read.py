@@ -110,7 +110,7 @@ def main():
     parser.add_argument("--value-size", type=int, default=200)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--segment-bytes", type=int, default=16 << 20)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args()
 
@@ -165,6 +165,15 @@ def main():
         assert len(rows) == 1 and rows[0].offset == target
         t_floor, _ = best_of(args.runs, lambda: spark.read.format("one_row").load().collect())
 
+        def by_options():
+            return (spark.read.format("segmentlog").option("assign", '{"bench":[0]}')
+                    .option("startingOffsets", '{"bench":{"0":%d}}' % target)
+                    .option("endingOffsets", '{"bench":{"0":%d}}' % (target + 1))
+                    .load(logdir).collect())
+
+        t_options, rows = best_of(args.runs, by_options)
+        assert len(rows) == 1 and rows[0].offset == target
+
         print()
         print(f"(b) end-to-end count/sum over {r_segmentlog.n:,} records, local[2], best of "
               f"{args.runs}")
@@ -176,6 +185,8 @@ def main():
         print(f"(c) point lookup vs full scan on {log_bytes / 1e6:.0f} MB")
         print(f"    point lookup               {t_point:8.2f} s")
         print(f"    full scan                  {t_segmentlog:8.2f} s")
+        print(f"    same lookup by offsets     {t_options:8.2f} s  (assign + starting/endingOffsets,"
+              " no pushdown planner)")
         print(f"    (any Python source query   {t_floor:8.2f} s: one split, one row)")
         print(f"    ratio point/full           {100 * t_point / t_segmentlog:8.1f}%  "
               f"(target < 5%)")
