@@ -232,7 +232,8 @@ def plan_splits(read: ReadOptions, constraints: Constraints) -> List[Split]:
             txn["aborted"] = tuple(
                 t for t in log.aborted_transactions()
                 if t.last_offset >= start and t.first_offset < end)
-        for segment_range in _segment_ranges(log, start, end, constraints):
+        for segment_range in _ranges_for_windows(log, _offset_windows(start, end, constraints),
+                                                 constraints):
             pieces.append((segment_range, txn))
     max_bytes = _split_size(pieces, read)
     splits = []
@@ -251,6 +252,37 @@ def plan_splits(read: ReadOptions, constraints: Constraints) -> List[Split]:
                 **txn,
             ))
     return splits
+
+
+# Beyond this many offsets, an IN list is planned as one range from its least to its
+# greatest value instead of one lookup each.
+MAX_OFFSET_LOOKUPS = 10_000
+
+
+def _offset_windows(start: int, end: int, constraints: Constraints) -> List[Tuple[int, int]]:
+    """Offset ranges to plan: the whole [start, end), or one per value of an IN list."""
+    values = constraints.offset_values
+    if values is None or len(values) > MAX_OFFSET_LOOKUPS:
+        return [(start, end)]
+    return [(v, v + 1) for v in sorted(values) if start <= v < end]
+
+
+def _ranges_for_windows(log: PartitionLog, windows, constraints: Constraints) -> List[_Range]:
+    """Segment ranges of every window, merging ranges that overlap in one segment."""
+    merged: List[_Range] = []
+    for low, high in windows:
+        for r in _segment_ranges(log, low, high, constraints):
+            last = merged[-1] if merged else None
+            if last is not None and last.segment_index == r.segment_index and \
+                    r.start_position <= last.end_position:
+                last.end_position = max(last.end_position, r.end_position)
+                last.end_offset = max(last.end_offset, r.end_offset)
+                last.cut_points = sorted(set(last.cut_points) | set(r.cut_points))
+                last.cut_points = [c for c in last.cut_points
+                                   if last.start_position < c[1] < last.end_position]
+            else:
+                merged.append(r)
+    return merged
 
 
 def _split_size(pieces, read: ReadOptions) -> int:

@@ -119,3 +119,18 @@ def test_small_segments_share_spark_partitions(many_segments):
     per_records = parse_read_options({"path": many_segments, "maxRecordsPerPartition": "100"})
     assert len(group_splits(plan_splits(per_records, Constraints()), per_records)) == \
         len(plan_splits(per_records, Constraints()))
+
+
+def test_offset_in_list_plans_one_lookup_per_value(many_segments):
+    c = Constraints()
+    c.restrict_partitions([0])
+    c.restrict_offsets(values=[5, 9_999, 29_999, 40_000])  # 40000 is past the log end
+    splits = plan(many_segments, c)
+    log = PartitionLog.open(os.path.join(many_segments, "events-0"))
+    wanted = [log.segments[log.segment_index_for(v)].log_path for v in (5, 9_999, 29_999)]
+    assert [s.log_path for s in splits] == wanted
+    assert all(s.bytes <= 3 * 1024 + 2 * 1100 for s in splits)
+    near = Constraints()
+    near.restrict_partitions([0])
+    near.restrict_offsets(values=[100, 101, 102])  # one segment, one merged range
+    assert len(plan(many_segments, near)) == 1
