@@ -134,3 +134,32 @@ def test_offset_in_list_plans_one_lookup_per_value(many_segments):
     near.restrict_partitions([0])
     near.restrict_offsets(values=[100, 101, 102])  # one segment, one merged range
     assert len(plan(many_segments, near)) == 1
+
+
+def test_a_log_growing_after_planning_reads_as_planned(tmp_path):
+    from segmentlog_datasource.reader import read_split
+
+    logdir = str(tmp_path / "growing")
+    first = pa.table({"value": pa.array([b"a%d" % i for i in range(500)], pa.binary())})
+    write_log(logdir, first, topic="live", num_partitions=1, segment_bytes=4096, batch_size=512)
+    read = parse_read_options({"path": logdir})
+    splits = plan(logdir)
+    more = pa.table({"value": pa.array([b"b%d" % i for i in range(500)], pa.binary())})
+    write_log(logdir, more, topic="live", segment_bytes=4096, batch_size=512)  # new segments
+    rows = [row for split in splits
+            for batch in read_split(split, read.include_headers, read.verify_checksums)
+            for row in batch.column("value").to_pylist()]
+    assert rows == [b"a%d" % i for i in range(500)]
+    assert len(PartitionLog.open(os.path.join(logdir, "live-0")).segments) > len(splits)
+
+
+def test_bytes_appended_to_the_active_segment_after_planning_are_not_read(kafka_logdir_copy):
+    from segmentlog_datasource.reader import read_split
+
+    partition_dir = os.path.join(kafka_logdir_copy, "live-0")
+    splits = plan(partition_dir)
+    with open(os.path.join(partition_dir, "00000000000000000093.log"), "ab") as log:
+        log.write(b"\xff" * 5000)  # a broker still writing: not there when planned
+    offsets = [o for split in splits for batch in read_split(split, False, True)
+               for o in batch.column("offset").to_pylist()]
+    assert offsets == list(range(155))
