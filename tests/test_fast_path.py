@@ -50,7 +50,8 @@ LOG_APPEND_TIME_BIT = 0x08
 
 def test_fast_path_is_built_when_required():
     if os.environ.get("SEGMENTLOG_REQUIRE_FAST") != "1":
-        pytest.skip("SEGMENTLOG_REQUIRE_FAST=1 is not set")
+        pytest.skip("SEGMENTLOG_REQUIRE_FAST=1 is not set: without a C compiler the pure-Python "
+                    "decoder is a supported install, so only CI (which sets it) demands the build")
     assert fast is not None, f"the compiled fast path does not import: {FAST_IMPORT_ERROR}"
 
 
@@ -530,8 +531,8 @@ def test_checksum_helper_matches_the_crc_module():
             assert not checksum_matches(view, expected ^ 0x100, crc32c)
 
 
+@requires_fast
 def test_scan_loop_and_compiled_run_agree_on_run_states():
-    fast = pytest.importorskip("segmentlog_datasource.format.fast")
     from segmentlog_datasource.format import scan
 
     assert (scan.RUN_ENTRY_FOR_PYTHON, scan.RUN_FLUSH, scan.RUN_DONE, scan.RUN_END) == (
