@@ -165,18 +165,23 @@ class SegmentLogPushdownReader(SegmentLogReader):
                 yield f
 
 
-_PUSHDOWN_PLANNER = "data_source_pushdown_filters"
+# The module of Spark's filter-pushdown planner, which alone calls pushFilters.
+PUSHDOWN_PLANNER_MODULE = "pyspark.sql.worker.data_source_pushdown_filters"
 
 
 def _planning_with_pushdown() -> bool:
     """True when Spark's filter-pushdown planner (not the plain planner) asks for a reader.
 
     Spark refuses a reader that overrides pushFilters while pushdown is disabled, and
-    gives the data source no other way to know the setting; the planner in charge does.
+    tells the data source neither the setting nor which planner is asking; the caller's
+    module does. tests/test_spark_read.py fails loudly if a Spark release renames it.
     """
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_filename.endswith(_PUSHDOWN_PLANNER + ".py"):
+        module = frame.f_globals.get("__name__")
+        if module == PUSHDOWN_PLANNER_MODULE or (
+                module == "__main__" and frame.f_code.co_filename.endswith(
+                    PUSHDOWN_PLANNER_MODULE.rsplit(".", 1)[1] + ".py")):
             return True
         frame = frame.f_back
     return False

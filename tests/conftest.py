@@ -59,3 +59,17 @@ def spark():
     segmentlog_datasource.register(session)
     yield session
     session.stop()
+
+
+@pytest.fixture
+def pushdown(spark):
+    """A switch for Spark's Python filter pushdown in this test; the setting is restored."""
+    from segmentlog_datasource import PUSHDOWN_CONF
+
+    previous = spark.conf.get(PUSHDOWN_CONF, "false")
+
+    def switch(enabled: bool):
+        spark.conf.set(PUSHDOWN_CONF, "true" if enabled else "false")
+
+    yield switch
+    spark.conf.set(PUSHDOWN_CONF, previous)

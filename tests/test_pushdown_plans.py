@@ -90,19 +90,15 @@ def test_timestamp_lower_bound_skips_older_segments(many_segments):
     "timestamp >= timestamp_millis(1700000055000) AND timestamp < timestamp_millis(1700000055100)",
     "timestamp > timestamp_millis(1700000059990)",
 ])
-def test_pushed_lookups_equal_a_full_scan_then_filter(spark, many_segments, condition):
-    from segmentlog_datasource import PUSHDOWN_CONF
-
+def test_pushed_lookups_equal_a_full_scan_then_filter(spark, pushdown, many_segments, condition):
     def rows():
         df = spark.read.format("segmentlog").load(many_segments).where(condition)
         return sorted((r.partition, r.offset, bytes(r.value), r.timestamp) for r in df.collect())
 
+    pushdown(True)
     pushed = rows()
-    spark.conf.set(PUSHDOWN_CONF, "false")
-    try:
-        scanned = rows()
-    finally:
-        spark.conf.set(PUSHDOWN_CONF, "true")
+    pushdown(False)
+    scanned = rows()
     assert pushed == scanned and pushed
 
 

@@ -7,7 +7,6 @@ import os
 
 import pytest
 
-from segmentlog_datasource import PUSHDOWN_CONF
 from segmentlog_datasource.options import parse_read_options
 from segmentlog_datasource.planning import Constraints, plan_splits
 from segmentlog_datasource.source import spark_schema
@@ -93,14 +92,11 @@ def test_kafka_isolation_option_name_is_accepted(utc_spark, kafka_logdir):
     assert committed.agg({"offset": "max"}).first()[0] < 197  # stops at the open transaction
 
 
-def test_plain_read_works_with_pushdown_disabled(utc_spark, kafka_logdir):
-    utc_spark.conf.set(PUSHDOWN_CONF, "false")
-    try:
-        df = utc_spark.read.format("segmentlog").load(kafka_logdir).where(
-            "topic = 'plain' AND offset >= 300")
-        got = sorted((r.partition, r.offset) for r in df.collect())
-    finally:
-        utc_spark.conf.set(PUSHDOWN_CONF, "true")
+def test_plain_read_works_with_pushdown_disabled(utc_spark, pushdown, kafka_logdir):
+    pushdown(False)
+    df = utc_spark.read.format("segmentlog").load(kafka_logdir).where(
+        "topic = 'plain' AND offset >= 300")
+    got = sorted((r.partition, r.offset) for r in df.collect())
     expected = sorted((r[1], r[2]) for r in manifest_rows(kafka_logdir)
                       if r[0] == "plain" and r[2] >= 300)
     assert got == expected and got
@@ -123,18 +119,18 @@ FILTERS = [
 
 
 @pytest.mark.parametrize("condition", FILTERS)
-def test_pushed_filters_equal_a_full_scan_then_filter(utc_spark, kafka_logdir, condition):
+def test_pushed_filters_equal_a_full_scan_then_filter(utc_spark, pushdown, kafka_logdir,
+                                                     condition):
     reader = utc_spark.read.format("segmentlog").option("includeHeaders", "true")
+    pushdown(True)
     pushed = spark_rows(reader.load(kafka_logdir).where(condition))
-    utc_spark.conf.set(PUSHDOWN_CONF, "false")
-    try:
-        scanned = spark_rows(reader.load(kafka_logdir).where(condition))
-    finally:
-        utc_spark.conf.set(PUSHDOWN_CONF, "true")
+    pushdown(False)
+    scanned = spark_rows(reader.load(kafka_logdir).where(condition))
     assert pushed == scanned
 
 
-def test_pushed_filters_are_not_handed_back_to_spark(utc_spark, kafka_logdir):
+def test_pushed_filters_are_not_handed_back_to_spark(utc_spark, pushdown, kafka_logdir):
+    pushdown(True)
     df = utc_spark.read.format("segmentlog").load(kafka_logdir).where(
         "topic = 'plain' AND partition = 0 AND offset = 200")
     plan = df._jdf.queryExecution().executedPlan().toString()
@@ -142,6 +138,22 @@ def test_pushed_filters_are_not_handed_back_to_spark(utc_spark, kafka_logdir):
     filter_lines = [line for line in plan.splitlines() if "Filter" in line and "BatchScan" not in line]
     assert all("= 200" not in line and "= plain" not in line for line in filter_lines), plan
     assert [r.offset for r in df.collect()] == [200]
+
+
+def test_the_pushdown_planner_is_the_module_the_reader_looks_for():
+    """The reader picks its pushFilters class by the calling planner's module name: fail
+    loudly the day a Spark release renames or reshapes that planner."""
+    import importlib.util
+
+    from segmentlog_datasource.reader import PUSHDOWN_PLANNER_MODULE
+
+    spec = importlib.util.find_spec(PUSHDOWN_PLANNER_MODULE)
+    assert spec is not None, (
+        f"Spark no longer has {PUSHDOWN_PLANNER_MODULE}: find the module that calls "
+        "DataSource.reader() and pushFilters() and update PUSHDOWN_PLANNER_MODULE")
+    with open(spec.origin, encoding="utf-8") as handle:
+        source = handle.read()
+    assert ".reader(schema=schema)" in source and ".pushFilters(" in source, spec.origin
 
 
 def _plan(kafka_logdir, **options):
