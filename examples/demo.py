@@ -24,11 +24,11 @@ def main():
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
+    from segmentlog_datasource import offset_range, time_range
+
     spark = (SparkSession.builder.master("local[2]").appName("segmentlog-demo")
              .config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false")
-             # Lets Spark hand offset/timestamp/topic filters to the source (off by default).
-             .config("spark.sql.python.filterPushdown.enabled", "true")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
 
@@ -68,13 +68,15 @@ def main():
         assert total == args.rows, (total, args.rows)
 
         print("point lookup: partition 1, offset 1234 (one index interval read)")
-        (df.where("topic = 'orders' AND partition = 1 AND offset = 1234")
+        (spark.read.format("segmentlog").options(**offset_range("orders", 1, 1234, 1235))
+         .load(logdir)
          .select("partition", "offset", F.col("key").cast("string").alias("key"),
                  F.col("value").cast("string").alias("value"), "timestamp").show(truncate=False))
 
-        print("records in a 50 ms window, found through the time index:")
-        window = df.where("timestamp >= timestamp_millis(1700000500000) AND "
-                          "timestamp < timestamp_millis(1700000500050)")
+        print("records of a 50 ms window, the offsets found through the time index:")
+        middle = 1_700_000_000_000 + args.rows // 2 * 10
+        window = spark.read.format("segmentlog").options(
+            **time_range(middle, middle + 50, topics=["orders"])).load(logdir)
         window.select("partition", "offset", "timestamp").orderBy("timestamp").show()
 
         same = spark.read.format("segmentlog").option("subscribe", "orders") \

@@ -112,6 +112,10 @@ def test_with_pushdown_forced_on_spark_43_reuses_the_pushed_read(spark, pushdown
     assert df.count() == 1 != total  # the earlier filter's rows: Spark's bug, not ours
     fresh = spark.read.format("segmentlog").load(kafka_logdir)
     assert fresh.where("topic = 'plain' AND partition = 1 AND offset = 200").count() == 1
+    # Two scans of one DataFrame in one query: both read the pushed-down plan.
+    again = spark.read.format("segmentlog").load(kafka_logdir)
+    assert again.union(again.where("topic = 'plain' AND partition = 1 AND offset = 200")) \
+        .count() == 2
     assert spark.read.format("segmentlog").load(kafka_logdir).count() == total
 
 
