@@ -1,4 +1,5 @@
 """segmentlog: read and write Apache Kafka segment logs as a PySpark data source."""
+import hashlib
 import os
 import sys
 
@@ -25,10 +26,15 @@ class OptionalBuildExt(build_ext):
 FAST_SOURCE = os.path.join("segmentlog_datasource", "format", "_fastrecords.c")
 ext_modules = []
 if os.path.exists(FAST_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
+    with open(FAST_SOURCE, "rb") as source:
+        source_sha256 = hashlib.sha256(source.read()).hexdigest()
     ext_modules.append(
         Extension(
             "segmentlog_datasource.format._fastrecords",
             sources=[FAST_SOURCE],
+            # The module carries the hash of its source: fast.py, run from a checkout, loads
+            # another copy's build only when it was built from the checkout's _fastrecords.c.
+            define_macros=[("SEGMENTLOG_SOURCE_SHA256", f'"{source_sha256}"')],
             extra_compile_args=["-O3"],
         )
     )

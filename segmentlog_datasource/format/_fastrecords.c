@@ -1189,5 +1189,12 @@ PyInit__fastrecords(void)
         Py_DECREF(module);
         return NULL;
     }
+#ifdef SEGMENTLOG_SOURCE_SHA256
+    /* setup.py's sha256 of this file: fast.py uses a build only with its own source. */
+    if (PyModule_AddStringConstant(module, "SOURCE_SHA256", SEGMENTLOG_SOURCE_SHA256) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+#endif
     return module;
 }

@@ -2,8 +2,13 @@
 
 Magic-2 records are decoded in C (`_fastrecords`) straight into Arrow-layout buffers;
 take() wraps those buffers as Arrow arrays without copying them. Importing this module
-raises ImportError when the extension is not built, and scan.make_accumulator then
-falls back to the pure-Python accumulator.
+raises ImportError, its message saying why, when no usable build of the extension is
+found; scan.make_accumulator then warns once and falls back to the pure-Python accumulator.
+
+Run from a checkout (the source tree first on sys.path, as Spark's Python workers put
+their working directory), the extension is usually not built beside this file; the build
+of an installed copy of the package is then used, but only if it was built from the
+checkout's own _fastrecords.c (setup.py compiles its sha256 into SOURCE_SHA256).
 
 A scan loop may also hand whole stretches of a mapped segment to
 `accumulator.decode_run(...)` (see its docstring): plain batches are then walked,
@@ -11,13 +16,80 @@ verified and decoded in C, and the loop handles in Python only the entries the r
 stops at (RUN_ENTRY_FOR_PYTHON), taking a batch on RUN_FLUSH and stopping on RUN_DONE
 or RUN_END.
 """
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
 import pyarrow as pa
 
-from ._fastrecords import (  # noqa: F401 - the RUN_* states are for scan loops
-    RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH, MalformedRecords, RecordColumns,
-)
 from .columns import HEADER_TYPE, finish_batch
 from .errors import CorruptLogError
+
+_NAME = __package__ + "._fastrecords"
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_SOURCE = os.path.join(_HERE, "_fastrecords.c")
+
+
+def _source_sha256():
+    """The sha256 of the C source beside this file (a checkout); None in an install."""
+    try:
+        with open(_SOURCE, "rb") as source:
+            return hashlib.sha256(source.read()).hexdigest()
+    except FileNotFoundError:
+        return None
+
+
+def _spec_in_another_copy():
+    """The first build of this package's extension in another sys.path entry, or None."""
+    for entry in sys.path:
+        if not isinstance(entry, str):
+            continue
+        directory = os.path.join(entry or os.curdir, *__package__.split("."))
+        if not os.path.isdir(directory) or os.path.samefile(directory, _HERE):
+            continue
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(directory, "_fastrecords" + suffix)
+            if os.path.isfile(path):
+                return importlib.util.spec_from_file_location(_NAME, path)
+    return None
+
+
+def _load_compiled():
+    """The compiled module; ImportError saying why when there is no usable build."""
+    source_sha256 = _source_sha256()
+    spec = importlib.util.find_spec(_NAME)  # beside this file: an install or an in-place build
+    if spec is None and source_sha256 is not None:
+        spec = _spec_in_another_copy()  # a checkout: e.g. the installed package's build
+    if spec is None:
+        elsewhere = "" if source_sha256 is None else " or in another copy on sys.path"
+        raise ImportError(f"not built: no compiled _fastrecords module beside {__file__}"
+                          + elsewhere)
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except ImportError as exc:  # e.g. built for another platform or Python
+        raise ImportError(f"{spec.origin} does not import: {exc}") from exc
+    built_from = getattr(module, "SOURCE_SHA256", None)
+    if source_sha256 is not None and built_from != source_sha256:
+        # Its C twin may decode differently from the Python code beside this file. Loading
+        # a single-phase extension also registers it in sys.modules: undo that.
+        if sys.modules.get(_NAME) is module:
+            del sys.modules[_NAME]
+        raise ImportError(f"built from other source: {spec.origin} was not built from "
+                          f"{_SOURCE} (its source sha256 is {built_from or 'not recorded'}, "
+                          f"the checkout's is {source_sha256})")
+    sys.modules[_NAME] = module
+    setattr(sys.modules[__package__], "_fastrecords", module)
+    return module
+
+
+_fastrecords = _load_compiled()
+# The RUN_* states are for scan loops.
+RUN_DONE, RUN_END = _fastrecords.RUN_DONE, _fastrecords.RUN_END
+RUN_ENTRY_FOR_PYTHON, RUN_FLUSH = _fastrecords.RUN_ENTRY_FOR_PYTHON, _fastrecords.RUN_FLUSH
+MalformedRecords, RecordColumns = _fastrecords.MalformedRecords, _fastrecords.RecordColumns
 
 _HEADER_ENTRY_FIELDS = list(HEADER_TYPE.value_type)
 _HEADER_KEY_TYPE = HEADER_TYPE.value_type.field("key").type

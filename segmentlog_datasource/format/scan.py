@@ -7,6 +7,7 @@ aborted transactional batches, and keeps the records inside an offset range.
 import bisect
 import mmap
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional
 
@@ -57,14 +58,33 @@ class TransactionFilter:
         return i >= 0 and header.base_offset <= self._lasts[header.producer_id][i]
 
 
+class FastPathUnavailableWarning(RuntimeWarning):
+    """The compiled decoder is unavailable: reads use the pure-Python one, about 6x slower."""
+
+
+_fast_accumulator = None  # FastRecordAccumulator once imported; False once it failed to
+
+
 def make_accumulator(options: ScanOptions):
+    global _fast_accumulator
     if options.use_fast_path:
-        try:
-            from .fast import FastRecordAccumulator
-        except ImportError:
-            pass
-        else:
-            return FastRecordAccumulator(options.include_headers)
+        if _fast_accumulator is None:
+            try:
+                from .fast import FastRecordAccumulator
+            except ImportError as exc:
+                # Remembered, so the warning comes once per process and sys.path is
+                # searched once, not on every scan.
+                _fast_accumulator = False
+                warnings.warn(
+                    f"segmentlog's compiled decoder is unavailable ({exc}); reads fall back "
+                    "to the pure-Python decoder, about 6x slower. To fix it, run "
+                    "`pip install .` in the segmentlog checkout with a C compiler present "
+                    "(or, for runs from the checkout, `python setup.py build_ext --inplace`).",
+                    FastPathUnavailableWarning, stacklevel=2)
+            else:
+                _fast_accumulator = FastRecordAccumulator
+        if _fast_accumulator:
+            return _fast_accumulator(options.include_headers)
     return RecordAccumulator(options.include_headers)
 
 
