@@ -24,24 +24,22 @@ def register(spark, enable_filter_pushdown=None) -> bool:
     from .source import SegmentLogDataSource
 
     spark.dataSource.register(SegmentLogDataSource)
-    if enable_filter_pushdown is None:
+    if enable_filter_pushdown is False:
+        spark.conf.set(PUSHDOWN_CONF, "false")
+    else:
         from .pushdown_check import pushed_reads_leak
 
-        if not pushed_reads_leak(spark):
+        leaks = pushed_reads_leak(spark)
+        if enable_filter_pushdown and leaks:
+            import warnings
+
+            warnings.warn(
+                f"filter pushdown is on, and Spark {spark.version} reuses a pushed-down read "
+                "in later queries of the same DataFrame, which then return too few rows: "
+                "load() a new DataFrame for every filtered query (README, 'Filter pushdown')",
+                RuntimeWarning, stacklevel=2)
+        if enable_filter_pushdown or not leaks:
             spark.conf.set(PUSHDOWN_CONF, "true")
-    else:
-        if enable_filter_pushdown:
-            from .pushdown_check import pushed_reads_leak
-
-            if pushed_reads_leak(spark):
-                import warnings
-
-                warnings.warn(
-                    f"filter pushdown is on, and Spark {spark.version} reuses a pushed-down "
-                    "read in later queries of the same DataFrame, which then return too few "
-                    "rows: load() a new DataFrame for every filtered query (README, "
-                    "'Filter pushdown')", RuntimeWarning, stacklevel=2)
-        spark.conf.set(PUSHDOWN_CONF, "true" if enable_filter_pushdown else "false")
     return spark.conf.get(PUSHDOWN_CONF, "false").lower() == "true"
 
 
