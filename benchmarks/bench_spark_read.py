@@ -94,34 +94,35 @@ class PrebuiltArrowReader(DataSourceReader):
                 yield reader.get_batch(i)
 
 
-def prebuild_arrow(logdir, target):
-    """Write the Arrow output of each segmentlog Spark partition to one IPC file."""
+def planned_groups(options):
+    """segmentlog's Spark partitions for these read options, each as its Arrow batches,
+    planned and read without Spark."""
     from segmentlog_datasource.options import parse_read_options
     from segmentlog_datasource.planning import Constraints, group_splits, plan_splits
     from segmentlog_datasource.reader import read_split
 
+    read = parse_read_options(options)
+    for group in group_splits(plan_splits(read, Constraints()), read):
+        yield [batch for split in group
+               for batch in read_split(split, include_headers=False, verify_checksums=True)]
+
+
+def prebuild_arrow(logdir, target):
+    """Write the Arrow output of each segmentlog Spark partition to one IPC file."""
     os.makedirs(target)
-    read = parse_read_options({"path": logdir})
-    groups = group_splits(plan_splits(read, Constraints()), read)
-    for n, group in enumerate(groups):
-        batches = [batch for split in group
-                   for batch in read_split(split, include_headers=False, verify_checksums=True)]
+    groups = 0
+    for n, batches in enumerate(planned_groups({"path": logdir})):
         with pa.OSFile(os.path.join(target, f"{n:05d}.arrow"), "wb") as sink:
             with pa.ipc.new_file(sink, batches[0].schema) as writer:
                 for batch in batches:
                     writer.write_batch(batch)
-    return len(groups)
+        groups += 1
+    return groups
 
 
 def lookup_batch(logdir, options) -> pa.RecordBatch:
-    """The looked-up rows as one Arrow batch, read without Spark."""
-    from segmentlog_datasource.options import parse_read_options
-    from segmentlog_datasource.planning import Constraints, plan_splits
-    from segmentlog_datasource.reader import read_split
-
-    read = parse_read_options({"path": logdir, **options})
-    batches = [batch for split in plan_splits(read, Constraints())
-               for batch in read_split(split, include_headers=False, verify_checksums=True)]
+    """The looked-up rows as one Arrow batch."""
+    batches = [b for group in planned_groups({"path": logdir, **options}) for b in group]
     return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
