@@ -23,16 +23,16 @@ class OptionalBuildExt(build_ext):
             sys.stderr.write(f"segmentlog: could not build {ext.name} ({exc}); using pure Python\n")
 
 
-FAST_SOURCE = os.path.join("segmentlog_datasource", "format", "_fastrecords.c")
+FAST_SOURCE = os.path.join("segmentlog_datasource", "format", "fastpath", "_fastrecords.c")
 ext_modules = []
 if os.path.exists(FAST_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
     with open(FAST_SOURCE, "rb") as source:
         source_sha256 = hashlib.sha256(source.read()).hexdigest()
     ext_modules.append(
         Extension(
-            "segmentlog_datasource.format._fastrecords",
+            "segmentlog_datasource.format.fastpath._fastrecords",
             sources=[FAST_SOURCE],
-            # The module carries the hash of its source: fast.py, run from a checkout, loads
+            # The module carries the hash of its source: compiled.py, run from a checkout, loads
             # another copy's build only when it was built from the checkout's _fastrecords.c.
             define_macros=[("SEGMENTLOG_SOURCE_SHA256", f'"{source_sha256}"')],
             extra_compile_args=["-O3"],
@@ -46,27 +46,34 @@ setup(
     long_description=open("README.md", encoding="utf-8").read() if os.path.exists("README.md") else "",
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=find_packages(include=["segmentlog_datasource", "segmentlog_datasource.*",
-                                    "writer", "writer.*"]),
+    # writer/ is the engine's directory in the checkout; it installs as
+    # segmentlog_datasource.writer (a bare `writer` would collide with a PyPI package).
+    packages=find_packages(include=["segmentlog_datasource", "segmentlog_datasource.*"])
+    + ["segmentlog_datasource.writer"],
+    package_dir={"segmentlog_datasource.writer": "writer"},
     # Spark discovers Python data sources from top-level modules named pyspark_*.
     py_modules=["pyspark_segmentlog"],
     ext_modules=ext_modules,
     cmdclass={"build_ext": OptionalBuildExt},
+    # The format core, the writer engine and the command line run without Spark; the data
+    # source needs the `spark` extra, unless the environment brings its own PySpark.
     install_requires=[
-        "pyspark>=4.3",
         "pyarrow>=15",
         "numpy>=1.24",
-        "pandas>=2.2,<3",  # PySpark 4.3 supports pandas 2 only; its Arrow paths import it
         "crcmod>=1.7",
         "lz4>=4.0",
     ],
     extras_require={
+        # PySpark 4.3 supports pandas 2 only; its Arrow paths import it.
+        "spark": ["pyspark>=4.3", "pandas>=2.2,<3"],
         "zstd": ["zstandard>=0.22"],
         "snappy": ["cramjam>=2.8"],
         # Hardware CRC32C, and libdeflate for gzip writes at twice zlib's speed.
         "fast": ["crc32c>=2.4", "deflate>=0.7"],
-        "all": ["zstandard>=0.22", "cramjam>=2.8", "crc32c>=2.4", "deflate>=0.7"],
+        "all": ["pyspark>=4.3", "pandas>=2.2,<3", "zstandard>=0.22", "cramjam>=2.8", "crc32c>=2.4", "deflate>=0.7"],
         "test": [
+            "pyspark>=4.3",
+            "pandas>=2.2,<3",
             "pytest>=8",
             "kafka-python>=2.0.2",
             "deflate>=0.7",

@@ -29,14 +29,16 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 from _gen import generate_log  # noqa: E402
-from segmentlog_datasource.format import ScanOptions, discover_partitions, scan_segment  # noqa: E402
+from segmentlog_datasource.format import (  # noqa: E402
+    ScanOptions, SegmentRange, discover_partitions, scan_segment,
+)
+from segmentlog_datasource.format.layout import MAX_OFFSET  # noqa: E402
 from segmentlog_datasource.format.crc import crc32c_backend  # noqa: E402
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka.record import MemoryRecords  # noqa: E402
 
-MAX_OFFSET = 2**63 - 1
 
 
 def pin_to_one_core():
@@ -65,8 +67,9 @@ def segmentlog_decode(log, use_fast_path, verify_checksums):
     options = ScanOptions(verify_checksums=verify_checksums, use_fast_path=use_fast_path)
     rows = 0
     for segment in log.segments:
-        for batch in scan_segment(log.topic, log.partition, segment.log_path, segment.size, 0,
-                                  segment.size, 0, MAX_OFFSET, log.is_last(segment), options):
+        whole = SegmentRange(log.topic, log.partition, segment.log_path, segment.size, 0,
+                             segment.size, 0, MAX_OFFSET, log.is_last(segment))
+        for batch in scan_segment(whole, options):
             rows += batch.num_rows
     return rows
 
@@ -121,7 +124,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     try:
-        from segmentlog_datasource.format import fast  # noqa: F401
+        from segmentlog_datasource.format.fastpath import compiled  # noqa: F401
     except ImportError as exc:
         sys.exit(f"the compiled fast path is not built ({exc}): python setup.py build_ext --inplace")
 

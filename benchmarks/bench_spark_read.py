@@ -36,7 +36,7 @@ class OneRowSource(DataSource):
         return "one_row"
 
     def schema(self):
-        from segmentlog_datasource.source import spark_schema
+        from segmentlog_datasource.spark.source import spark_schema
 
         return spark_schema(False)
 
@@ -71,7 +71,7 @@ class PrebuiltArrowSource(DataSource):
         return "prebuilt_arrow"
 
     def schema(self):
-        from segmentlog_datasource.source import spark_schema
+        from segmentlog_datasource.spark.source import spark_schema
 
         return spark_schema(False)
 
@@ -97,14 +97,14 @@ class PrebuiltArrowReader(DataSourceReader):
 def planned_groups(options):
     """segmentlog's Spark partitions for these read options, each as its Arrow batches,
     planned and read without Spark."""
-    from segmentlog_datasource.options import parse_read_options
-    from segmentlog_datasource.planning import Constraints, group_splits, plan_splits
-    from segmentlog_datasource.reader import read_split
+    from segmentlog_datasource.read.options import parse_read_options
+    from segmentlog_datasource.format.scan import ScanOptions
+    from segmentlog_datasource.read.fragments import scan_fragments
+    from segmentlog_datasource.read.planning import Constraints, group_fragments, plan_fragments
 
     read = parse_read_options(options)
-    for group in group_splits(plan_splits(read, Constraints()), read):
-        yield [batch for split in group
-               for batch in read_split(split, include_headers=False, verify_checksums=True)]
+    for group in group_fragments(plan_fragments(read, Constraints()), read):
+        yield list(scan_fragments(group, ScanOptions()))
 
 
 def prebuild_arrow(logdir, target):

@@ -49,7 +49,7 @@ def dir_size(path: str) -> int:
 
 
 def bench_engine(rows: int, partitions: int, workdir: str) -> None:
-    from writer import write_log
+    from segmentlog_datasource.writer import write_log
 
     table = make_table(rows)
     mb = payload_bytes(table) / 1e6

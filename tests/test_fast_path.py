@@ -21,15 +21,19 @@ with warnings.catch_warnings():
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from segmentlog_datasource.format import (
-    CorruptLogError, ScanOptions, TransactionFilter, discover_partitions, scan_segment,
+    CorruptLogError, ScanOptions, SegmentRange, TransactionFilter, discover_partitions,
+    scan_segment,
 )
-from segmentlog_datasource.format.columns import RecordAccumulator, arrow_schema
+from segmentlog_datasource.format.arrow import arrow_schema
+from segmentlog_datasource.format.fastpath.pure import RecordAccumulator
 from segmentlog_datasource.format.crc import crc32c
-from segmentlog_datasource.format.records import read_entry_header, write_varint
-from segmentlog_datasource.format.scan import make_accumulator
+from segmentlog_datasource.format.entries import read_entry_header
+from segmentlog_datasource.format.fastpath import make_accumulator
+from segmentlog_datasource.format.layout import MAX_OFFSET
+from segmentlog_datasource.format.varint import write_varint
 
 try:
-    from segmentlog_datasource.format import fast
+    from segmentlog_datasource.format.fastpath import compiled as fast
 except ImportError as exc:  # the extension is optional: pure Python still works
     fast = None
     FAST_IMPORT_ERROR = str(exc)
@@ -42,7 +46,6 @@ requires_fast = pytest.mark.skipif(
            "build it with: python setup.py build_ext --inplace",
 )
 
-MAX_OFFSET = 2**63 - 1
 T0 = 1_700_000_000_000
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 LOG_APPEND_TIME_BIT = 0x08
@@ -57,14 +60,13 @@ def test_fast_path_is_built_when_required():
 
 @requires_fast
 def test_scan_uses_the_fast_accumulator():
-    assert isinstance(make_accumulator(ScanOptions(use_fast_path=True)),
-                      fast.FastRecordAccumulator)
-    assert isinstance(make_accumulator(ScanOptions(use_fast_path=False)), RecordAccumulator)
+    assert isinstance(make_accumulator(False, use_fast_path=True), fast.CompiledAccumulator)
+    assert isinstance(make_accumulator(False, use_fast_path=False), RecordAccumulator)
 
 
 # ------------------------------------------------------------------------ helpers
 
-class _BatchAtATimeAccumulator(fast.FastRecordAccumulator if fast else object):
+class _BatchAtATimeAccumulator(fast.CompiledAccumulator if fast else object):
     """The compiled accumulator fed one batch at a time (no decode_run)."""
 
     decode_run = None
@@ -75,8 +77,8 @@ def scan_segment_batch_at_a_time(*args, **kwargs):
     import segmentlog_datasource.format.scan as scan_module
 
     original = scan_module.make_accumulator
-    scan_module.make_accumulator = lambda options: _BatchAtATimeAccumulator(
-        options.include_headers)
+    scan_module.make_accumulator = lambda include_headers, use_fast_path: \
+        _BatchAtATimeAccumulator(include_headers)
     try:
         yield from scan_segment(*args, **kwargs)
     finally:
@@ -97,10 +99,9 @@ def scan_three_ways(path, include_headers=False, min_offset=0, end_offset=MAX_OF
                                       ("batchwise", scan_segment_batch_at_a_time, True)):
         options = ScanOptions(verify_checksums=verify_checksums, include_headers=include_headers,
                               max_batch_rows=max_batch_rows, use_fast_path=use_fast_path)
-        results[name] = list(scan(
+        results[name] = list(scan(SegmentRange(
             "topic", 3, str(path), size, 0, size, min_offset, end_offset, allow_torn_tail,
-            options, transactions,
-        ))
+            transactions), options))
     return results
 
 
@@ -366,15 +367,15 @@ def test_malformed_records_raise_on_both_paths(tmp_path, case, include_headers):
                                 (scan_segment_batch_at_a_time, True)):
         options = ScanOptions(include_headers=include_headers, use_fast_path=use_fast_path)
         with pytest.raises(CorruptLogError) as raised:
-            list(scan("topic", 3, str(path), os.path.getsize(path), 0, os.path.getsize(path),
-                      0, MAX_OFFSET, True, options))
+            list(scan(SegmentRange("topic", 3, str(path), os.path.getsize(path), 0,
+                                   os.path.getsize(path), 0, MAX_OFFSET, True), options))
         assert raised.value.position == len(good), (case, scan, use_fast_path)
         assert "505" in raised.value.reason, (case, use_fast_path, raised.value.reason)
 
 
 @requires_fast
 def test_malformed_batch_leaves_the_accumulator_as_it_was():
-    accumulator = fast.FastRecordAccumulator(True)
+    accumulator = fast.CompiledAccumulator(True)
     good = kafka_batch(0, varied_records(30))
     header = read_entry_header(good, 0, 0)
     accumulator.add_v2_batch(memoryview(good)[61:], header.record_count, header, 0, MAX_OFFSET)
@@ -410,7 +411,7 @@ def test_mutated_batches_agree(tmp_path):
                 data[position:position] = bytes(rng.randrange(256) for _ in range(3))
         count = header.record_count + (rng.random() < 0.1) * rng.choice([-1, 1])
         results = []
-        for accumulator in (fast.FastRecordAccumulator(True), RecordAccumulator(True)):
+        for accumulator in (fast.CompiledAccumulator(True), RecordAccumulator(True)):
             try:
                 accumulator.add_v2_batch(bytes(data), count, header, 3, 10)
                 results.append(accumulator.take("t", 0))
@@ -438,7 +439,7 @@ def test_add_and_take_match_the_pure_accumulator(include_headers):
         (7, T0 + 1, 1, b"", b"", [("", b"")]),
         (8, T0 - 10, 0, bytearray(b"ba"), memoryview(b"mv"), []),
     ]
-    accumulators = [fast.FastRecordAccumulator(include_headers), RecordAccumulator(include_headers)]
+    accumulators = [fast.CompiledAccumulator(include_headers), RecordAccumulator(include_headers)]
     for accumulator in accumulators:
         assert accumulator.include_headers is include_headers
         for row in rows:
@@ -463,7 +464,7 @@ def test_buffers_outlive_the_accumulator_and_the_input():
     batch_bytes = kafka_batch(0, varied_records(50, seed=9))
     header = read_entry_header(batch_bytes, 0, 0)
     section = bytearray(batch_bytes[61:])
-    accumulator = fast.FastRecordAccumulator(True)
+    accumulator = fast.CompiledAccumulator(True)
     accumulator.add_v2_batch(section, header.record_count, header, 0, MAX_OFFSET)
     taken = accumulator.take("t", 0)
     del accumulator
@@ -490,8 +491,9 @@ def test_checksum_damage_is_reported_by_every_reading(tmp_path, value_size):
     for name, scan, use_fast_path in (("fast", scan_segment, True), ("pure", scan_segment, False),
                                       ("batchwise", scan_segment_batch_at_a_time, True)):
         with pytest.raises(CorruptLogError, match="checksum mismatch") as raised:
-            list(scan("t", 0, str(path), os.path.getsize(path), 0, os.path.getsize(path), 0,
-                      MAX_OFFSET, True, ScanOptions(use_fast_path=use_fast_path)))
+            list(scan(SegmentRange("t", 0, str(path), os.path.getsize(path), 0,
+                                   os.path.getsize(path), 0, MAX_OFFSET, True),
+                      ScanOptions(use_fast_path=use_fast_path)))
         assert raised.value.position == len(batches[0]), name
 
 
@@ -519,7 +521,7 @@ def test_runs_flush_and_stop_like_the_scan_loop(tmp_path, max_batch_rows, min_of
 
 @requires_fast
 def test_checksum_helper_matches_the_crc_module():
-    from segmentlog_datasource.format._fastrecords import checksum_matches
+    from segmentlog_datasource.format.fastpath._fastrecords import checksum_matches
 
     rng = random.Random(7)
     for size in list(range(70)) + [4095, 4096, 4097, 65_536]:
@@ -533,7 +535,9 @@ def test_checksum_helper_matches_the_crc_module():
 
 @requires_fast
 def test_scan_loop_and_compiled_run_agree_on_run_states():
-    from segmentlog_datasource.format import scan
+    from segmentlog_datasource.format import fastpath
 
-    assert (scan.RUN_ENTRY_FOR_PYTHON, scan.RUN_FLUSH, scan.RUN_DONE, scan.RUN_END) == (
-        fast.RUN_ENTRY_FOR_PYTHON, fast.RUN_FLUSH, fast.RUN_DONE, fast.RUN_END)
+    compiled = fast._fastrecords
+    assert (fastpath.RUN_ENTRY_FOR_PYTHON, fastpath.RUN_FLUSH, fastpath.RUN_DONE,
+            fastpath.RUN_END) == (compiled.RUN_ENTRY_FOR_PYTHON, compiled.RUN_FLUSH,
+                                  compiled.RUN_DONE, compiled.RUN_END)

@@ -2,7 +2,7 @@
 
 Spark's Python workers put their working directory first on sys.path, so a job started
 from a checkout imports the checkout's package, which has no extension built beside it.
-fast.py then loads the installed copy's build, but only one built from the checkout's
+compiled.py then loads the installed copy's build, but only one built from the checkout's
 own _fastrecords.c; otherwise make_accumulator warns once (FastPathUnavailableWarning)
 and reads with the pure-Python decoder.
 
@@ -27,7 +27,7 @@ CHECKOUT = Path(__file__).resolve().parent.parent
 INSTALLED_SITE = Path(segmentlog_datasource.__file__).resolve().parent.parent
 INSTALLED_BUILDS = [
     path for suffix in importlib.machinery.EXTENSION_SUFFIXES
-    for path in (INSTALLED_SITE / "segmentlog_datasource" / "format").glob("_fastrecords" + suffix)
+    for path in (INSTALLED_SITE / "segmentlog_datasource" / "format" / "fastpath").glob("_fastrecords" + suffix)
 ]
 
 requires_installed_build = pytest.mark.skipif(
@@ -55,26 +55,27 @@ if not any(map(is_installed_site, sys.path)):
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")  # every warning counts, not once per code location
     import segmentlog_datasource.format as fmt
-    from segmentlog_datasource.format.builder import build_record_batch
-    from segmentlog_datasource.format.scan import ScanOptions, make_accumulator, scan_segment
+    from segmentlog_datasource.format.v2_encode import build_record_batch
+    from segmentlog_datasource.format.fastpath import make_accumulator
+    from segmentlog_datasource.format.scan import ScanOptions, SegmentRange, scan_segment
 
     if drop_installed:  # as if the package were not installed at all
         sys.path[:] = [entry for entry in sys.path if not is_installed_site(entry)]
-    pure = make_accumulator(ScanOptions(use_fast_path=False))
+    pure = make_accumulator(False, use_fast_path=False)
     segment = os.path.join(copy, "00000000000000000000.log")
     with open(segment, "wb") as out:
         out.write(build_record_batch([(b"k%d" % i, b"v", 1000 + i, []) for i in range(25)]))
     size = os.path.getsize(segment)
-    rows = [sum(batch.num_rows for batch in scan_segment(
-                "t", 0, segment, size, 0, size, 0, 2**63 - 1, True, ScanOptions()))
+    whole = SegmentRange("t", 0, segment, size, 0, size, 0, 2**63 - 1, True)
+    rows = [sum(batch.num_rows for batch in scan_segment(whole, ScanOptions()))
             for _ in range(2)]
-    accumulator = make_accumulator(ScanOptions())
+    accumulator = make_accumulator(False)
 
-fast = sys.modules.get("segmentlog_datasource.format.fast")
-compiled = sys.modules.get("segmentlog_datasource.format._fastrecords")
+fast = sys.modules.get("segmentlog_datasource.format.fastpath.compiled")
+compiled = sys.modules.get("segmentlog_datasource.format.fastpath._fastrecords")
 print(json.dumps({
     "package": fmt.__file__,
-    "fast": fast is not None and isinstance(accumulator, fast.FastRecordAccumulator),
+    "fast": fast is not None and isinstance(accumulator, fast.CompiledAccumulator),
     "accumulator": type(accumulator).__name__,
     "pure": type(pure).__name__,
     "compiled": getattr(compiled, "__file__", None),
@@ -109,9 +110,10 @@ def run_probe(copy, drop_installed=False):
 
 @requires_installed_build
 def test_checkout_run_loads_the_installed_build(tmp_path):
-    from segmentlog_datasource.format import _fastrecords
+    from segmentlog_datasource.format.fastpath import _fastrecords
 
-    source = (CHECKOUT / "segmentlog_datasource" / "format" / "_fastrecords.c").read_bytes()
+    source = (CHECKOUT / "segmentlog_datasource" / "format" / "fastpath" / "_fastrecords.c"
+              ).read_bytes()
     assert getattr(_fastrecords, "SOURCE_SHA256", None) == hashlib.sha256(source).hexdigest(), (
         f"the installed {_fastrecords.__file__} was not built from {CHECKOUT}'s _fastrecords.c; "
         f"reinstall with: pip install {CHECKOUT}")
@@ -124,7 +126,8 @@ def test_checkout_run_loads_the_installed_build(tmp_path):
 @requires_installed_build
 def test_build_of_other_source_is_not_loaded(tmp_path):
     copy = copy_checkout(tmp_path)
-    with open(copy / "segmentlog_datasource" / "format" / "_fastrecords.c", "a") as source:
+    c_source = copy / "segmentlog_datasource" / "format" / "fastpath" / "_fastrecords.c"
+    with open(c_source, "a") as source:
         source.write("/* changed after the installed build */\n")
     report = run_probe(copy)
     assert not report["fast"] and report["accumulator"] == "RecordAccumulator", report

@@ -15,8 +15,9 @@ import pytest
 
 from manifest import arrow_rows, b64, expected_rows, load_manifest
 from segmentlog_datasource.format import (
-    CorruptLogError, PartitionLog, ScanOptions, TransactionFilter, scan_segment,
+    CorruptLogError, PartitionLog, ScanOptions, SegmentRange, TransactionFilter, scan_segment,
 )
+from segmentlog_datasource.format.layout import MAX_OFFSET
 from segmentlog_datasource.format.scan import iter_segment_batches
 
 with warnings.catch_warnings():
@@ -24,7 +25,6 @@ with warnings.catch_warnings():
     from kafka.record._crc32c import crc as pure_crc32c
     from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-MAX_OFFSET = 2**63 - 1
 V2_HEADER_SIZE = 61
 # Record decoding runs in the compiled fast path when it is built, else in Python.
 BOTH_PATHS = pytest.mark.parametrize("use_fast_path", [False, True], ids=["python", "fast"])
@@ -96,11 +96,8 @@ def _scan(log, segment, verify=True, allow_torn_tail=None, start=0, transactions
           use_fast_path=True):
     if allow_torn_tail is None:
         allow_torn_tail = log.is_last(segment)
-    batches = scan_segment(log.topic, log.partition, segment.log_path, segment.size, start,
-                           segment.size, 0, MAX_OFFSET, allow_torn_tail,
-                           ScanOptions(verify_checksums=verify, include_headers=True,
-                                       use_fast_path=use_fast_path),
-                           transactions)
+    batches = scan_segment(SegmentRange(log.topic, log.partition, segment.log_path, segment.size, start, segment.size, 0, MAX_OFFSET, allow_torn_tail, transactions=transactions), ScanOptions(verify_checksums=verify, include_headers=True,
+                                       use_fast_path=use_fast_path))
     return arrow_rows(batches)
 
 
@@ -148,8 +145,7 @@ def test_flipped_record_byte_is_a_checksum_error(kafka_logdir, copy_of):
         list(iter_segment_batches(segment.log_path, segment.size, 0, segment.size, False, True))
     _assert_names(info.value, segment.log_path, batch["position"])
     # A scan that ends before the damaged batch never sees it.
-    rows = list(scan_segment(log.topic, log.partition, segment.log_path, segment.size, 0,
-                             batch["position"], 0, MAX_OFFSET, False, ScanOptions()))
+    rows = list(scan_segment(SegmentRange(log.topic, log.partition, segment.log_path, segment.size, 0, batch["position"], 0, MAX_OFFSET, False), ScanOptions()))
     assert sum(b.num_rows for b in rows) == len(
         [r for r in expected_rows(manifest, segment=0) if r["offset"] < 15])
 

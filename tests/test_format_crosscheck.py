@@ -39,10 +39,11 @@ with warnings.catch_warnings():
     from kafka.record.memory_records import MemoryRecords
 
 from manifest import arrow_rows
-from segmentlog_datasource.format import PartitionLog, ScanOptions, scan_segment
-from segmentlog_datasource.format.records import legacy_first_offset, read_entry_header
+from segmentlog_datasource.format import PartitionLog, ScanOptions, SegmentRange, scan_segment
+from segmentlog_datasource.format.entries import read_entry_header
+from segmentlog_datasource.format.layout import MAX_OFFSET
+from segmentlog_datasource.format.legacy import legacy_first_offset
 
-MAX_OFFSET = 2**63 - 1
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 V2_CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 LEGACY_CODECS = ["none", "gzip", "snappy", "lz4"]
@@ -274,12 +275,8 @@ def _kafka_python_rows(data):
 
 def read_back(log, use_fast_path, min_offset=0, end_offset=MAX_OFFSET, include_headers=True):
     segment = log.segments[0]
-    return arrow_rows(scan_segment(
-        log.topic, log.partition, segment.log_path, segment.size, 0, segment.size,
-        min_offset, end_offset, True,
-        ScanOptions(include_headers=include_headers, use_fast_path=use_fast_path,
-                    max_batch_rows=997),
-    ), include_headers=include_headers)
+    return arrow_rows(scan_segment(SegmentRange(log.topic, log.partition, segment.log_path, segment.size, 0, segment.size, min_offset, end_offset, True), ScanOptions(include_headers=include_headers, use_fast_path=use_fast_path,
+                    max_batch_rows=997)), include_headers=include_headers)
 
 
 def check(log, expected, use_fast_path):

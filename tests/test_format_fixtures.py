@@ -16,13 +16,13 @@ from manifest import (
     iter_records, load_manifest, partition_names,
 )
 from segmentlog_datasource.format import (
-    CorruptLogError, PartitionLog, ScanOptions, TransactionFilter, discover_partitions,
-    scan_segment,
+    CorruptLogError, PartitionLog, ScanOptions, SegmentRange, TransactionFilter,
+    discover_partitions, scan_segment,
 )
-from segmentlog_datasource.format.records import legacy_first_offset
+from segmentlog_datasource.format.layout import MAX_OFFSET
+from segmentlog_datasource.format.legacy import legacy_first_offset
 
 EXPECTED_PARTITIONS = 14
-MAX_OFFSET = 2**63 - 1
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 _ROOT = fixtures_root()
@@ -59,10 +59,7 @@ def _read(log, isolation="read_uncommitted", include_headers=True, use_fast_path
                           use_fast_path=use_fast_path)
     batches = []
     for segment in log.segments:
-        batches.extend(scan_segment(
-            log.topic, log.partition, segment.log_path, segment.size, 0, segment.size, 0,
-            MAX_OFFSET, log.is_last(segment), options, transactions,
-        ))
+        batches.extend(scan_segment(SegmentRange(log.topic, log.partition, segment.log_path, segment.size, 0, segment.size, 0, MAX_OFFSET, log.is_last(segment), transactions=transactions), options))
     return batches
 
 
@@ -327,19 +324,15 @@ def test_torn_tail_of_the_active_segment(kafka_logdir):
     log = PartitionLog.open(os.path.join(kafka_logdir, "live-0"))
     active = log.segments[-1]
     assert active.size == torn["position"] + torn["trailing_bytes"]
-    rows = arrow_rows(scan_segment(log.topic, log.partition, active.log_path, active.size, 0,
-                                   active.size, 0, MAX_OFFSET, True, ScanOptions(True, True)))
+    rows = arrow_rows(scan_segment(SegmentRange(log.topic, log.partition, active.log_path, active.size, 0, active.size, 0, MAX_OFFSET, True), ScanOptions(True, True)))
     assert rows == expected_rows(manifest, segment=active.base_offset)
     assert rows[-1]["offset"] == 154
     assert log.end_offset() == 155
     # Started right at the torn batch: nothing, and no error.
-    assert list(scan_segment(log.topic, log.partition, active.log_path, active.size,
-                             torn["position"], active.size, 0, MAX_OFFSET, True,
-                             ScanOptions())) == []
+    assert list(scan_segment(SegmentRange(log.topic, log.partition, active.log_path, active.size, torn["position"], active.size, 0, MAX_OFFSET, True), ScanOptions())) == []
     # The same bytes are an error where a torn tail is not allowed (a non-last segment).
     with pytest.raises(CorruptLogError) as info:
-        list(scan_segment(log.topic, log.partition, active.log_path, active.size, 0,
-                          active.size, 0, MAX_OFFSET, False, ScanOptions()))
+        list(scan_segment(SegmentRange(log.topic, log.partition, active.log_path, active.size, 0, active.size, 0, MAX_OFFSET, False), ScanOptions()))
     assert info.value.position == torn["position"]
     assert info.value.path == active.log_path
     assert active.log_path in str(info.value) and str(torn["position"]) in str(info.value)
@@ -385,10 +378,7 @@ def test_offset_index_lookups(case):
             if _in_control_batch(batches, offset):
                 continue
             position = segment.offset_index.lookup(offset)[1]
-            rows = arrow_rows(scan_segment(
-                log.topic, log.partition, segment.log_path, segment.size, position,
-                segment.size, offset, offset + 1, log.is_last(segment),
-                ScanOptions(include_headers=True)))
+            rows = arrow_rows(scan_segment(SegmentRange(log.topic, log.partition, segment.log_path, segment.size, position, segment.size, offset, offset + 1, log.is_last(segment)), ScanOptions(include_headers=True)))
             assert rows == [expected_row(record)], offset
 
 
@@ -459,9 +449,7 @@ def test_offset_for_timestamp(case):
 # ----------------------------------------------------------------- sub-range scans
 
 def _scan_rows(log, segment, start, end_position, lo, hi, transactions=None):
-    return arrow_rows(scan_segment(
-        log.topic, log.partition, segment.log_path, segment.size, start, end_position, lo, hi,
-        log.is_last(segment), ScanOptions(include_headers=True), transactions))
+    return arrow_rows(scan_segment(SegmentRange(log.topic, log.partition, segment.log_path, segment.size, start, end_position, lo, hi, log.is_last(segment), transactions=transactions), ScanOptions(include_headers=True)))
 
 
 def test_sub_range_scans(case):

@@ -7,8 +7,9 @@ from pyspark.sql.datasource import (
     LessThanOrEqual, Not, StringStartsWith,
 )
 
-from segmentlog_datasource.planning import MAX_OFFSET, Constraints
-from segmentlog_datasource.reader import SegmentLogPushdownReader, apply_filter
+from segmentlog_datasource.format.layout import MAX_OFFSET
+from segmentlog_datasource.read.planning import Constraints
+from segmentlog_datasource.spark.reader import SegmentLogPushdownReader, apply_filter
 
 UTC = dt.timezone.utc
 

@@ -17,8 +17,8 @@ import pytest
 
 import segmentlog_datasource
 from segmentlog_datasource import offset_range, offset_ranges, time_range
-from segmentlog_datasource.pushdown_check import probe_pushed_read_leak, pushed_reads_leak
-from writer import write_log
+from segmentlog_datasource.spark.pushdown_check import probe_pushed_read_leak, pushed_reads_leak
+from segmentlog_datasource.writer import write_log
 
 # Whether a pushed-down read leaks into later queries, per Spark release series, as
 # checked by hand. A series missing here is probed and reported (see the pin test).

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from segmentlog_datasource.options import parse_read_options
-from segmentlog_datasource.planning import Constraints, plan_splits
-from segmentlog_datasource.source import spark_schema
+from segmentlog_datasource.read.options import parse_read_options
+from segmentlog_datasource.read.planning import Constraints, plan_fragments
+from segmentlog_datasource.spark.source import spark_schema
 
 TYPE_IDS = {"NoTimestampType": -1, "CreateTime": 0, "LogAppendTime": 1}
 
@@ -145,7 +145,7 @@ def test_the_pushdown_planner_is_the_module_the_reader_looks_for():
     loudly the day a Spark release renames or reshapes that planner."""
     import importlib.util
 
-    from segmentlog_datasource.reader import PUSHDOWN_PLANNER_MODULE
+    from segmentlog_datasource.spark.reader import PUSHDOWN_PLANNER_MODULE
 
     spec = importlib.util.find_spec(PUSHDOWN_PLANNER_MODULE)
     assert spec is not None, (
@@ -159,20 +159,20 @@ def test_the_pushdown_planner_is_the_module_the_reader_looks_for():
 def _plan(kafka_logdir, **options):
     options.setdefault("path", kafka_logdir)
     constraints = options.pop("constraints", Constraints())
-    return plan_splits(parse_read_options(options), constraints)
+    return plan_fragments(parse_read_options(options), constraints)
 
 
 def test_point_lookup_plans_one_small_split(kafka_logdir):
     constraints = Constraints()
     constraints.restrict_topics(["compacted"])
     constraints.restrict_offsets(low=600, high=601)
-    splits = _plan(kafka_logdir, constraints=constraints)
-    assert len(splits) == 1
-    split = splits[0]
-    assert os.path.basename(split.log_path) == "00000000000000000594.log"
+    fragments = _plan(kafka_logdir, constraints=constraints)
+    assert len(fragments) == 1
+    fragment = fragments[0]
+    assert os.path.basename(fragment.log_path) == "00000000000000000594.log"
     full = _plan(kafka_logdir, subscribe="compacted")
     assert len(full) == 12
-    assert split.bytes <= os.path.getsize(split.log_path)
+    assert fragment.bytes <= os.path.getsize(fragment.log_path)
 
 
 def test_one_split_per_segment_and_index_ranges(kafka_logdir):
@@ -180,14 +180,14 @@ def test_one_split_per_segment_and_index_ranges(kafka_logdir):
     assert len(whole) == 12  # 4 segments in each of plain-0, plain-1, plain-2
     cut = _plan(kafka_logdir, subscribe="plain", maxPartitionBytes="8192")
     assert len(cut) > len(whole)
-    for split in cut:  # splits start on offset index entries or segment starts
+    for fragment in cut:  # fragments start on offset index entries or segment starts
         from segmentlog_datasource.format.log import PartitionLog
-        log = PartitionLog.open(os.path.dirname(split.log_path))
-        segment = next(s for s in log.segments if s.log_path == split.log_path)
-        assert split.start_position == 0 or split.start_position in segment.offset_index.positions
+        log = PartitionLog.open(os.path.dirname(fragment.log_path))
+        segment = next(s for s in log.segments if s.log_path == fragment.log_path)
+        assert fragment.start_position == 0 or fragment.start_position in segment.offset_index.positions
     covered = {}
-    for split in cut:
-        covered.setdefault(split.log_path, []).append((split.start_position, split.end_position))
+    for fragment in cut:
+        covered.setdefault(fragment.log_path, []).append((fragment.start_position, fragment.end_position))
     for path, ranges in covered.items():
         ranges.sort()
         assert ranges[0][0] == 0 and ranges[-1][1] == os.path.getsize(path)

@@ -12,7 +12,7 @@ from pyspark.sql.types import (
     ArrayType, BinaryType, IntegerType, StringType, StructField, StructType,
 )
 
-from writer import SegmentLogWriter
+from segmentlog_datasource.writer import SegmentLogWriter
 
 from test_writer_support import (
     check_partition_indexes, decode_logdir, kafka_partition, segments_of,

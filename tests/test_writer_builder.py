@@ -13,11 +13,12 @@ from kafka.record.memory_records import MemoryRecords
 from kafka.record.util import encode_varint, size_of_varint
 
 from segmentlog_datasource.format import compression
-from segmentlog_datasource.format.builder import (
-    BATCH_HEADER_SIZE, HEADER_TYPE, RecordColumns, RecordTooLargeError, build_record_batch,
-    encode_batches, patch_batch_headers, varint_concat, varint_sizes,
+from segmentlog_datasource.format.arrow import HEADER_TYPE
+from segmentlog_datasource.format.layout import LOG_APPEND_TIME, V2_HEADER_SIZE
+from segmentlog_datasource.format.v2_encode import (
+    RecordColumns, RecordTooLargeError, build_record_batch, encode_batches, patch_batch_headers,
 )
-from segmentlog_datasource.format.records import LOG_APPEND_TIME
+from segmentlog_datasource.format.varint import varint_concat, varint_sizes
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
@@ -107,7 +108,7 @@ def test_batch_size_is_respected_like_the_producer():
     sizes = encoded.sizes.tolist()
     assert all(size <= 4096 for size in sizes)
     # each full batch could not have taken one more record
-    record_size = (sizes[0] - BATCH_HEADER_SIZE) // int(encoded.record_counts[0])
+    record_size = (sizes[0] - V2_HEADER_SIZE) // int(encoded.record_counts[0])
     assert all(size + record_size + 1 > 4096 for size in sizes[:-1])
     assert int(encoded.record_counts.sum()) == 1000
     # a record larger than batch.size gets a batch of its own
@@ -251,7 +252,7 @@ def test_batch_boundaries_follow_the_producer_rule(seed):
     assert decode(encoded.data)  # valid batches
     starts = encoded.first_rows.tolist() + [len(records)]
     for b, (first, end) in enumerate(zip(starts, starts[1:])):
-        total = BATCH_HEADER_SIZE + sum(size(j, first) for j in range(first, end))
+        total = V2_HEADER_SIZE + sum(size(j, first) for j in range(first, end))
         assert total == int(encoded.sizes[b])
         if end - first > 1:
             assert total <= batch_size

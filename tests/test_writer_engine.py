@@ -9,8 +9,8 @@ import pytest
 
 from kafka.record.memory_records import MemoryRecords
 
-from segmentlog_datasource.format import ScanOptions, discover_partitions, scan_segment
-from writer import (
+from segmentlog_datasource.format import ScanOptions, SegmentRange, discover_partitions, scan_segment
+from segmentlog_datasource.writer import (
     ConcurrentWriteError, InvalidInputError, InvalidOptionError, SegmentLogWriter,
     TopicLayoutError, WriteAbortedError, WriteJob, WriteOptions, write_log,
 )
@@ -122,8 +122,7 @@ def test_round_trip_every_codec(logdir, codec):
     for log in discover_partitions([logdir]):
         got = []
         for segment in log.segments:
-            for batch in scan_segment(log.topic, log.partition, segment.log_path, segment.size, 0,
-                                      segment.size, 0, 2**62, False, ScanOptions()):
+            for batch in scan_segment(SegmentRange(log.topic, log.partition, segment.log_path, segment.size, 0, segment.size, 0, 2**62, False), ScanOptions()):
                 got.extend(zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist()))
         assert got == [(r[0], r[4]) for r in decoded[(log.topic, log.partition)]]
     assert sorted(os.listdir(logdir)) == ["events-0", "events-1", "events-2"]
@@ -404,7 +403,7 @@ def test_a_killed_write_leaves_nothing_a_later_write_trips_over(logdir):
     write_log(logdir, pa.table({"value": [b"kept"] * 3}), topic="t", num_partitions=1)
     script = textwrap.dedent(f"""
         import os, pyarrow as pa
-        from writer import SegmentLogWriter
+        from segmentlog_datasource.writer import SegmentLogWriter
         w = SegmentLogWriter({logdir!r}, "t")
         w.write_table(pa.table({{"value": [b"lost"] * 1000}}))
         w._task.finish()  # staging file complete, commit never happens
@@ -468,7 +467,7 @@ def test_the_engine_runs_where_spark_cannot_be_imported(tmp_path):
     loaded = _run_without_spark("import segmentlog_datasource.format")
     assert loaded.returncode == 0, loaded.stderr
     result = _run_without_spark(
-        "import pyarrow as pa\nfrom writer import write_log\n"
+        "import pyarrow as pa\nfrom segmentlog_datasource.writer import write_log\n"
         f"write_log({str(tmp_path / 'log')!r}, pa.table({{'value': [b'v']}}), topic='t', "
         "num_partitions=1)\n")
     assert result.returncode == 0, result.stderr
@@ -477,8 +476,8 @@ def test_the_engine_runs_where_spark_cannot_be_imported(tmp_path):
 
 def test_chunking_does_not_change_the_log(tmp_path):
     """Input cut into many chunks gives records in the same partitions and order."""
-    from writer import WriteJob
-    from writer.task import TaskWriter
+    from segmentlog_datasource.writer import WriteJob
+    from segmentlog_datasource.writer.task import TaskWriter
 
     rows = make_rows(3000, seed=9)
     logs = []

@@ -6,7 +6,7 @@ import pyarrow as pa
 
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
-from writer.partitioner import (
+from segmentlog_datasource.writer.partitioner import (
     StickyRoundRobin, assign_partitions, murmur2, murmur2_array, partitions_for_keys,
 )
 

@@ -5,14 +5,14 @@ import os
 import numpy as np
 import pytest
 
-from writer.job import WriteJob
-from writer.options import WriteOptions
-from writer.segments import plan_segments
-from writer.task import PartitionBatches, TaskResult
+from segmentlog_datasource.writer.job import WriteJob
+from segmentlog_datasource.writer.options import WriteOptions
+from segmentlog_datasource.writer.segments import plan_segments
+from segmentlog_datasource.writer.task import PartitionBatches, TaskResult
 
 from test_writer_builder import _b64
 from test_writer_support import check_partition_indexes, decode_partition
-from segmentlog_datasource.format.builder import build_record_batch
+from segmentlog_datasource.format.v2_encode import build_record_batch
 
 # One batch per LogSegment.append call and contiguous offsets: the leader path the writer
 # takes. (plain-2 appends several batches at once, compacted-0 has offset gaps and

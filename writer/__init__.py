@@ -1,12 +1,12 @@
 """segmentlog's writer engine: Kafka segment logs from Arrow tables or rows, no Spark needed.
 
 `SegmentLogWriter` / `write_log` write from Python; `WriteJob` and `TaskWriter` are the
-driver and task halves the Spark adapter (`segmentlog_datasource.sink`) runs.
+driver and task halves the Spark adapter (`segmentlog_datasource.spark.write`) runs.
 """
 from .engine import SegmentLogWriter, rows_to_table, write_log
+from ..errors import InvalidOptionError
 from .errors import (
-    ConcurrentWriteError, InvalidInputError, InvalidOptionError, TopicLayoutError,
-    WriteAbortedError, WriteError,
+    ConcurrentWriteError, InvalidInputError, TopicLayoutError, WriteAbortedError, WriteError,
 )
 from .input import InputLayout
 from .job import CommitSummary, PartitionSummary, WriteJob

@@ -17,7 +17,8 @@ from typing import Any, Dict, Iterable, Mapping, Optional
 import pyarrow as pa
 
 from .errors import InvalidInputError, WriteAbortedError
-from .input import COLUMNS
+from ..format.arrow import HEADER_TYPE
+from .input import check_column_names
 from .job import CommitSummary, WriteJob
 from .options import WriteOptions
 
@@ -144,9 +145,6 @@ def write_log(logdir: str, data, topic: Optional[str] = None, **kwargs) -> Commi
     return writer.commit()
 
 
-_HEADER_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
-
-
 def rows_to_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
     """Row dicts as an Arrow table with the writer's column types."""
     rows = list(rows)
@@ -155,12 +153,7 @@ def rows_to_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
         for name in row:
             if name not in names:
                 names.append(name)
-    unknown = [n for n in names if n not in COLUMNS]
-    if unknown:
-        raise InvalidInputError(
-            f"row field(s) {', '.join(map(repr, unknown))} cannot be written to Kafka; rows "
-            f"take only {', '.join(COLUMNS)}"
-        )
+    check_column_names(names, "row field")
     arrays = {}
     for name in names:
         column = [row.get(name) for row in rows]
@@ -176,7 +169,7 @@ def rows_to_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:
             arrays[name] = pa.array(
                 [None if hs is None else [{"key": k, "value": _to_bytes("headers", v)}
                                           for k, v in _header_pairs(hs)] for hs in column],
-                _HEADER_TYPE,
+                HEADER_TYPE,
             )
     if "value" not in arrays:
         arrays["value"] = pa.nulls(len(rows), pa.binary())

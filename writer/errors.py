@@ -1,13 +1,12 @@
-"""Errors of the segment-log writer. Each names the option, column, topic or file at fault."""
-from segmentlog_datasource.format.errors import SegmentLogError
+"""Errors of the segment-log writer. Each names the option, column, topic or file at fault.
+
+Bad options raise the InvalidOptionError that reads raise too (segmentlog_datasource.errors).
+"""
+from ..errors import InvalidOptionError, SegmentLogError  # noqa: F401 - writer modules import it here
 
 
 class WriteError(SegmentLogError):
     """Base class of every error the writer raises."""
-
-
-class InvalidOptionError(WriteError, ValueError):
-    """A write option is unknown or has a value the writer (or Kafka) does not accept."""
 
 
 class InvalidInputError(WriteError, ValueError):

@@ -24,6 +24,17 @@ COLUMNS = ("key", "value", "topic", "partition", "timestamp", "headers")
 _UNIT_TO_MS = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
 
 
+def check_column_names(names, what: str = "column") -> None:
+    """Refuse names that are not Kafka columns, naming them and the columns a write takes."""
+    unknown = [n for n in names if n not in COLUMNS]
+    if unknown:
+        raise InvalidInputError(
+            f"{what}(s) {', '.join(repr(n) for n in unknown)} cannot be written to Kafka; "
+            f"a segmentlog write takes only {', '.join(COLUMNS)} (select or drop columns "
+            f"first, e.g. df.select('key', 'value'))"
+        )
+
+
 def _is_bytes_like(t: pa.DataType) -> bool:
     return (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_string(t)
             or pa.types.is_large_string(t) or pa.types.is_null(t))
@@ -60,13 +71,7 @@ class InputLayout:
         for name in set(names):
             if names.count(name) > 1:
                 raise InvalidInputError(f"column {name!r} appears twice")
-        unknown = [n for n in names if n not in COLUMNS]
-        if unknown:
-            raise InvalidInputError(
-                f"column(s) {', '.join(repr(n) for n in unknown)} cannot be written to Kafka; "
-                f"a segmentlog write takes only {', '.join(COLUMNS)} (select or drop columns "
-                f"first, e.g. df.select('key', 'value'))"
-            )
+        check_column_names(names)
         if "value" not in names:
             raise InvalidInputError(
                 "the data has no 'value' column; a segmentlog write needs one (binary or string)"

@@ -29,9 +29,9 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
-from segmentlog_datasource.format.builder import patch_batch_headers
-from segmentlog_datasource.format.log import INDEX_SUFFIX, LOG_SUFFIX, SEGMENT_NAME, \
-    TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, segment_file_name
+from ..format.v2_encode import patch_batch_headers, placement_fields
+from ..format.log import INDEX_SUFFIX, LOG_SUFFIX, SEGMENT_NAME, \
+    TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, partition_dir_name, segment_file_name
 
 from .errors import ConcurrentWriteError, InvalidInputError, InvalidOptionError, \
     WriteAbortedError, WriteError
@@ -259,7 +259,7 @@ class WriteJob:
             pieces = [(r.file, r.partitions[(topic, partition)]) for r in ordered
                       if (topic, partition) in r.partitions]
             target = partition_dir(self.logdir, topic, partition)
-            staged = os.path.join(publish_root, f"{topic}-{partition}")
+            staged = os.path.join(publish_root, partition_dir_name(topic, partition))
             if appending:
                 if not pieces:
                     continue
@@ -305,7 +305,7 @@ class WriteJob:
     def _trash(self, topic: str, partition: int) -> str:
         trash = os.path.join(self.staging_dir, "trash")
         os.makedirs(trash, exist_ok=True)
-        return os.path.join(trash, f"{topic}-{partition}")
+        return os.path.join(trash, partition_dir_name(topic, partition))
 
     def _write_segment(self, directory, plan: SegmentPlan, file_ids, file_names, positions,
                        sizes, offsets, epoch) -> None:
@@ -344,15 +344,10 @@ class WriteJob:
                         out.write(buffer)
                         continue
                     out.seek(written + run_bytes)
-                    # baseOffset, batchLength and partitionLeaderEpoch: 16 bytes per batch
-                    heads = np.empty(len(relative), dtype=[("base", ">i8"), ("length", ">i4"),
-                                                           ("epoch", ">i4")])
-                    heads["base"] = run_offsets
-                    heads["length"] = sizes[run_start:run_end] - 12
-                    heads["epoch"] = epoch
-                    raw = heads.tobytes()
+                    fields = placement_fields(run_offsets, sizes[run_start:run_end], epoch)
+                    raw, width = fields.tobytes(), fields.itemsize
                     for i, at in enumerate((relative + written).tolist()):
-                        os.pwrite(out.fileno(), raw[16 * i : 16 * i + 16], at)
+                        os.pwrite(out.fileno(), raw[width * i : width * (i + 1)], at)
         finally:
             for fd in handles.values():
                 os.close(fd)

@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from segmentlog_datasource.format.errors import CorruptLogError, SegmentLogError
-from segmentlog_datasource.format.indexes import OFFSET_ENTRY, TIME_ENTRY, OffsetIndex, TimeIndex
-from segmentlog_datasource.format.log import PartitionLog, parse_partition_dir_name, SEGMENT_NAME
-from segmentlog_datasource.format.records import read_entry_header, verify_checksum
+from ..errors import CorruptLogError, SegmentLogError
+from ..format.indexes import OFFSET_ENTRY, TIME_ENTRY, OffsetIndex, TimeIndex
+from ..format.log import PartitionLog, SEGMENT_NAME, parse_partition_dir_name, partition_dir_name
+from ..format.entries import read_entry_header, verify_checksum
 
 from .errors import ConcurrentWriteError, InvalidInputError, InvalidOptionError, TopicLayoutError
 
@@ -83,7 +83,7 @@ def partition_count(logdir: str, topic: str, partitions: List[int]) -> int:
 
 
 def partition_dir(logdir: str, topic: str, partition: int) -> str:
-    return os.path.join(logdir, f"{topic}-{partition}")
+    return os.path.join(logdir, partition_dir_name(topic, partition))
 
 
 # ----------------------------------------------------------------- fingerprints
@@ -168,16 +168,13 @@ def _scan_tail(directory, segment, log, quiet=False):
     if segment.size == 0:
         return None, None
     try:
-        index = segment.offset_index
-        start = index.lookup(2**63 - 1)[1] if len(index) else 0
+        segment.offset_index
     except CorruptLogError as exc:
         if quiet:
             return None, None
         raise TopicLayoutError(f"cannot append to {directory}: {exc}") from exc
-    last = None
     try:
-        for header in segment.iter_headers(start, allow_torn_tail=False):
-            last = header
+        last = segment.last_entry(allow_torn_tail=False)
     except CorruptLogError as exc:
         if quiet:
             return None, None

@@ -16,12 +16,11 @@
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Mapping, Optional
 
-from segmentlog_datasource.format import compression
-from segmentlog_datasource.format.records import CREATE_TIME, LOG_APPEND_TIME
+from ..format import compression
+from ..format.layout import CREATE_TIME, INT32_MAX, LOG_APPEND_TIME
 
 from .errors import InvalidOptionError
 
-INT32_MAX = 2**31 - 1
 TIMESTAMP_TYPES = {"createtime": CREATE_TIME, "logappendtime": LOG_APPEND_TIME}
 TIMESTAMP_TYPE_NAMES = {CREATE_TIME: "CreateTime", LOG_APPEND_TIME: "LogAppendTime"}
 LEVEL_RANGES = {  # what Kafka accepts for compression.<codec>.level

@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 import pyarrow as pa
 
-from segmentlog_datasource.format.builder import _as_binary, binary_offsets
+from ..format.arrow import as_binary, binary_offsets
 
 SEED = 0x9747B28C
 M = 0x5BD1E995
@@ -53,7 +53,7 @@ def to_positive(value):
 
 def murmur2_array(keys: pa.Array) -> np.ndarray:
     """murmur2 of every value of a binary array, as uint32 (nulls hash as empty keys)."""
-    keys = _as_binary(keys)
+    keys = as_binary(keys)
     n = len(keys)
     offsets = binary_offsets(keys)
     data_buffer = keys.buffers()[2]
@@ -150,7 +150,7 @@ def assign_partitions(keys: pa.Array, explicit: Optional[np.ndarray], num_partit
     need = result < 0
     if not need.any():
         return result
-    keys = _as_binary(keys)
+    keys = as_binary(keys)
     has_key = np.asarray(keys.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
     by_key = need & has_key
     if by_key.any():

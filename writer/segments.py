@@ -22,7 +22,7 @@ from typing import List
 
 import numpy as np
 
-from segmentlog_datasource.format.indexes import OFFSET_ENTRY, TIME_ENTRY
+from ..format.indexes import OFFSET_ENTRY, TIME_ENTRY
 
 INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1

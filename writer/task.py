@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from segmentlog_datasource.format.builder import RecordColumns, RecordTooLargeError, encode_batches
+from ..format.v2_encode import RecordColumns, RecordTooLargeError, encode_batches
 
 from .errors import InvalidInputError, WriteAbortedError
 from .input import InputLayout, NormalizedRows, approximate_sizes, normalize, slice_rows, take_rows

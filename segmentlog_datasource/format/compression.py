@@ -11,7 +11,7 @@ import io
 import struct
 import zlib
 
-from .errors import UnsupportedFormatError
+from ..errors import UnsupportedFormatError
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}

@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
-from .errors import CorruptLogError
+from ..errors import CorruptLogError
 
 OFFSET_ENTRY = struct.Struct(">ii")
 TIME_ENTRY = struct.Struct(">qi")

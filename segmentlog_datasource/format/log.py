@@ -7,13 +7,13 @@ beside them. Everything else Kafka leaves there is recognised and skipped.
 import bisect
 import os
 import re
-import struct
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
-from .errors import CorruptLogError, SegmentLogError
+from ..errors import CorruptLogError, SegmentLogError
 from .indexes import AbortedTransaction, OffsetIndex, TimeIndex, read_transaction_index
-from .records import LOG_OVERHEAD, V2_HEADER_SIZE, BatchHeader, read_entry_header
+from .entries import BatchHeader, read_entry_header
+from .layout import MAX_OFFSET, V2_HEADER_SIZE
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -87,6 +87,22 @@ class Segment:
         with open(self.log_path, "rb") as handle:
             yield from iter_file_headers(handle, self.log_path, start_position, self.size,
                                          allow_torn_tail)
+
+    def last_entry(self, allow_torn_tail: bool = False) -> Optional[BatchHeader]:
+        """The last complete entry, None when there is none; the log end offset is its
+        last offset + 1. Walks headers from the last offset index entry (Kafka's
+        recovery does likewise), so only the tail of a large segment is read."""
+        index = self.offset_index
+        start = index.lookup(MAX_OFFSET)[1] if len(index) else 0
+        last = None
+        for header in self.iter_headers(start, allow_torn_tail):
+            last = header
+        if last is None and start:
+            # The indexed entry is itself a torn tail (the index entry reached the disk,
+            # the append did not): the complete entries end before it.
+            for header in self.iter_headers(0, allow_torn_tail):
+                last = header
+        return last
 
 
 def iter_file_headers(handle, path, position: int, end: int, allow_torn_tail: bool
@@ -164,16 +180,7 @@ class PartitionLog:
     def end_offset(self) -> int:
         """Log end offset: one past the last complete batch of the last segment."""
         for segment in reversed(self.segments):
-            index = segment.offset_index
-            _, start = index.lookup(2**63 - 1) if len(index) else (segment.base_offset, 0)
-            last = None
-            for header in segment.iter_headers(start, allow_torn_tail=self.is_last(segment)):
-                last = header
-            if last is None and start:
-                # The indexed batch is itself a torn tail (the index entry reached the
-                # disk, the append did not): the complete batches end before it.
-                for header in segment.iter_headers(0, allow_torn_tail=self.is_last(segment)):
-                    last = header
+            last = segment.last_entry(allow_torn_tail=self.is_last(segment))
             if last is not None:
                 return last.last_offset + 1
         return self.start_offset

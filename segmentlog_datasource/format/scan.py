@@ -7,23 +7,19 @@ aborted transactional batches, and keeps the records inside an offset range.
 import bisect
 import mmap
 import os
-import warnings
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional
 
 import pyarrow as pa
 
-from .columns import RecordAccumulator
+from ..errors import CorruptLogError
 from .crc import crc32c
-from .errors import CorruptLogError
+from .entries import BatchHeader, read_entry_header, verify_checksum
+from .fastpath import RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH, make_accumulator
 from .indexes import AbortedTransaction
-from .records import (
-    BatchHeader, batch_records_payload, decode_legacy_message, read_entry_header, verify_checksum,
-)
-
-MAX_OFFSET = 2**63 - 1
-# States decode_run() reports, as bit flags (the compiled module defines the same).
-RUN_ENTRY_FOR_PYTHON, RUN_FLUSH, RUN_DONE, RUN_END = 0, 1, 2, 4
+from .layout import MAX_OFFSET
+from .legacy import decode_legacy_message
+from .v2 import batch_records_payload, decode_v2_records
 
 
 @dataclass
@@ -56,36 +52,6 @@ class TransactionFilter:
             return False
         i = bisect.bisect_right(firsts, header.base_offset) - 1
         return i >= 0 and header.base_offset <= self._lasts[header.producer_id][i]
-
-
-class FastPathUnavailableWarning(RuntimeWarning):
-    """The compiled decoder is unavailable: reads use the pure-Python one, about 6x slower."""
-
-
-_fast_accumulator = None  # FastRecordAccumulator once imported; False once it failed to
-
-
-def make_accumulator(options: ScanOptions):
-    global _fast_accumulator
-    if options.use_fast_path:
-        if _fast_accumulator is None:
-            try:
-                from .fast import FastRecordAccumulator
-            except ImportError as exc:
-                # Remembered, so the warning comes once per process and sys.path is
-                # searched once, not on every scan.
-                _fast_accumulator = False
-                warnings.warn(
-                    f"segmentlog's compiled decoder is unavailable ({exc}); reads fall back "
-                    "to the pure-Python decoder, about 6x slower. To fix it, run "
-                    "`pip install .` in the segmentlog checkout with a C compiler present "
-                    "(or, for runs from the checkout, `python setup.py build_ext --inplace`).",
-                    FastPathUnavailableWarning, stacklevel=2)
-            else:
-                _fast_accumulator = FastRecordAccumulator
-        if _fast_accumulator:
-            return _fast_accumulator(options.include_headers)
-    return RecordAccumulator(options.include_headers)
 
 
 class _MappedLog:
@@ -157,22 +123,51 @@ def iter_segment_batches(path: str, size: int, start_position: int, end_position
             owned.close()
 
 
-def scan_segment(topic: str, partition: int, path: str, size: int, start_position: int,
-                 end_position: int, min_offset: int, end_offset: int, allow_torn_tail: bool,
-                 options: ScanOptions, transactions: Optional[TransactionFilter] = None
+@dataclass(frozen=True)
+class SegmentRange:
+    """What one scan reads: the entries of one segment that start in a byte range, keeping
+    the records with min_offset <= offset < end_offset.
+
+    The range starts on an entry boundary (an offset index position). `log_size` is the
+    file size at planning: later appends are not read. A torn entry at the end of the
+    data is allowed only in a partition's last segment (a live or crashed broker's).
+    """
+
+    topic: str
+    partition: int
+    log_path: str
+    log_size: int
+    start_position: int
+    end_position: int
+    min_offset: int
+    end_offset: int
+    allow_torn_tail: bool
+    transactions: Optional[TransactionFilter] = None  # read_committed: what to hide
+
+    @property
+    def bytes(self) -> int:
+        return self.end_position - self.start_position
+
+
+def scan_segment(segment_range: SegmentRange, options: ScanOptions
                  ) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of the records with min_offset <= offset < end_offset in the range."""
+    """Arrow batches of the records of `segment_range` (see SegmentRange)."""
+    topic, partition = segment_range.topic, segment_range.partition
+    path, size = segment_range.log_path, segment_range.log_size
+    min_offset, end_offset = segment_range.min_offset, segment_range.end_offset
+    allow_torn_tail = segment_range.allow_torn_tail
+    transactions = segment_range.transactions
     if transactions is not None:
         end_offset = min(end_offset, transactions.last_stable_offset)
-    accumulator = make_accumulator(options)
+    accumulator = make_accumulator(options.include_headers, options.use_fast_path)
     verify = options.verify_checksums
     # The compiled accumulator walks runs of plain batches itself and stops at entries
     # (compressed, legacy, transactional, damaged) that the loop below handles.
     decode_run = getattr(accumulator, "decode_run", None)
-    end_position = min(end_position, size)
+    end_position = min(segment_range.end_position, size)
     with _MappedLog(path, size) as mapped:
         view = mapped.view
-        pos = start_position
+        pos = segment_range.start_position
         while pos < end_position:
             if decode_run is not None:
                 pos, state = decode_run(view, pos, end_position, size, crc32c if verify else None,
@@ -228,8 +223,6 @@ def first_offset_at_or_after_time(log, segment, timestamp: int) -> Optional[int]
             if not header.record_count:
                 continue
             data = batch_records_payload(view, header.position, header, segment.log_path)
-            from .records import decode_v2_records
-
             decode_v2_records(data, header.record_count, header, finder, 0, MAX_OFFSET,
                               segment.log_path)
         else:

@@ -10,11 +10,12 @@ from typing import Iterator, List, Optional
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
-from writer.errors import InvalidInputError, InvalidOptionError
-from writer.input import COLUMNS, InputLayout
-from writer.job import WriteJob
-from writer.options import WriteOptions
-from writer.task import TaskResult, TaskWriter
+from ..errors import InvalidOptionError
+from ..writer.errors import InvalidInputError
+from ..writer.input import InputLayout, check_column_names
+from ..writer.job import WriteJob
+from ..writer.options import WriteOptions
+from ..writer.task import TaskResult, TaskWriter
 
 
 @dataclass
@@ -27,13 +28,7 @@ def _arrow_schema(schema):
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_type
 
-    unknown = [f.name for f in schema.fields if f.name not in COLUMNS]
-    if unknown:
-        raise InvalidInputError(
-            f"column(s) {', '.join(repr(n) for n in unknown)} cannot be written to Kafka; "
-            f"a segmentlog write takes only {', '.join(COLUMNS)} (select or drop columns "
-            f"first, e.g. df.select('key', 'value'))"
-        )
+    check_column_names(schema.fieldNames())
     fields = []
     for field in schema.fields:
         try:

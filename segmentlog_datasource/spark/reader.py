@@ -1,6 +1,5 @@
-"""Spark batch reader: filter pushdown, input partitions and Arrow batch reads."""
+"""Spark batch reader: Spark's filters into constraints, fragments into input partitions."""
 import datetime as dt
-import os
 import sys
 from typing import Iterator, List
 
@@ -10,24 +9,23 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
 )
 
-from .format.scan import ScanOptions, TransactionFilter, scan_segment
-from .options import OptionError, parse_read_options
-from .planning import Constraints, Split, group_splits, plan_splits
+from ..format.scan import ScanOptions
+from ..read.fragments import Fragment, scan_fragments
+from ..read.options import parse_read_options
+from ..read.planning import Constraints, group_fragments, plan_fragments
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
-class SegmentSplits(InputPartition):
-    """One Spark partition: one or more splits (byte ranges of segments, planning.Split)."""
+class FragmentGroup(InputPartition):
+    """One Spark partition: the fragments one task reads."""
 
-    def __init__(self, splits: List[Split]):
+    def __init__(self, fragments: List[Fragment]):
         super().__init__(None)
-        self.splits = splits
+        self.fragments = fragments
 
     def __repr__(self):
-        return "SegmentSplits(" + ", ".join(
-            f"{os.path.basename(s.log_path)}[{s.start_position}:{s.end_position}]"
-            for s in self.splits) + ")"
+        return "FragmentGroup(" + ", ".join(map(str, self.fragments)) + ")"
 
 
 def _to_micros(value) -> int:
@@ -104,24 +102,6 @@ def _comparison_bounds(f, value: int):
     return None
 
 
-def filter_rows(batch: pa.RecordBatch, split: Split) -> pa.RecordBatch:
-    import pyarrow.compute as pc  # only reads with row constraints need it
-
-    mask = None
-    if split.offset_values is not None:
-        mask = pc.is_in(batch.column("offset"), pa.array(sorted(split.offset_values), pa.int64()))
-    timestamps = None
-    if split.timestamp_low_us is not None or split.timestamp_high_us is not None:
-        timestamps = batch.column("timestamp").cast(pa.int64())
-    if split.timestamp_low_us is not None:
-        part = pc.greater_equal(timestamps, split.timestamp_low_us)
-        mask = part if mask is None else pc.and_(mask, part)
-    if split.timestamp_high_us is not None:
-        part = pc.less(timestamps, split.timestamp_high_us)
-        mask = part if mask is None else pc.and_(mask, part)
-    return batch if mask is None else batch.filter(mask)
-
-
 class SegmentLogReader(DataSourceReader):
     """Reads without pushed filters (Spark's default, pushdown disabled)."""
 
@@ -131,29 +111,14 @@ class SegmentLogReader(DataSourceReader):
         self.schema = schema
 
     def partitions(self) -> List[InputPartition]:
-        splits = plan_splits(self.read_options, self.constraints)
-        return [SegmentSplits(group) for group in group_splits(splits, self.read_options)]
+        fragments = plan_fragments(self.read_options, self.constraints)
+        return [FragmentGroup(group) for group in group_fragments(fragments, self.read_options)]
 
     def read(self, partition) -> Iterator[pa.RecordBatch]:
+        options = ScanOptions(verify_checksums=self.read_options.verify_checksums,
+                              include_headers=self.read_options.include_headers)
         # Spark passes a placeholder partition when planning found nothing to read.
-        for split in getattr(partition, "splits", ()):
-            yield from read_split(split, self.read_options.include_headers,
-                                  self.read_options.verify_checksums)
-
-
-def read_split(split: Split, include_headers: bool, verify_checksums: bool,
-               use_fast_path: bool = True) -> Iterator[pa.RecordBatch]:
-    options = ScanOptions(verify_checksums=verify_checksums, include_headers=include_headers,
-                          use_fast_path=use_fast_path)
-    transactions = None
-    if split.read_committed:
-        transactions = TransactionFilter(split.aborted, split.last_stable_offset)
-    for batch in scan_segment(split.topic, split.partition, split.log_path, split.log_size,
-                              split.start_position, split.end_position, split.min_offset,
-                              split.end_offset, split.allow_torn_tail, options, transactions):
-        batch = filter_rows(batch, split)
-        if batch.num_rows:
-            yield batch
+        yield from scan_fragments(getattr(partition, "fragments", ()), options)
 
 
 class SegmentLogPushdownReader(SegmentLogReader):

@@ -1,7 +1,7 @@
-"""Columnar accumulation of decoded records into Arrow record batches.
+"""The Arrow side of records: the schema of a read, batch assembly and binary columns.
 
-The Arrow schema is the one Spark's Kafka source produces, so batches can be handed to
-Spark as they are. Rows from many small Kafka batches are merged into one Arrow batch.
+The Arrow schema is the one Spark's Kafka source produces (the Spark schema is derived
+from it), so batches can be handed to Spark as they are.
 """
 import numpy as np
 import pyarrow as pa
@@ -79,43 +79,30 @@ def finish_batch(topic, partition, offsets, timestamps_ms, timestamp_types, keys
     return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(include_headers))
 
 
-class RecordAccumulator:
-    """Collects decoded records (pure-Python path) until a batch is taken."""
+def as_binary(array) -> pa.Array:
+    """A binary (or string, large, fixed-size, null) column as a plain binary array."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if pa.types.is_binary(array.type):
+        return array
+    if pa.types.is_null(array.type):
+        return pa.nulls(len(array), pa.binary())
+    if pa.types.is_string(array.type) or pa.types.is_large_string(array.type) or \
+            pa.types.is_large_binary(array.type) or pa.types.is_fixed_size_binary(array.type):
+        return array.cast(pa.binary())
+    raise TypeError(f"expected a binary or string column, got {array.type}")
 
-    def __init__(self, include_headers: bool):
-        self.include_headers = include_headers
-        self._reset()
 
-    def _reset(self):
-        self.offsets = []
-        self.timestamps = []
-        self.timestamp_types = []
-        self.keys = []
-        self.values = []
-        self.headers = []
-        self.payload_bytes = 0
+def binary_offsets(array: pa.Array) -> np.ndarray:
+    """The n+1 value offsets of a binary array (int64, indexes into its data buffer)."""
+    dtype = np.int64 if pa.types.is_large_binary(array.type) else np.int32
+    raw = np.frombuffer(array.buffers()[1], dtype=dtype)
+    return raw[array.offset : array.offset + len(array) + 1].astype(np.int64)
 
-    def add(self, offset, timestamp, timestamp_type, key, value, headers):
-        self.offsets.append(offset)
-        self.timestamps.append(timestamp)
-        self.timestamp_types.append(timestamp_type)
-        self.keys.append(key)
-        self.values.append(value)
-        self.headers.append(headers)
-        self.payload_bytes += (len(key) if key else 0) + (len(value) if value else 0)
 
-    def __len__(self):
-        return len(self.offsets)
+def binary_lengths(array: pa.Array) -> np.ndarray:
+    """int64 byte lengths of a binary array, -1 for nulls."""
+    import pyarrow.compute as pc  # costs a fresh Spark worker time; only writes need it
 
-    def take(self, topic: str, partition: int) -> pa.RecordBatch:
-        batch = finish_batch(
-            topic, partition, self.offsets, self.timestamps, self.timestamp_types,
-            self.keys, self.values, self.headers, self.include_headers,
-        )
-        self._reset()
-        return batch
-
-    def add_v2_batch(self, data, count, header, min_offset, end_offset, path=None) -> int:
-        from .records import decode_v2_records
-
-        return decode_v2_records(data, count, header, self, min_offset, end_offset, path)
+    lengths = pc.binary_length(array).fill_null(-1)
+    return np.asarray(lengths.to_numpy(zero_copy_only=False), dtype=np.int64)

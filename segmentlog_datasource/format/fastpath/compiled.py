@@ -1,9 +1,9 @@
-"""The compiled twin of columns.RecordAccumulator.
+"""The compiled twin of pure.RecordAccumulator.
 
 Magic-2 records are decoded in C (`_fastrecords`) straight into Arrow-layout buffers;
 take() wraps those buffers as Arrow arrays without copying them. Importing this module
 raises ImportError, its message saying why, when no usable build of the extension is
-found; scan.make_accumulator then warns once and falls back to the pure-Python accumulator.
+found; make_accumulator (this package) then warns once and falls back to the pure-Python accumulator.
 
 Run from a checkout (the source tree first on sys.path, as Spark's Python workers put
 their working directory), the extension is usually not built beside this file; the build
@@ -24,8 +24,8 @@ import sys
 
 import pyarrow as pa
 
-from .columns import HEADER_TYPE, finish_batch
-from .errors import CorruptLogError
+from ...errors import CorruptLogError
+from ..arrow import HEADER_TYPE, finish_batch
 
 _NAME = __package__ + "._fastrecords"
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -86,10 +86,7 @@ def _load_compiled():
 
 
 _fastrecords = _load_compiled()
-# The RUN_* states are for scan loops.
-RUN_DONE, RUN_END = _fastrecords.RUN_DONE, _fastrecords.RUN_END
-RUN_ENTRY_FOR_PYTHON, RUN_FLUSH = _fastrecords.RUN_ENTRY_FOR_PYTHON, _fastrecords.RUN_FLUSH
-MalformedRecords, RecordColumns = _fastrecords.MalformedRecords, _fastrecords.RecordColumns
+MalformedRecords, DecodedColumns = _fastrecords.MalformedRecords, _fastrecords.DecodedColumns
 
 _HEADER_ENTRY_FIELDS = list(HEADER_TYPE.value_type)
 _HEADER_KEY_TYPE = HEADER_TYPE.value_type.field("key").type
@@ -125,7 +122,7 @@ def _headers_array(rows, headers):
     )
 
 
-class FastRecordAccumulator(RecordColumns):
+class CompiledAccumulator(DecodedColumns):
     """RecordAccumulator's interface (add, add_v2_batch, len, payload_bytes, take)."""
 
     __slots__ = ()

@@ -10,6 +10,9 @@ import datetime as dt
 import json
 from typing import Dict, Iterable, Mapping, Optional, Tuple, Union
 
+from ..errors import InvalidOptionError
+from ..format.log import partition_dir_name
+
 LATEST = "latest"
 _LATEST_OFFSET = -1  # Spark's Kafka source's JSON value for "latest"
 
@@ -22,7 +25,7 @@ def _check_offset(value, what: str, allow_latest: bool) -> int:
         return _LATEST_OFFSET
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         accepted = 'an offset >= 0 or "latest"' if allow_latest else "an offset >= 0"
-        raise ValueError(f"{what}: {value!r} is not {accepted}")
+        raise InvalidOptionError(f"{what}: {value!r} is not {accepted}")
     return value
 
 
@@ -32,16 +35,16 @@ def offset_ranges(ranges: Mapping[str, Mapping[int, Tuple[int, Offset]]]) -> Dic
     assign, starting, ending = {}, {}, {}
     for topic, partitions in ranges.items():
         if not partitions:
-            raise ValueError(f"topic {topic!r}: name at least one partition")
+            raise InvalidOptionError(f"topic {topic!r}: name at least one partition")
         for partition, bounds in partitions.items():
-            where = f"{topic}-{partition}"
+            where = partition_dir_name(topic, partition)
             if isinstance(partition, bool) or not isinstance(partition, int) or partition < 0:
-                raise ValueError(f"{where}: the partition must be an integer >= 0")
+                raise InvalidOptionError(f"{where}: the partition must be an integer >= 0")
             start, end = bounds
             start = _check_offset(start, f"{where} start", allow_latest=False)
             end = _check_offset(end, f"{where} end", allow_latest=True)
             if end != _LATEST_OFFSET and end < start:
-                raise ValueError(f"{where}: end {end} is before start {start}")
+                raise InvalidOptionError(f"{where}: end {end} is before start {start}")
             assign.setdefault(topic, []).append(partition)
             starting.setdefault(topic, {})[str(partition)] = start
             ending.setdefault(topic, {})[str(partition)] = end
@@ -58,12 +61,12 @@ def offset_range(topic: str, partition: int, start: int, end: Offset = LATEST) -
 def _epoch_millis(value: Timestamp, what: str) -> int:
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
-            raise ValueError(f"{what}: {value!r} has no time zone; give an aware datetime "
+            raise InvalidOptionError(f"{what}: {value!r} has no time zone; give an aware datetime "
                              "(e.g. tzinfo=datetime.timezone.utc) or epoch milliseconds")
         delta = value - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
         return delta // dt.timedelta(milliseconds=1)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{what}: {value!r} is neither epoch milliseconds >= 0 nor a datetime")
+        raise InvalidOptionError(f"{what}: {value!r} is neither epoch milliseconds >= 0 nor a datetime")
     return value
 
 
@@ -80,10 +83,10 @@ def time_range(start: Optional[Timestamp] = None, end: Optional[Timestamp] = Non
         options["endingTimestamp"] = str(_epoch_millis(end, "end"))
     if start is not None and end is not None and \
             int(options["endingTimestamp"]) < int(options["startingTimestamp"]):
-        raise ValueError(f"end {end!r} is before start {start!r}")
+        raise InvalidOptionError(f"end {end!r} is before start {start!r}")
     if topics is not None:
         topics = [topics] if isinstance(topics, str) else list(topics)
         if not topics or not all(isinstance(t, str) and t for t in topics):
-            raise ValueError(f"topics: {topics!r} is not a list of topic names")
+            raise InvalidOptionError(f"topics: {topics!r} is not a list of topic names")
         options["subscribe"] = ",".join(topics)
     return options

@@ -1,6 +1,6 @@
 """Option parsing for the segmentlog source, named as in Spark's Kafka source.
 
-Every value that makes no sense raises OptionError naming the option and the forms it
+Every value that makes no sense raises InvalidOptionError naming the option and the forms it
 accepts.
 """
 import json
@@ -8,17 +8,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from ..errors import InvalidOptionError
+
 EARLIEST, LATEST = -2, -1
 TopicPartition = Tuple[str, int]
-
-
-class OptionError(ValueError):
-    """An option value the source cannot use."""
-
-    def __init__(self, option: str, value, accepted: str, message: Optional[str] = None):
-        self.option = option
-        super().__init__(message or
-                         f"option {option!r}: invalid value {value!r}; accepted: {accepted}")
 
 
 def _get(options, name):
@@ -39,7 +32,7 @@ def parse_bool(options, name: str, default: bool) -> bool:
     text = str(raw).strip().lower()
     if text in ("true", "false"):
         return text == "true"
-    raise OptionError(name, raw, "true or false")
+    raise InvalidOptionError.for_value(name, raw, "true or false")
 
 
 def parse_positive_int(options, name: str, default: Optional[int]) -> Optional[int]:
@@ -49,9 +42,9 @@ def parse_positive_int(options, name: str, default: Optional[int]) -> Optional[i
     try:
         value = int(str(raw).strip())
     except ValueError:
-        raise OptionError(name, raw, "a positive integer") from None
+        raise InvalidOptionError.for_value(name, raw, "a positive integer") from None
     if value <= 0:
-        raise OptionError(name, raw, "a positive integer")
+        raise InvalidOptionError.for_value(name, raw, "a positive integer")
     return value
 
 
@@ -59,9 +52,9 @@ def _parse_json_object(name: str, raw: str, accepted: str) -> dict:
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
-        raise OptionError(name, raw, accepted) from None
+        raise InvalidOptionError.for_value(name, raw, accepted) from None
     if not isinstance(value, dict):
-        raise OptionError(name, raw, accepted)
+        raise InvalidOptionError.for_value(name, raw, accepted)
     return value
 
 
@@ -86,7 +79,7 @@ class TopicSelection:
 def parse_topic_selection(options) -> TopicSelection:
     given = [name for name in ("subscribe", "subscribePattern", "assign") if _get(options, name)]
     if len(given) > 1:
-        raise OptionError(
+        raise InvalidOptionError.for_value(
             given[1], _get(options, given[1]),
             "only one of 'subscribe', 'subscribePattern' and 'assign' (found "
             + ", ".join(repr(g) for g in given) + ")",
@@ -98,13 +91,13 @@ def parse_topic_selection(options) -> TopicSelection:
     if name == "subscribe":
         topics = [t.strip() for t in raw.split(",") if t.strip()]
         if not topics:
-            raise OptionError(name, raw, "a comma-separated list of topic names")
+            raise InvalidOptionError.for_value(name, raw, "a comma-separated list of topic names")
         return TopicSelection(topics=topics)
     if name == "subscribePattern":
         try:
             return TopicSelection(pattern=re.compile(raw))
         except re.error as exc:
-            raise OptionError(name, raw, f"a regular expression ({exc})") from None
+            raise InvalidOptionError.for_value(name, raw, f"a regular expression ({exc})") from None
     accepted = 'JSON like {"topicA":[0,1],"topicB":[2,4]}'
     spec = _parse_json_object(name, raw, accepted)
     assigned = []
@@ -112,7 +105,7 @@ def parse_topic_selection(options) -> TopicSelection:
         if not isinstance(partitions, list) or not all(
             isinstance(p, int) and not isinstance(p, bool) and p >= 0 for p in partitions
         ):
-            raise OptionError(name, raw, accepted)
+            raise InvalidOptionError.for_value(name, raw, accepted)
         assigned.extend((topic, p) for p in partitions)
     return TopicSelection(assigned=assigned)
 
@@ -131,16 +124,16 @@ def _parse_partition_map(name: str, raw: str, accepted: str, allowed_special) ->
     result = {}
     for topic, partitions in spec.items():
         if not isinstance(partitions, dict):
-            raise OptionError(name, raw, accepted)
+            raise InvalidOptionError.for_value(name, raw, accepted)
         for partition, value in partitions.items():
             try:
                 partition_number = int(partition)
             except ValueError:
-                raise OptionError(name, raw, accepted) from None
+                raise InvalidOptionError.for_value(name, raw, accepted) from None
             if isinstance(value, bool) or not isinstance(value, int) or partition_number < 0:
-                raise OptionError(name, raw, accepted)
+                raise InvalidOptionError.for_value(name, raw, accepted)
             if value < 0 and value not in allowed_special:
-                raise OptionError(name, raw, accepted)
+                raise InvalidOptionError.for_value(name, raw, accepted)
             result[(topic, partition_number)] = value
     return result
 
@@ -149,9 +142,9 @@ def _parse_timestamp(name: str, raw) -> int:
     try:
         value = int(str(raw).strip())
     except ValueError:
-        raise OptionError(name, raw, "a timestamp in epoch milliseconds") from None
+        raise InvalidOptionError.for_value(name, raw, "a timestamp in epoch milliseconds") from None
     if value < 0:
-        raise OptionError(name, raw, "a timestamp in epoch milliseconds (>= 0)")
+        raise InvalidOptionError.for_value(name, raw, "a timestamp in epoch milliseconds (>= 0)")
     return value
 
 
@@ -180,7 +173,7 @@ def parse_offset_spec(options, which: str) -> OffsetSpec:
         special = (LATEST,)
     if text.lower() == "earliest":
         if which == "ending":
-            raise OptionError(name, raw, accepted)
+            raise InvalidOptionError.for_value(name, raw, accepted)
         return OffsetSpec("earliest")
     if text.lower() == "latest":
         return OffsetSpec("latest")
@@ -229,7 +222,7 @@ def check_known_read_options(options) -> None:
         if name.lower().startswith("kafka.") or name.lower() in known:
             continue
         accepted = ", ".join(sorted(READ_OPTIONS - {"paths"}))
-        raise OptionError(name, options[name], accepted, message=(
+        raise InvalidOptionError(option=name, message=(
             f"unknown read option {name!r} (names are case-insensitive); the read options are "
             f"{accepted}, and Spark Kafka source options and kafka.* are accepted too"))
 
@@ -247,7 +240,7 @@ def parse_paths(options) -> List[str]:
     if raw_path:
         paths.append(raw_path)
     if not paths:
-        raise OptionError("path", None, "a log dir or partition directory: .load(path)")
+        raise InvalidOptionError.for_value("path", None, "a log dir or partition directory: .load(path)")
     return [p[len("file:"):] if p.startswith("file:") else p for p in paths]
 
 
@@ -261,7 +254,7 @@ def parse_isolation(options) -> bool:
         return False
     text = str(raw).strip().lower()
     if text not in ("read_uncommitted", "read_committed"):
-        raise OptionError(name, raw, "read_uncommitted or read_committed")
+        raise InvalidOptionError.for_value(name, raw, "read_uncommitted or read_committed")
     return text == "read_committed"
 
 
@@ -269,7 +262,7 @@ def parse_read_options(options) -> ReadOptions:
     check_known_read_options(options)
     strategy = (_get(options, "startingOffsetsByTimestampStrategy") or "error").strip().lower()
     if strategy not in ("error", "latest"):
-        raise OptionError("startingOffsetsByTimestampStrategy", strategy, "error or latest")
+        raise InvalidOptionError.for_value("startingOffsetsByTimestampStrategy", strategy, "error or latest")
     ending = parse_offset_spec(options, "ending")
     return ReadOptions(
         paths=parse_paths(options),

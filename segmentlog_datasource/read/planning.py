@@ -1,22 +1,22 @@
-"""Planning a batch read: topic-partitions, offset ranges, pushed filters and splits.
+"""Planning a read: topic-partitions, offset ranges and constraints into fragments.
 
-Free of Spark. A split is a byte range of one segment that starts and ends on batch
-boundaries (index entry positions), plus the offset range and row constraints to apply.
-Each batch belongs to exactly one split: the one whose byte range holds its start.
+Free of Spark. Fragments (read.fragments) are cut at offset index entries to about
+maxPartitionBytes / maxRecordsPerPartition, then packed into groups, one per task.
 """
 import math
-from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Tuple
+from dataclasses import dataclass, replace
+from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 
-from .format.errors import SegmentLogError
-from .format.indexes import AbortedTransaction
-from .format.log import PartitionLog, discover_partitions
+from ..errors import SegmentLogError
+from ..format.layout import MAX_OFFSET
+from ..format.log import PartitionLog, Segment, discover_partitions
+from ..format.scan import TransactionFilter
+from .fragments import Fragment
 from .options import EARLIEST, LATEST, OffsetSpec, ReadOptions
 
-MAX_OFFSET = 2**63 - 1
-# What opening one more split costs, in bytes of reading, when packing small splits into
+# What opening one more fragment costs, in bytes of reading, when packing small ones into
 # one Spark partition (Spark's file sources count spark.sql.files.openCostInBytes alike).
-SPLIT_OPEN_COST_BYTES = 4 << 20
+FRAGMENT_OPEN_COST_BYTES = 4 << 20
 
 
 @dataclass
@@ -61,47 +61,6 @@ class Constraints:
         if self.timestamp_low_us is None:
             return None
         return -((-self.timestamp_low_us) // 1000)  # ceiling: records are whole ms
-
-    @property
-    def needs_row_filter(self) -> bool:
-        return (self.offset_values is not None or self.timestamp_low_us is not None
-                or self.timestamp_high_us is not None)
-
-
-@dataclass
-class Split:
-    topic: str
-    partition: int
-    log_path: str
-    log_size: int  # file size at planning: later appends are not read
-    start_position: int
-    end_position: int
-    min_offset: int
-    end_offset: int
-    allow_torn_tail: bool
-    read_committed: bool = False
-    last_stable_offset: int = MAX_OFFSET
-    aborted: Tuple[AbortedTransaction, ...] = ()
-    offset_values: Optional[FrozenSet[int]] = None
-    timestamp_low_us: Optional[int] = None
-    timestamp_high_us: Optional[int] = None
-
-    @property
-    def bytes(self) -> int:
-        return self.end_position - self.start_position
-
-
-@dataclass
-class _Range:
-    """A byte range of one segment before it is cut into splits."""
-
-    log: PartitionLog
-    segment_index: int
-    start_position: int
-    end_position: int
-    start_offset: int
-    end_offset: int
-    cut_points: List[Tuple[int, int]] = field(default_factory=list)  # (offset, position)
 
 
 def select_partitions(read: ReadOptions, constraints: Constraints) -> List[PartitionLog]:
@@ -208,10 +167,10 @@ def _suffix(spec: OffsetSpec) -> str:
     return "OffsetsByTimestamp" if spec.kind == "timestamps" else "Offsets"
 
 
-def plan_splits(read: ReadOptions, constraints: Constraints) -> List[Split]:
+def plan_fragments(read: ReadOptions, constraints: Constraints) -> List[Fragment]:
     logs = select_partitions(read, constraints)
     ranges = offset_ranges(read, logs)
-    pieces: List[Tuple[_Range, dict]] = []
+    pieces: List[Tuple[Segment, Fragment]] = []
     for log in logs:
         start, end = ranges[log.topic_partition]
         start = max(start, constraints.offset_low)
@@ -221,37 +180,25 @@ def plan_splits(read: ReadOptions, constraints: Constraints) -> List[Split]:
                 continue
             start = max(start, min(constraints.offset_values))
             end = min(end, max(constraints.offset_values) + 1)
-        txn = {}
+        lso = None
         if read.read_committed:
             lso = log.last_stable_offset()
             end = min(end, lso)
-            txn = {"read_committed": True, "last_stable_offset": lso}
         if start >= end or not log.segments:
             continue
+        transactions = None
         if read.read_committed:
-            txn["aborted"] = tuple(
-                t for t in log.aborted_transactions()
-                if t.last_offset >= start and t.first_offset < end)
-        for segment_range in _ranges_for_windows(log, _offset_windows(start, end, constraints),
-                                                 constraints):
-            pieces.append((segment_range, txn))
+            transactions = TransactionFilter(
+                [t for t in log.aborted_transactions()
+                 if t.last_offset >= start and t.first_offset < end], lso)
+        segments = {segment.log_path: segment for segment in log.segments}
+        for fragment in _fragments_for_windows(log, _offset_windows(start, end, constraints),
+                                               constraints):
+            pieces.append((segments[fragment.log_path],
+                           replace(fragment, transactions=transactions)))
     max_bytes = _split_size(pieces, read)
-    splits = []
-    for segment_range, txn in pieces:
-        for start_pos, end_pos in _cut(segment_range, max_bytes, read.max_records_per_partition):
-            log = segment_range.log
-            segment = log.segments[segment_range.segment_index]
-            splits.append(Split(
-                topic=log.topic, partition=log.partition, log_path=segment.log_path,
-                log_size=segment.size, start_position=start_pos, end_position=end_pos,
-                min_offset=segment_range.start_offset, end_offset=segment_range.end_offset,
-                allow_torn_tail=log.is_last(segment),
-                offset_values=constraints.offset_values,
-                timestamp_low_us=constraints.timestamp_low_us,
-                timestamp_high_us=constraints.timestamp_high_us,
-                **txn,
-            ))
-    return splits
+    return [cut for segment, fragment in pieces
+            for cut in _cut(segment, fragment, max_bytes, read.max_records_per_partition)]
 
 
 # Beyond this many offsets, an IN list is planned as one range from its least to its
@@ -267,21 +214,20 @@ def _offset_windows(start: int, end: int, constraints: Constraints) -> List[Tupl
     return [(v, v + 1) for v in sorted(values) if start <= v < end]
 
 
-def _ranges_for_windows(log: PartitionLog, windows, constraints: Constraints) -> List[_Range]:
-    """Segment ranges of every window, merging ranges that overlap in one segment."""
-    merged: List[_Range] = []
+def _fragments_for_windows(log: PartitionLog, windows, constraints: Constraints
+                           ) -> List[Fragment]:
+    """Whole-segment-range fragments of every window, merging those that overlap."""
+    merged: List[Fragment] = []
     for low, high in windows:
-        for r in _segment_ranges(log, low, high, constraints):
+        for fragment in _segment_fragments(log, low, high, constraints):
             last = merged[-1] if merged else None
-            if last is not None and last.segment_index == r.segment_index and \
-                    r.start_position <= last.end_position:
-                last.end_position = max(last.end_position, r.end_position)
-                last.end_offset = max(last.end_offset, r.end_offset)
-                last.cut_points = sorted(set(last.cut_points) | set(r.cut_points))
-                last.cut_points = [c for c in last.cut_points
-                                   if last.start_position < c[1] < last.end_position]
+            if last is not None and last.log_path == fragment.log_path and \
+                    fragment.start_position <= last.end_position:
+                merged[-1] = replace(last, end_position=max(last.end_position,
+                                                            fragment.end_position),
+                                     end_offset=max(last.end_offset, fragment.end_offset))
             else:
-                merged.append(r)
+                merged.append(fragment)
     return merged
 
 
@@ -290,14 +236,14 @@ def _split_size(pieces, read: ReadOptions) -> int:
     max_bytes = read.max_partition_bytes
     if not read.min_partitions:
         return max_bytes
-    ranges = [r for r, _ in pieces]
-    total = sum(r.end_position - r.start_position for r in ranges)
+    total = sum(fragment.bytes for _, fragment in pieces)
     if not total:
         return max_bytes
     max_bytes = min(max_bytes, max(1, math.ceil(total / read.min_partitions)))
 
     def count(size):
-        return sum(1 for r in ranges for _ in _cut(r, size, read.max_records_per_partition))
+        return sum(1 for segment, fragment in pieces
+                   for _ in _cut(segment, fragment, size, read.max_records_per_partition))
 
     splits = count(max_bytes)
     while splits < read.min_partitions and max_bytes > 1:
@@ -309,8 +255,9 @@ def _split_size(pieces, read: ReadOptions) -> int:
     return max_bytes
 
 
-def _segment_ranges(log: PartitionLog, start: int, end: int, constraints: Constraints):
-    """Byte ranges of the segments that can hold offsets in [start, end)."""
+def _segment_fragments(log: PartitionLog, start: int, end: int, constraints: Constraints
+                       ) -> Iterator[Fragment]:
+    """A fragment per segment that can hold offsets in [start, end), before cutting."""
     ts_low = constraints.timestamp_low_ms
     first = log.segment_index_for(start)
     last = log.segment_index_for(end - 1)
@@ -335,50 +282,58 @@ def _segment_ranges(log: PartitionLog, start: int, end: int, constraints: Constr
                 end_position = min(end_position, bound)
         if start_position >= end_position:
             continue
-        cut_points = [(o, p) for o, p in zip(index.offsets, index.positions)
-                      if start_position < p < end_position]
-        yield _Range(log, i, start_position, end_position, start, end, cut_points)
+        yield Fragment(
+            topic=log.topic, partition=log.partition, log_path=segment.log_path,
+            log_size=segment.size, start_position=start_position, end_position=end_position,
+            min_offset=start, end_offset=end, allow_torn_tail=is_last_segment,
+            offset_values=constraints.offset_values,
+            timestamp_low_us=constraints.timestamp_low_us,
+            timestamp_high_us=constraints.timestamp_high_us)
 
 
-def _cut(segment_range: _Range, max_bytes: int, max_records: Optional[int]):
-    """Cut a range at index entry positions into pieces of about max_bytes / max_records.
+def _cut(segment: Segment, fragment: Fragment, max_bytes: int, max_records: Optional[int]
+         ) -> Iterator[Fragment]:
+    """Cut a fragment at index entry positions into pieces of about max_bytes / max_records.
 
     Cuts fall only on index entries, so a piece may pass a limit by up to one index
     interval, and a segment without entries stays whole.
     """
-    piece_start = segment_range.start_position
-    piece_first_offset = segment_range.start_offset
-    for offset, position in segment_range.cut_points:
+    index = segment.offset_index
+    piece_start = fragment.start_position
+    piece_first_offset = fragment.min_offset
+    for offset, position in zip(index.offsets, index.positions):
+        if not fragment.start_position < position < fragment.end_position:
+            continue
         bytes_so_far = position - piece_start
         records_so_far = offset - piece_first_offset
         if bytes_so_far >= max_bytes or (max_records is not None and records_so_far >= max_records):
-            yield piece_start, position
+            yield replace(fragment, start_position=piece_start, end_position=position)
             piece_start, piece_first_offset = position, offset
-    yield piece_start, segment_range.end_position
+    yield replace(fragment, start_position=piece_start, end_position=fragment.end_position)
 
 
-def group_splits(splits: List[Split], read: ReadOptions) -> List[List[Split]]:
-    """Pack consecutive small splits into Spark partitions of about maxPartitionBytes.
+def group_fragments(fragments: List[Fragment], read: ReadOptions) -> List[List[Fragment]]:
+    """Pack consecutive small fragments into tasks of about maxPartitionBytes.
 
-    A log of many small segments would otherwise cost one task each. Each split still
-    starts at its own index entry; only the task that reads it is shared. Splits stay
+    A log of many small segments would otherwise cost one task each. Each fragment still
+    starts at its own index entry; only the task that reads it is shared. Fragments stay
     alone when maxRecordsPerPartition asks for record-bounded partitions, and packing
     never leaves fewer partitions than minPartitions.
     """
-    if read.max_records_per_partition is not None or len(splits) <= 1:
-        return [[split] for split in splits]
+    if read.max_records_per_partition is not None or len(fragments) <= 1:
+        return [[fragment] for fragment in fragments]
     target = read.max_partition_bytes
     if read.min_partitions:
-        total = sum(split.bytes + SPLIT_OPEN_COST_BYTES for split in splits)
+        total = sum(fragment.bytes + FRAGMENT_OPEN_COST_BYTES for fragment in fragments)
         target = min(target, max(1, total // read.min_partitions))
-    groups: List[List[Split]] = []
+    groups: List[List[Fragment]] = []
     group_bytes = 0
-    for split in splits:
-        cost = split.bytes + SPLIT_OPEN_COST_BYTES
+    for fragment in fragments:
+        cost = fragment.bytes + FRAGMENT_OPEN_COST_BYTES
         if groups and group_bytes + cost <= target:
-            groups[-1].append(split)
+            groups[-1].append(fragment)
             group_bytes += cost
         else:
-            groups.append([split])
+            groups.append([fragment])
             group_bytes = cost
     return groups

@@ -21,125 +21,27 @@ per record. Only the per-batch work (header, CRC, compression) runs in a Python 
 """
 import struct
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence
+from typing import Iterable, Optional
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import compression
-from .records import ATTR_TIMESTAMP_TYPE, CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD
+from .arrow import HEADER_TYPE, as_binary, binary_lengths, binary_offsets
+from .layout import (
+    ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD,
+    NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, V2_CRC_COVERED,
+    V2_HEADER_SIZE,
+    V2_BASE_OFFSET, V2_HEAD, V2_LEADER_EPOCH, V2_LENGTH_OVERHEAD, V2_PLACEMENT_FIELDS,
+)
+from .varint import positive_varint_sizes, signed_varint_sizes, varint_concat, varint_sizes
 
 try:  # the crc32c package can continue a checksum; crcmod's function cannot
     from crc32c import crc32c as _crc32c_continue
 except ImportError:  # pragma: no cover - exercised only without the crc32c package
     _crc32c_continue = None
 from .crc import crc32c as _crc32c
-
-BATCH_HEADER_SIZE = 61
-# Everything after the 12-byte log overhead up to the records: the batchLength field.
-BATCH_LENGTH_OVERHEAD = BATCH_HEADER_SIZE - LOG_OVERHEAD  # 49
-_HEAD = struct.Struct(">qiibI")  # baseOffset, batchLength, partitionLeaderEpoch, magic, crc
-_TAIL = struct.Struct(">hiqqqhii")  # attributes .. recordCount (the CRC-covered header part)
-assert _HEAD.size + _TAIL.size == BATCH_HEADER_SIZE
-
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
-NO_PARTITION_LEADER_EPOCH = -1
-
-HEADER_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
-
-# Zig-zag values below 2**(7k) take k varint bytes.
-_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
-
-
-# ------------------------------------------------------------------------- varints
-
-def zigzag(values) -> np.ndarray:
-    """Zig-zag encode int64 values into uint64 (as Kafka's varint/varlong do)."""
-    v = np.asarray(values, dtype=np.int64)
-    return ((v << 1) ^ (v >> 63)).view(np.uint64)
-
-
-def varint_sizes(values) -> np.ndarray:
-    """Bytes each signed value takes as a zig-zag varint (1..10), as int64."""
-    return zigzag_sizes(zigzag(values))
-
-
-def zigzag_sizes(encoded: np.ndarray) -> np.ndarray:
-    return np.searchsorted(_VARINT_LIMITS, encoded, side="right").astype(np.int64) + 1
-
-
-def varint_concat(fields: Sequence) -> pa.BinaryArray:
-    """One binary value per row: the zig-zag varints of `fields`, concatenated.
-
-    Each field is an int64 array (varint-encoded) or a `bytes` constant written as is.
-    The bytes of all rows are laid out in a (rows x bytes) matrix with a validity mask
-    and compacted in one step, row-major, which is exactly the concatenation.
-    """
-    n = None
-    for field in fields:
-        if not isinstance(field, (bytes, bytearray)):
-            n = len(field)
-            break
-    if n is None:
-        raise ValueError("varint_concat needs at least one array field")
-    columns: List[np.ndarray] = []
-    masks: List[np.ndarray] = []
-    all_true = None
-    for field in fields:
-        if isinstance(field, (bytes, bytearray)):
-            if all_true is None:
-                all_true = np.ones(n, dtype=bool)
-            for byte in field:
-                columns.append(np.full(n, byte, dtype=np.uint8))
-                masks.append(all_true)
-            continue
-        encoded = zigzag(field)
-        sizes = zigzag_sizes(encoded)
-        width = int(sizes.max()) if n else 1
-        for j in range(width):
-            chunk = ((encoded >> np.uint64(7 * j)) & np.uint64(0x7F)).astype(np.uint8)
-            more = sizes > j + 1
-            chunk |= more.astype(np.uint8) << 7
-            columns.append(chunk)
-            masks.append(sizes > j)
-    matrix = np.stack(columns, axis=1)
-    mask = np.stack(masks, axis=1)
-    data = matrix[mask]
-    lengths = mask.sum(axis=1, dtype=np.int64)
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-
-
-# --------------------------------------------------------------------- input columns
-
-def _as_binary(array: pa.Array) -> pa.Array:
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    if pa.types.is_binary(array.type):
-        return array
-    if pa.types.is_null(array.type):
-        return pa.nulls(len(array), pa.binary())
-    if pa.types.is_string(array.type) or pa.types.is_large_string(array.type) or \
-            pa.types.is_large_binary(array.type) or pa.types.is_fixed_size_binary(array.type):
-        return array.cast(pa.binary())
-    raise TypeError(f"expected a binary or string column, got {array.type}")
-
-
-def binary_offsets(array: pa.Array) -> np.ndarray:
-    """The n+1 value offsets of a binary array (int64, indexes into its data buffer)."""
-    dtype = np.int64 if pa.types.is_large_binary(array.type) else np.int32
-    raw = np.frombuffer(array.buffers()[1], dtype=dtype)
-    return raw[array.offset : array.offset + len(array) + 1].astype(np.int64)
-
-
-def binary_lengths(array: pa.Array) -> np.ndarray:
-    """int64 byte lengths of a binary array, -1 for nulls."""
-    lengths = pc.binary_length(array).fill_null(-1)
-    return np.asarray(lengths.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 @dataclass
@@ -157,8 +59,8 @@ class RecordColumns:
     headers: Optional[pa.Array] = None
 
     def __post_init__(self):
-        self.keys = _as_binary(self.keys)
-        self.values = _as_binary(self.values)
+        self.keys = as_binary(self.keys)
+        self.values = as_binary(self.values)
         self.timestamps = np.ascontiguousarray(self.timestamps, dtype=np.int64)
         if isinstance(self.headers, pa.ChunkedArray):
             self.headers = self.headers.combine_chunks()
@@ -203,8 +105,8 @@ class _EncodedHeaders:
         valid = np.asarray(headers.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         offsets = np.asarray(headers.offsets.to_numpy(), dtype=np.int64)
         elements = headers.values  # absolute offsets index into this
-        hkeys = _as_binary(pc.struct_field(elements, [0]))
-        hvalues = _as_binary(pc.struct_field(elements, [1]))
+        hkeys = as_binary(pc.struct_field(elements, [0]))
+        hvalues = as_binary(pc.struct_field(elements, [1]))
         key_lengths = binary_lengths(hkeys)
         if np.any(key_lengths < 0):
             # Only elements inside a non-null list count; others are unreachable padding.
@@ -294,19 +196,6 @@ class _Sizes:
         )
 
 
-def positive_varint_sizes(values: np.ndarray) -> np.ndarray:
-    """Zig-zag varint sizes of values known to be >= 0 (zig-zag of x is 2x)."""
-    return np.searchsorted(_POSITIVE_LIMITS, values, side="right") + 1
-
-
-def signed_varint_sizes(values: np.ndarray) -> np.ndarray:
-    """Zig-zag varint sizes of int64 values: x and -x-1 (= x ^ -1) take the same bytes."""
-    return np.searchsorted(_POSITIVE_LIMITS, values ^ (values >> 63), side="right") + 1
-
-
-_POSITIVE_LIMITS = np.array([1 << (7 * k - 1) for k in range(1, 10)], dtype=np.int64)
-
-
 def plan_batches(fixed: np.ndarray, timestamps: np.ndarray, batch_size: int) -> np.ndarray:
     """First record index of each batch, filling batches as a producer does.
 
@@ -320,12 +209,12 @@ def plan_batches(fixed: np.ndarray, timestamps: np.ndarray, batch_size: int) -> 
         return np.arange(n, dtype=np.int64)
     same_time = n == 0 or bool((timestamps == timestamps[0]).all())
     # A record is never smaller than 7 bytes, which bounds how many fit in a batch.
-    most = max(1, (batch_size - BATCH_HEADER_SIZE) // 7 + 1)
+    most = max(1, (batch_size - V2_HEADER_SIZE) // 7 + 1)
     delta_sizes = positive_varint_sizes(np.arange(min(n, most) + 1, dtype=np.int64))
     starts = []
     i = 0
     window = 64
-    limit = batch_size - BATCH_HEADER_SIZE
+    limit = batch_size - V2_HEADER_SIZE
     while i < n:
         starts.append(i)
         while True:
@@ -336,7 +225,7 @@ def plan_batches(fixed: np.ndarray, timestamps: np.ndarray, batch_size: int) -> 
                 body += 1
             else:
                 body += signed_varint_sizes(timestamps[i:end] - timestamps[i])
-            body += np.searchsorted(_POSITIVE_LIMITS, body, side="right") + 1
+            body += positive_varint_sizes(body)
             cumulative = np.cumsum(body)
             fit = int(np.searchsorted(cumulative, limit, side="right"))
             if fit < end - i or end == n or window > most:
@@ -398,18 +287,18 @@ def encode_batches(columns: RecordColumns, *, codec: int = compression.NONE,
 
     if timestamp_type == LOG_APPEND_TIME:
         max_timestamps = np.full(len(batch_starts), log_append_time, dtype=np.int64)
-        attributes = (codec & 0x07) | ATTR_TIMESTAMP_TYPE
+        attributes = (codec & ATTR_COMPRESSION_MASK) | ATTR_TIMESTAMP_TYPE
     else:
         max_timestamps = np.maximum.reduceat(timestamps, batch_starts)
-        attributes = codec & 0x07
+        attributes = codec & ATTR_COMPRESSION_MASK
     base_timestamps = timestamps[batch_starts]
     byte_starts = record_offsets[batch_starts]
     byte_ends = record_offsets[np.append(batch_starts[1:], n)]
 
     out = bytearray()
     batch_sizes = np.empty(len(batch_starts), dtype=np.int64)
-    head_pack = _HEAD.pack
-    tail_pack = _TAIL.pack
+    head_pack = V2_HEAD.pack
+    tail_pack = V2_CRC_COVERED.pack
     level = compression_level
     for b, (start, end, count, base_ts, max_ts) in enumerate(zip(
             byte_starts.tolist(), byte_ends.tolist(), counts.tolist(),
@@ -423,7 +312,7 @@ def encode_batches(columns: RecordColumns, *, codec: int = compression.NONE,
             crc = _crc32c_continue(payload, _crc32c_continue(tail_bytes))
         else:
             crc = _crc32c(tail_bytes + bytes(payload))
-        length = BATCH_LENGTH_OVERHEAD + len(payload)
+        length = V2_LENGTH_OVERHEAD + len(payload)
         size = LOG_OVERHEAD + length
         if max_batch_bytes is not None and size > max_batch_bytes:
             raise RecordTooLargeError(
@@ -454,10 +343,23 @@ def build_record_batch(records: Iterable, *, base_offset: int = 0,
     return bytes(encoded.data)
 
 
-# ------------------------------------------------------------------------ re-basing
+# ------------------------------------------------------------------------ placing
 
-_BASE_OFFSET_BYTES = np.arange(8, dtype=np.int64)
-_EPOCH_BYTES = np.arange(12, 16, dtype=np.int64)
+_BASE_OFFSET_BYTES = np.arange(V2_BASE_OFFSET, V2_BASE_OFFSET + 8, dtype=np.int64)
+_EPOCH_BYTES = np.arange(V2_LEADER_EPOCH, V2_LEADER_EPOCH + 4, dtype=np.int64)
+
+
+def placement_fields(base_offsets, sizes, partition_leader_epoch: int) -> np.ndarray:
+    """baseOffset, batchLength and partitionLeaderEpoch of batches placed at `base_offsets`.
+
+    These are each batch's first bytes and none is CRC-covered; `sizes` are whole batch
+    sizes. One record per batch, of dtype layout.V2_PLACEMENT_FIELDS.
+    """
+    fields = np.empty(len(sizes), dtype=V2_PLACEMENT_FIELDS)
+    fields["base_offset"] = base_offsets
+    fields["length"] = np.asarray(sizes, dtype=np.int64) - LOG_OVERHEAD
+    fields["leader_epoch"] = partition_leader_epoch
+    return fields
 
 
 def patch_batch_headers(buffer, positions: np.ndarray, base_offsets: np.ndarray,

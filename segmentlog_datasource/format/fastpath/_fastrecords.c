@@ -1,7 +1,7 @@
 /*
  * Compiled record decoder: magic-2 records straight into Arrow-layout column buffers.
  *
- * RecordColumns holds one growable buffer per Arrow buffer of the output batch
+ * DecodedColumns holds one growable buffer per Arrow buffer of the output batch
  * (int64 offsets and timestamps, int32 timestamp types, int32 offsets + data + validity
  * bitmap for keys, values, header keys and header values, int32 list offsets for the
  * headers). decode_v2() parses a whole records section in one call; take_columns()
@@ -65,7 +65,7 @@ static PySequenceMethods Chunk_as_sequence = {(lenfunc)Chunk_length};
 
 static PyTypeObject ChunkType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "segmentlog_datasource.format._fastrecords.Chunk",
+    .tp_name = "segmentlog_datasource.format.fastpath._fastrecords.Chunk",
     .tp_doc = "Read-only bytes of one decoded column buffer.",
     .tp_basicsize = sizeof(Chunk),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -293,7 +293,7 @@ column_rewind(BinaryColumn *col, const ColumnMark *mark)
     col->validity.len = (size_t)(mark->length + 7) >> 3;
 }
 
-/* ---------------------------------------------------------------- RecordColumns */
+/* ---------------------------------------------------------------- DecodedColumns */
 
 typedef struct {
     PyObject_HEAD
@@ -308,10 +308,10 @@ typedef struct {
     GrowBuf header_offsets;  /* int32 list offsets, rows + 1 */
     BinaryColumn header_keys;
     BinaryColumn header_values;
-} RecordColumns;
+} DecodedColumns;
 
 static int
-columns_start(RecordColumns *self)
+columns_start(DecodedColumns *self)
 {
     self->rows = 0;
     self->payload_bytes = 0;
@@ -327,7 +327,7 @@ columns_start(RecordColumns *self)
 }
 
 static void
-columns_free(RecordColumns *self)
+columns_free(DecodedColumns *self)
 {
     growbuf_free(&self->offsets);
     growbuf_free(&self->timestamps);
@@ -340,7 +340,7 @@ columns_free(RecordColumns *self)
 }
 
 static int
-RecordColumns_init(RecordColumns *self, PyObject *args, PyObject *kwds)
+DecodedColumns_init(DecodedColumns *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"include_headers", NULL};
     int include_headers = 0;
@@ -352,7 +352,7 @@ RecordColumns_init(RecordColumns *self, PyObject *args, PyObject *kwds)
 }
 
 static void
-RecordColumns_dealloc(RecordColumns *self)
+DecodedColumns_dealloc(DecodedColumns *self)
 {
     columns_free(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -360,7 +360,7 @@ RecordColumns_dealloc(RecordColumns *self)
 
 /* Room for one more row in the fixed-width columns. */
 static inline int
-columns_reserve_row(RecordColumns *self)
+columns_reserve_row(DecodedColumns *self)
 {
     if (self->rows >= INT32_LIMIT) {
         PyErr_SetString(PyExc_OverflowError,
@@ -376,7 +376,7 @@ columns_reserve_row(RecordColumns *self)
 }
 
 static inline void
-columns_put_row(RecordColumns *self, int64_t offset, int64_t timestamp, int32_t timestamp_type)
+columns_put_row(DecodedColumns *self, int64_t offset, int64_t timestamp, int32_t timestamp_type)
 {
     growbuf_put_i64(&self->offsets, offset);
     growbuf_put_i64(&self->timestamps, timestamp);
@@ -394,7 +394,7 @@ typedef struct {
 } ColumnsMark;
 
 static void
-columns_mark(const RecordColumns *self, ColumnsMark *mark)
+columns_mark(const DecodedColumns *self, ColumnsMark *mark)
 {
     mark->rows = self->rows;
     mark->payload_bytes = self->payload_bytes;
@@ -409,7 +409,7 @@ columns_mark(const RecordColumns *self, ColumnsMark *mark)
 }
 
 static void
-columns_rewind(RecordColumns *self, const ColumnsMark *mark)
+columns_rewind(DecodedColumns *self, const ColumnsMark *mark)
 {
     self->rows = mark->rows;
     self->payload_bytes = mark->payload_bytes;
@@ -545,7 +545,7 @@ as_int64(PyObject *obj, int64_t *out)
 /* Parse `count` records of `data`; on malformed input fill `reason` and return 1.
  * Returns -1 with a Python error set (memory, int32 overflow), 0 when fine. */
 static int
-decode_records(RecordColumns *self, const uint8_t *data, size_t size, long long count,
+decode_records(DecodedColumns *self, const uint8_t *data, size_t size, long long count,
                int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
                int64_t attributes, const OffsetRange *range, Py_ssize_t *kept_out,
                char *reason)
@@ -687,7 +687,7 @@ PyDoc_STRVAR(decode_v2_doc,
 "were, when the bytes are not `count` well-formed records.");
 
 static PyObject *
-RecordColumns_decode_v2(RecordColumns *self, PyObject *const *args, Py_ssize_t nargs)
+DecodedColumns_decode_v2(DecodedColumns *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 8) {
         PyErr_Format(PyExc_TypeError, "decode_v2() takes 8 arguments (%zd given)", nargs);
@@ -853,7 +853,7 @@ PyDoc_STRVAR(decode_run_doc,
 "Flags 1 and 2 can come together.");
 
 static PyObject *
-RecordColumns_decode_run(RecordColumns *self, PyObject *const *args, Py_ssize_t nargs)
+DecodedColumns_decode_run(DecodedColumns *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 10) {
         PyErr_Format(PyExc_TypeError, "decode_run() takes 10 arguments (%zd given)", nargs);
@@ -982,7 +982,7 @@ append_nullable(BinaryColumn *col, PyObject *obj, const char *what, long long *p
 }
 
 static int
-append_headers(RecordColumns *self, PyObject *headers)
+append_headers(DecodedColumns *self, PyObject *headers)
 {
     PyObject *items = PySequence_Fast(headers, "headers must be a sequence of (key, value)");
     if (items == NULL)
@@ -1017,7 +1017,7 @@ PyDoc_STRVAR(add_doc,
 "Append one decoded record (the legacy magic-0/1 path).");
 
 static PyObject *
-RecordColumns_add(RecordColumns *self, PyObject *const *args, Py_ssize_t nargs)
+DecodedColumns_add(DecodedColumns *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 6) {
         PyErr_Format(PyExc_TypeError, "add() takes 6 arguments (%zd given)", nargs);
@@ -1049,7 +1049,7 @@ PyDoc_STRVAR(take_columns_doc,
 "include_headers, else (int32 list offsets, header count, header keys, header values).");
 
 static PyObject *
-RecordColumns_take_columns(RecordColumns *self, PyObject *Py_UNUSED(ignored))
+DecodedColumns_take_columns(DecodedColumns *self, PyObject *Py_UNUSED(ignored))
 {
     PyObject *offsets = NULL, *timestamps = NULL, *types = NULL, *keys = NULL,
              *values = NULL, *headers = NULL, *list_offsets = NULL, *hkeys = NULL,
@@ -1094,55 +1094,55 @@ fail:
 }
 
 static Py_ssize_t
-RecordColumns_length(RecordColumns *self)
+DecodedColumns_length(DecodedColumns *self)
 {
     return self->rows;
 }
 
 static PyObject *
-RecordColumns_get_payload_bytes(RecordColumns *self, void *Py_UNUSED(closure))
+DecodedColumns_get_payload_bytes(DecodedColumns *self, void *Py_UNUSED(closure))
 {
     return PyLong_FromLongLong(self->payload_bytes);
 }
 
 static PyObject *
-RecordColumns_get_include_headers(RecordColumns *self, void *Py_UNUSED(closure))
+DecodedColumns_get_include_headers(DecodedColumns *self, void *Py_UNUSED(closure))
 {
     return PyBool_FromLong(self->include_headers);
 }
 
-static PyMethodDef RecordColumns_methods[] = {
-    {"decode_v2", (PyCFunction)(void (*)(void))RecordColumns_decode_v2, METH_FASTCALL,
+static PyMethodDef DecodedColumns_methods[] = {
+    {"decode_v2", (PyCFunction)(void (*)(void))DecodedColumns_decode_v2, METH_FASTCALL,
      decode_v2_doc},
-    {"decode_run", (PyCFunction)(void (*)(void))RecordColumns_decode_run, METH_FASTCALL,
+    {"decode_run", (PyCFunction)(void (*)(void))DecodedColumns_decode_run, METH_FASTCALL,
      decode_run_doc},
-    {"add", (PyCFunction)(void (*)(void))RecordColumns_add, METH_FASTCALL, add_doc},
-    {"take_columns", (PyCFunction)RecordColumns_take_columns, METH_NOARGS, take_columns_doc},
+    {"add", (PyCFunction)(void (*)(void))DecodedColumns_add, METH_FASTCALL, add_doc},
+    {"take_columns", (PyCFunction)DecodedColumns_take_columns, METH_NOARGS, take_columns_doc},
     {NULL},
 };
 
-static PyGetSetDef RecordColumns_getset[] = {
-    {"payload_bytes", (getter)RecordColumns_get_payload_bytes, NULL,
+static PyGetSetDef DecodedColumns_getset[] = {
+    {"payload_bytes", (getter)DecodedColumns_get_payload_bytes, NULL,
      "Key and value bytes accumulated since the last take.", NULL},
-    {"include_headers", (getter)RecordColumns_get_include_headers, NULL,
+    {"include_headers", (getter)DecodedColumns_get_include_headers, NULL,
      "Whether header columns are collected.", NULL},
     {NULL},
 };
 
-static PySequenceMethods RecordColumns_as_sequence = {(lenfunc)RecordColumns_length};
+static PySequenceMethods DecodedColumns_as_sequence = {(lenfunc)DecodedColumns_length};
 
-static PyTypeObject RecordColumnsType = {
+static PyTypeObject DecodedColumnsType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "segmentlog_datasource.format._fastrecords.RecordColumns",
-    .tp_doc = "RecordColumns(include_headers)\n\nDecoded records as Arrow column buffers.",
-    .tp_basicsize = sizeof(RecordColumns),
+    .tp_name = "segmentlog_datasource.format.fastpath._fastrecords.DecodedColumns",
+    .tp_doc = "DecodedColumns(include_headers)\n\nDecoded records as Arrow column buffers.",
+    .tp_basicsize = sizeof(DecodedColumns),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
     .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)RecordColumns_init,
-    .tp_dealloc = (destructor)RecordColumns_dealloc,
-    .tp_methods = RecordColumns_methods,
-    .tp_getset = RecordColumns_getset,
-    .tp_as_sequence = &RecordColumns_as_sequence,
+    .tp_init = (initproc)DecodedColumns_init,
+    .tp_dealloc = (destructor)DecodedColumns_dealloc,
+    .tp_methods = DecodedColumns_methods,
+    .tp_getset = DecodedColumns_getset,
+    .tp_as_sequence = &DecodedColumns_as_sequence,
 };
 
 /* ------------------------------------------------------------------ module */
@@ -1156,7 +1156,7 @@ static PyMethodDef fastrecords_functions[] = {
 static struct PyModuleDef fastrecords_module = {
     PyModuleDef_HEAD_INIT,
     .m_methods = fastrecords_functions,
-    .m_name = "segmentlog_datasource.format._fastrecords",
+    .m_name = "segmentlog_datasource.format.fastpath._fastrecords",
     .m_doc = "Compiled decoder of Kafka magic-2 records into Arrow column buffers.",
     .m_size = -1,
 };
@@ -1164,7 +1164,7 @@ static struct PyModuleDef fastrecords_module = {
 PyMODINIT_FUNC
 PyInit__fastrecords(void)
 {
-    if (PyType_Ready(&ChunkType) < 0 || PyType_Ready(&RecordColumnsType) < 0)
+    if (PyType_Ready(&ChunkType) < 0 || PyType_Ready(&DecodedColumnsType) < 0)
         return NULL;
 #ifdef HAVE_CRC32C_INSTRUCTION
     __builtin_cpu_init();
@@ -1174,12 +1174,12 @@ PyInit__fastrecords(void)
     if (module == NULL)
         return NULL;
     MalformedRecords = PyErr_NewExceptionWithDoc(
-        "segmentlog_datasource.format._fastrecords.MalformedRecords",
+        "segmentlog_datasource.format.fastpath._fastrecords.MalformedRecords",
         "The records section of a batch is not the records its header declares.",
         PyExc_ValueError, NULL);
     if (MalformedRecords == NULL ||
         PyModule_AddObjectRef(module, "MalformedRecords", MalformedRecords) < 0 ||
-        PyModule_AddObjectRef(module, "RecordColumns", (PyObject *)&RecordColumnsType) < 0 ||
+        PyModule_AddObjectRef(module, "DecodedColumns", (PyObject *)&DecodedColumnsType) < 0 ||
         PyModule_AddObjectRef(module, "Chunk", (PyObject *)&ChunkType) < 0 ||
         PyModule_AddIntConstant(module, "CRC32C_INSTRUCTION", have_crc32c_instruction) < 0 ||
         PyModule_AddIntConstant(module, "RUN_ENTRY_FOR_PYTHON", RUN_ENTRY_FOR_PYTHON) < 0 ||

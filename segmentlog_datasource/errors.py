@@ -1,0 +1,35 @@
+"""Errors of every layer. Each names the file and byte position, or the option, at fault."""
+from typing import Optional
+
+
+class SegmentLogError(Exception):
+    """Base class of every error segmentlog raises."""
+
+
+class CorruptLogError(SegmentLogError):
+    """A segment or index file holds bytes that Kafka would not accept."""
+
+    def __init__(self, path, position, reason):
+        self.path = str(path) if path is not None else None
+        self.position = position
+        self.reason = reason
+        where = self.path or "<buffer>"
+        if position is not None:
+            where = f"{where} at byte {position}"
+        super().__init__(f"{where}: {reason}")
+
+
+class UnsupportedFormatError(SegmentLogError):
+    """Bytes that are valid Kafka but use something this library cannot decode here."""
+
+
+class InvalidOptionError(SegmentLogError, ValueError):
+    """A read or write option is unknown or has a value that cannot be used."""
+
+    def __init__(self, message: str, option: Optional[str] = None):
+        self.option = option
+        super().__init__(message)
+
+    @classmethod
+    def for_value(cls, option: str, value, accepted: str) -> "InvalidOptionError":
+        return cls(f"option {option!r}: invalid value {value!r}; accepted: {accepted}", option)

@@ -1,0 +1,128 @@
+"""Entries of a segment: the header of a magic-2 record batch or of a magic-0/1 message.
+
+The byte layout is in `layout`; record decoding is in `v2` and `legacy`.
+"""
+from dataclasses import dataclass
+from typing import Optional
+
+from ..errors import CorruptLogError
+from .crc import crc32, crc32c
+from .layout import (
+    ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE,
+    ATTR_TRANSACTIONAL, CREATE_TIME, ENTRY_PREFIX, ENTRY_PREFIX_SIZE, LEGACY_ATTRIBUTES,
+    LEGACY_CRC_START, LEGACY_TIMESTAMP, LOG_APPEND_TIME, LOG_OVERHEAD, MIN_LEGACY_MESSAGE_SIZE,
+    NO_TIMESTAMP_TYPE, V1_TIMESTAMP, V2_CRC_START, V2_HEADER, V2_HEADER_SIZE,
+)
+
+
+@dataclass
+class BatchHeader:
+    """One magic-2 record batch, or one shallow magic-0/1 message, in a segment."""
+
+    position: int  # of the entry's first byte in its file
+    base_offset: int  # first offset (for legacy wrappers: first inner offset, when known)
+    last_offset: int
+    size: int  # whole entry, including the 12-byte offset+length prefix
+    magic: int
+    attributes: int
+    crc: int
+    partition_leader_epoch: int = -1
+    max_timestamp: int = -1
+    base_timestamp: int = -1
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+    record_count: Optional[int] = None
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & ATTR_COMPRESSION_MASK
+
+    @property
+    def timestamp_type(self) -> int:
+        if self.magic == 0:
+            return NO_TIMESTAMP_TYPE
+        return LOG_APPEND_TIME if self.attributes & ATTR_TIMESTAMP_TYPE else CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return self.magic >= 2 and bool(self.attributes & ATTR_TRANSACTIONAL)
+
+    @property
+    def is_control(self) -> bool:
+        return self.magic >= 2 and bool(self.attributes & ATTR_CONTROL)
+
+    @property
+    def delete_horizon_ms(self) -> Optional[int]:
+        if self.magic >= 2 and self.attributes & ATTR_DELETE_HORIZON:
+            return self.base_timestamp
+        return None
+
+    @property
+    def end_position(self) -> int:
+        return self.position + self.size
+
+
+def read_entry_header(view, pos: int, file_position: int, path=None,
+                      remaining: Optional[int] = None) -> Optional[BatchHeader]:
+    """Parse the entry at `pos` of `view` (file position `file_position`).
+
+    `remaining` is how many bytes the file holds from the entry on (default: the rest
+    of `view`; `view` need only hold the header bytes). Returns None when fewer bytes
+    remain than the entry declares (a torn tail); the caller decides whether that is
+    acceptable. Raises on impossible lengths or an unknown magic.
+    """
+    if remaining is None:
+        remaining = len(view) - pos
+    if remaining < ENTRY_PREFIX_SIZE:
+        return None
+    offset, length, epoch_or_crc, magic = ENTRY_PREFIX.unpack_from(view, pos)
+    if magic == 2:
+        if length < V2_HEADER_SIZE - LOG_OVERHEAD:
+            raise CorruptLogError(
+                path, file_position, f"record batch length {length} is smaller than a batch header"
+            )
+        if LOG_OVERHEAD + length > remaining:
+            return None
+        (base_offset, _, epoch, _, crc, attributes, last_delta, base_ts, max_ts,
+         producer_id, producer_epoch, base_sequence, count) = V2_HEADER.unpack_from(view, pos)
+        if last_delta < 0 or count < 0:
+            raise CorruptLogError(
+                path, file_position,
+                f"record batch at offset {base_offset} declares {count} records "
+                f"and last offset delta {last_delta}",
+            )
+        return BatchHeader(
+            file_position, base_offset, base_offset + last_delta, LOG_OVERHEAD + length, 2,
+            attributes, crc, epoch, max_ts, base_ts,
+            producer_id, producer_epoch, base_sequence, count,
+        )
+    if magic in (0, 1):
+        if length < MIN_LEGACY_MESSAGE_SIZE[magic]:
+            raise CorruptLogError(
+                path, file_position, f"message of magic {magic} has impossible size {length}"
+            )
+        if LOG_OVERHEAD + length > remaining:
+            return None
+        attributes = view[pos + LEGACY_ATTRIBUTES]
+        timestamp = -1
+        if magic == 1:
+            (timestamp,) = V1_TIMESTAMP.unpack_from(view, pos + LEGACY_TIMESTAMP)
+        return BatchHeader(
+            file_position, offset, offset, LOG_OVERHEAD + length, magic, attributes,
+            epoch_or_crc, max_timestamp=timestamp, base_timestamp=timestamp,
+        )
+    raise CorruptLogError(path, file_position, f"unknown magic byte {magic} at offset {offset}")
+
+
+def verify_checksum(view, pos: int, header: BatchHeader, path=None) -> None:
+    if header.magic == 2:
+        actual = crc32c(view[pos + V2_CRC_START : pos + header.size])
+    else:
+        actual = crc32(view[pos + LEGACY_CRC_START : pos + header.size])
+    if actual != header.crc:
+        raise CorruptLogError(
+            path, header.position,
+            f"checksum mismatch in {'record batch' if header.magic == 2 else 'message'} "
+            f"at offset {header.base_offset}: stored {header.crc:#010x}, computed {actual:#010x}",
+        )

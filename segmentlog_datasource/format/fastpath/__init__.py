@@ -1,0 +1,42 @@
+"""Record decoding into Arrow batches: a compiled accumulator and its pure-Python twin.
+
+Both have one interface (add, add_v2_batch, decode_run, len, payload_bytes, take);
+`make_accumulator` is the one place that picks between them.
+"""
+import warnings
+
+# States decode_run() reports, as bit flags (the compiled module is built with the same).
+RUN_ENTRY_FOR_PYTHON, RUN_FLUSH, RUN_DONE, RUN_END = 0, 1, 2, 4
+
+
+class FastPathUnavailableWarning(RuntimeWarning):
+    """The compiled decoder is unavailable: reads use the pure-Python one, about 6x slower."""
+
+
+_compiled_accumulator = None  # the compiled class once imported; False once it failed to
+
+
+def make_accumulator(include_headers: bool, use_fast_path: bool = True):
+    """An accumulator: the compiled one when built and wanted, else the pure-Python twin."""
+    global _compiled_accumulator
+    if use_fast_path:
+        if _compiled_accumulator is None:
+            try:
+                from .compiled import CompiledAccumulator
+            except ImportError as exc:
+                # Remembered, so the warning comes once per process and sys.path is
+                # searched once, not on every scan.
+                _compiled_accumulator = False
+                warnings.warn(
+                    f"segmentlog's compiled decoder is unavailable ({exc}); reads fall back "
+                    "to the pure-Python decoder, about 6x slower. To fix it, run "
+                    "`pip install .` in the segmentlog checkout with a C compiler present "
+                    "(or, for runs from the checkout, `python setup.py build_ext --inplace`).",
+                    FastPathUnavailableWarning, stacklevel=2)
+            else:
+                _compiled_accumulator = CompiledAccumulator
+        if _compiled_accumulator:
+            return _compiled_accumulator(include_headers)
+    from .pure import RecordAccumulator
+
+    return RecordAccumulator(include_headers)

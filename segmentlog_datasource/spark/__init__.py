@@ -1,0 +1,1 @@
+"""The Spark data source: thin adapters over the read layer and the writer engine."""

@@ -1,0 +1,34 @@
+"""The Spark data source: schema, batch reader and the write adapter's entry point."""
+from pyspark.sql.datasource import DataSource
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from ..format.arrow import arrow_schema
+
+
+def spark_schema(include_headers: bool) -> StructType:
+    """The schema of Spark's Kafka source, column for column: the Arrow schema reads yield."""
+    return from_arrow_schema(arrow_schema(include_headers))
+
+
+class SegmentLogDataSource(DataSource):
+    """`format("segmentlog")`: Kafka segment-log directories, read and written directly."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "segmentlog"
+
+    def schema(self):
+        from ..read.options import parse_bool
+
+        return spark_schema(parse_bool(self.options, "includeHeaders", False))
+
+    def reader(self, schema):
+        from .reader import make_reader
+
+        return make_reader(self.options, schema)
+
+    def writer(self, schema, overwrite: bool):
+        from .write import SegmentLogSparkWriter
+
+        return SegmentLogSparkWriter(self.options, schema, overwrite)
