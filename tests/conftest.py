@@ -1,29 +1,40 @@
+"""Shared fixtures. Tests live by layer (format, read, write, spark); helpers in support/.
+
+Every test that uses Spark carries the `spark` marker (added here to the tests under
+spark/ and to any test that takes the `spark` fixture): `pytest -m "not spark"` runs the
+Spark-free suite alone. Without pyspark installed, tests/spark is not collected.
+"""
+import importlib.util
 import os
 import shutil
 import sys
 
 import pytest
 
-FIXTURES_ENV = "SEGMENTLOG_FIXTURES"
+from support.fixtures import FIXTURES_ENV, fixtures_root
+
+HAVE_PYSPARK = importlib.util.find_spec("pyspark") is not None
+collect_ignore_glob = [] if HAVE_PYSPARK else ["spark/*"]
 
 
-def fixtures_root():
-    """The kafka-written fixtures' logdir, or None when SEGMENTLOG_FIXTURES is unset."""
-    root = os.environ.get(FIXTURES_ENV)
-    if not root:
-        return None
-    logdir = os.path.join(root, "logdir") if os.path.isdir(os.path.join(root, "logdir")) else root
-    return logdir
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "spark: the test runs Spark (deselect with -m 'not spark')")
+
+
+def pytest_collection_modifyitems(config, items):
+    spark_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark") + os.sep
+    for item in items:
+        if "spark" in item.fixturenames or str(item.fspath).startswith(spark_dir):
+            item.add_marker(pytest.mark.spark)
 
 
 @pytest.fixture(scope="session")
 def kafka_logdir():
     logdir = fixtures_root()
-    if logdir is None:
-        pytest.skip(f"{FIXTURES_ENV} is not set: the Kafka-written fixtures are not available "
-                    "(.ci/run sets it to ../shared/fixtures/kafka-written)")
     if not os.path.isdir(logdir):
-        pytest.fail(f"{FIXTURES_ENV} points at {logdir}, which is not a directory")
+        pytest.fail(f"the Kafka-written fixtures are not at {logdir} "
+                    f"(set {FIXTURES_ENV} to a fixture set)")
     return logdir
 
 
@@ -39,8 +50,18 @@ def kafka_logdir_copy(kafka_logdir, tmp_path):
     return str(target)
 
 
+@pytest.fixture
+def kafka_python_codecs(monkeypatch):
+    """kafka-python with the optional codec modules it lacks here (support.kafka_codecs)."""
+    from support.kafka_codecs import supply_missing_codecs
+
+    supply_missing_codecs(monkeypatch)
+
+
 @pytest.fixture(scope="session")
 def spark():
+    if not HAVE_PYSPARK:
+        pytest.fail("pyspark is not installed: pip install '.[test]' (or '.[spark]')")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession

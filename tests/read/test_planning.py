@@ -1,0 +1,160 @@
+"""Plans of pushed-down lookups on a generated log of hundreds of segments."""
+import os
+
+import pyarrow as pa
+import pytest
+
+from segmentlog_datasource.format.log import PartitionLog
+from segmentlog_datasource.read.options import parse_read_options
+from segmentlog_datasource.read.planning import Constraints, plan_fragments
+from segmentlog_datasource.writer import write_log
+
+RECORDS = 60_000
+BASE_TS = 1_700_000_000_000
+
+
+@pytest.fixture(scope="module")
+def many_segments(tmp_path_factory):
+    """Two partitions of 30,000 records each, in about 200 segments each."""
+    logdir = str(tmp_path_factory.mktemp("many-segments"))
+    ids = list(range(RECORDS))
+    table = pa.table({
+        "key": pa.array([b"k%d" % i for i in ids], pa.binary()),
+        "value": pa.array([b"value-%06d-" % i + b"x" * 40 for i in ids], pa.binary()),
+        "partition": pa.array([i % 2 for i in ids], pa.int32()),
+        "timestamp": pa.array([BASE_TS + i for i in ids], pa.timestamp("ms", tz="UTC")),
+    })
+    write_log(logdir, table, topic="events", num_partitions=2, batch_size=1024,
+              segment_bytes=8192, index_interval_bytes=1024)
+    return logdir
+
+
+def plan(logdir, constraints=None, **options):
+    return plan_fragments(parse_read_options({"path": logdir, **options}),
+                       constraints or Constraints())
+
+
+def test_the_log_has_hundreds_of_segments(many_segments):
+    for partition in (0, 1):
+        log = PartitionLog.open(os.path.join(many_segments, f"events-{partition}"))
+        assert len(log.segments) >= 150
+        assert log.end_offset() == RECORDS // 2
+
+
+def test_point_lookup_plans_one_split_of_a_few_kb(many_segments):
+    log = PartitionLog.open(os.path.join(many_segments, "events-1"))
+    for target in (0, 1, 12_345, 29_999):
+        c = Constraints()
+        c.restrict_topics(["events"])
+        c.restrict_partitions([1])
+        c.restrict_offsets(low=target, high=target + 1)
+        fragments = plan(many_segments, c)
+        assert len(fragments) == 1, target
+        fragment = fragments[0]
+        segment = log.segments[log.segment_index_for(target)]
+        assert fragment.log_path == segment.log_path
+        # From the index entry below the target to the entry after the one above it.
+        assert fragment.bytes <= 3 * 1024 + 2 * 1100, (target, fragment.bytes)
+        assert fragment.bytes < segment.size or segment.size <= 3 * 1024 + 2 * 1100
+
+
+def test_offset_range_plans_only_the_segments_it_spans(many_segments):
+    c = Constraints()
+    c.restrict_partitions([0])
+    c.restrict_offsets(low=10_000, high=10_500)
+    fragments = plan(many_segments, c)
+    log = PartitionLog.open(os.path.join(many_segments, "events-0"))
+    first, last = log.segment_index_for(10_000), log.segment_index_for(10_499)
+    assert [s.log_path for s in fragments] == [seg.log_path for seg in log.segments[first:last + 1]]
+    total = sum(seg.size for seg in log.segments)
+    assert sum(s.bytes for s in fragments) < total / 50
+
+
+def test_timestamp_lower_bound_skips_older_segments(many_segments):
+    c = Constraints()
+    c.restrict_partitions([0])
+    c.restrict_timestamps(low_us=(BASE_TS + 50_000) * 1000)
+    fragments = plan(many_segments, c)
+    full = plan(many_segments, Constraints(partitions=frozenset([0])))
+    assert 0 < len(fragments) < len(full) / 4
+    # Records with timestamps >= BASE_TS + 50000 have offsets >= 25000 in partition 0.
+    log = PartitionLog.open(os.path.join(many_segments, "events-0"))
+    assert fragments[0].log_path == log.segments[log.segment_index_for(25_000)].log_path or \
+        fragments[0].log_path == log.segments[log.segment_index_for(25_000) - 1].log_path
+
+
+@pytest.mark.parametrize("condition", [
+    "partition = 1 AND offset = 12345",
+    "offset BETWEEN 20000 AND 20100",
+    "partition = 0 AND offset IN (5, 9999, 29999, 40000)",
+    "timestamp >= timestamp_millis(1700000055000) AND timestamp < timestamp_millis(1700000055100)",
+    "timestamp > timestamp_millis(1700000059990)",
+])
+def test_pushed_lookups_equal_a_full_scan_then_filter(spark, pushdown, many_segments, condition):
+    def rows():
+        df = spark.read.format("segmentlog").load(many_segments).where(condition)
+        return sorted((r.partition, r.offset, bytes(r.value), r.timestamp) for r in df.collect())
+
+    pushdown(True)
+    pushed = rows()
+    pushdown(False)
+    scanned = rows()
+    assert pushed == scanned and pushed
+
+
+def test_small_segments_share_spark_partitions(many_segments):
+    from segmentlog_datasource.read.planning import group_fragments
+
+    read = parse_read_options({"path": many_segments})
+    fragments = plan_fragments(read, Constraints())
+    groups = group_fragments(fragments, read)
+    assert len(fragments) >= 300 and len(groups) < len(fragments) / 20
+    assert [s for group in groups for s in group] == fragments  # same fragments, same order
+    spread = parse_read_options({"path": many_segments, "minPartitions": "40"})
+    assert len(group_fragments(plan_fragments(spread, Constraints()), spread)) >= 40
+    per_records = parse_read_options({"path": many_segments, "maxRecordsPerPartition": "100"})
+    assert len(group_fragments(plan_fragments(per_records, Constraints()), per_records)) == \
+        len(plan_fragments(per_records, Constraints()))
+
+
+def test_offset_in_list_plans_one_lookup_per_value(many_segments):
+    c = Constraints()
+    c.restrict_partitions([0])
+    c.restrict_offsets(values=[5, 9_999, 29_999, 40_000])  # 40000 is past the log end
+    fragments = plan(many_segments, c)
+    log = PartitionLog.open(os.path.join(many_segments, "events-0"))
+    wanted = [log.segments[log.segment_index_for(v)].log_path for v in (5, 9_999, 29_999)]
+    assert [s.log_path for s in fragments] == wanted
+    assert all(s.bytes <= 3 * 1024 + 2 * 1100 for s in fragments)
+    near = Constraints()
+    near.restrict_partitions([0])
+    near.restrict_offsets(values=[100, 101, 102])  # one segment, one merged range
+    assert len(plan(many_segments, near)) == 1
+
+
+def test_a_log_growing_after_planning_reads_as_planned(tmp_path):
+    from segmentlog_datasource.format.scan import ScanOptions
+
+    logdir = str(tmp_path / "growing")
+    first = pa.table({"value": pa.array([b"a%d" % i for i in range(500)], pa.binary())})
+    write_log(logdir, first, topic="live", num_partitions=1, segment_bytes=4096, batch_size=512)
+    fragments = plan(logdir)
+    more = pa.table({"value": pa.array([b"b%d" % i for i in range(500)], pa.binary())})
+    write_log(logdir, more, topic="live", segment_bytes=4096, batch_size=512)  # new segments
+    rows = [row for fragment in fragments
+            for batch in fragment.scan(ScanOptions())
+            for row in batch.column("value").to_pylist()]
+    assert rows == [b"a%d" % i for i in range(500)]
+    assert len(PartitionLog.open(os.path.join(logdir, "live-0")).segments) > len(fragments)
+
+
+def test_bytes_appended_to_the_active_segment_after_planning_are_not_read(kafka_logdir_copy):
+    from segmentlog_datasource.format.scan import ScanOptions
+
+    partition_dir = os.path.join(kafka_logdir_copy, "live-0")
+    fragments = plan(partition_dir)
+    with open(os.path.join(partition_dir, "00000000000000000093.log"), "ab") as log:
+        log.write(b"\xff" * 5000)  # a broker still writing: not there when planned
+    offsets = [o for fragment in fragments for batch in fragment.scan(ScanOptions())
+               for o in batch.column("offset").to_pylist()]
+    assert offsets == list(range(155))

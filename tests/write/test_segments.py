@@ -1,0 +1,128 @@
+"""Segment rolls and index entries placed exactly as Kafka placed them in the fixtures."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from segmentlog_datasource.writer.job import WriteJob
+from segmentlog_datasource.writer.options import WriteOptions
+from segmentlog_datasource.writer.segments import plan_segments
+from segmentlog_datasource.writer.task import PartitionBatches, TaskResult
+
+from support.manifest import b64
+from support.kafka_logs import check_partition_indexes, decode_partition
+from segmentlog_datasource.format.v2_encode import build_record_batch
+
+# One batch per LogSegment.append call and contiguous offsets: the leader path the writer
+# takes. (plain-2 appends several batches at once, compacted-0 has offset gaps and
+# bigoffset-0 jumps offsets, so they are not the writer's case.)
+LEADER_PATH = ["plain-0", "plain-1", "codec-gzip-0", "codec-snappy-0", "codec-lz4-0",
+               "codec-zstd-0", "logappend-0", "txn-0"]
+
+
+def manifest(logdir, name):
+    with open(os.path.join(logdir, f"{name}.manifest.json")) as handle:
+        return json.load(handle)
+
+
+def config_kwargs(config):
+    return dict(segment_bytes=config["segment.bytes"], segment_ms=config["segment.ms"],
+                segment_index_bytes=config["segment.index.bytes"],
+                index_interval_bytes=config["index.interval.bytes"])
+
+
+@pytest.mark.parametrize("name", LEADER_PATH)
+def test_plan_matches_kafka(kafka_logdir, name):
+    m = manifest(kafka_logdir, name)
+    batches = [b for s in m["segments"] for b in s["batches"]]
+    # The leader-path cases have contiguous offsets, as the planner's input assumes.
+    assert all(b2["base_offset"] == b1["last_offset"] + 1 for b1, b2 in zip(batches, batches[1:]))
+    plans = plan_segments(
+        batches[0]["base_offset"], [b["size_in_bytes"] for b in batches],
+        [b["last_offset"] - b["base_offset"] + 1 for b in batches],
+        [b["max_timestamp"] for b in batches], **config_kwargs(m["config"]))
+    assert [p.base_offset for p in plans] == [s["base_offset"] for s in m["segments"]]
+    for plan, segment in zip(plans, m["segments"]):
+        assert plan.size == segment["log_size"]
+        assert [list(e) for e in zip(plan.index_offsets, plan.index_positions)] == \
+            segment["offset_index"]["entries"]
+        assert [list(e) for e in zip(plan.time_timestamps, plan.time_offsets)] == \
+            segment["time_index"]["entries"]
+        with open(os.path.join(kafka_logdir, name, segment["offset_index"]["file"]), "rb") as f:
+            assert plan.offset_index_bytes() == f.read()
+        with open(os.path.join(kafka_logdir, name, segment["time_index"]["file"]), "rb") as f:
+            assert plan.time_index_bytes() == f.read()
+
+
+def test_roll_rules():
+    # segment.bytes: a segment takes a batch only while it fits, but always takes one
+    plans = plan_segments(0, [400] * 5 + [5000], [1] * 6, [1] * 6, segment_bytes=1000,
+                          segment_ms=10**12, segment_index_bytes=10**6, index_interval_bytes=4096)
+    assert [(p.base_offset, p.batch_count, p.size) for p in plans] == \
+        [(0, 2, 800), (2, 2, 800), (4, 1, 400), (5, 1, 5000)]
+    # segment.ms: rolls when a batch's max timestamp is too far past the first batch's
+    plans = plan_segments(10, [100] * 4, [2] * 4, [1000, 1500, 2001, 2100], segment_bytes=10**6,
+                          segment_ms=1000, segment_index_bytes=10**6, index_interval_bytes=4096)
+    assert [p.base_offset for p in plans] == [10, 14]
+    # a full offset index (segment.index.bytes / 8 entries) rolls the segment; the time
+    # index keeps its last slot for the roll entry
+    plans = plan_segments(0, [100] * 12, [1] * 12, list(range(1, 13)), segment_bytes=10**6,
+                          segment_ms=10**12, segment_index_bytes=36, index_interval_bytes=0)
+    assert all(len(p.time_timestamps) <= 3 and len(p.index_offsets) <= 4 for p in plans)
+    assert sum(p.batch_count for p in plans) == 12
+    # relative offsets must fit 32 bits
+    plans = plan_segments(0, [100, 100], [2**31 - 10, 20], [1, 1], segment_bytes=10**6,
+                          segment_ms=10**12, segment_index_bytes=10**6, index_interval_bytes=4096)
+    assert [p.base_offset for p in plans] == [0, 2**31 - 10]
+
+
+def test_commit_writes_kafkas_files_for_plain_0(kafka_logdir, tmp_path):
+    """Feed the commit exactly plain-0's batches (re-encoded from its records, as a task
+    would stage them): segment names, index files and segment bytes come out as Kafka's."""
+    m = manifest(kafka_logdir, "plain-0")
+    logdir = str(tmp_path / "logdir")
+    options = WriteOptions.from_mapping(
+        {"segment.bytes": 65536, "index.interval.bytes": 4096, "numPartitions": 1})
+    job = WriteJob(logdir, topic="plain", options=options)
+    staged = bytearray()
+    positions, sizes, counts, max_ts = [], [], [], []
+    for segment in m["segments"]:
+        for batch in segment["batches"]:
+            records = [(b64(r["key"]), b64(r["value"]), r["timestamp"],
+                        [(k, b64(v)) for k, v in r["headers"]]) for r in batch["records"]]
+            data = build_record_batch(records)  # at relative offset 0, as a task stages it
+            positions.append(len(staged))
+            sizes.append(len(data))
+            counts.append(len(records))
+            max_ts.append(batch["max_timestamp"])
+            staged += data
+    with open(os.path.join(job.staging_dir, "task-0.batches"), "wb") as handle:
+        handle.write(staged)
+    result = TaskResult(job.job_id, 0, 0, "task-0.batches", records=sum(counts), bytes=len(staged))
+    result.partitions[("plain", 0)] = PartitionBatches(
+        np.array(positions), np.array(sizes), np.array(counts), np.array(max_ts))
+    result.topic_counts["plain"] = 1
+    job.commit([result])
+
+    ours = os.path.join(logdir, "plain-0")
+    kafka = os.path.join(kafka_logdir, "plain-0")
+    expected = sorted(f for f in os.listdir(kafka) if not f.endswith(".snapshot"))
+    assert sorted(os.listdir(ours)) == expected
+    epochs = {b["base_offset"]: b["partition_leader_epoch"] for s in m["segments"]
+              for b in s["batches"]}
+    for name in expected:
+        with open(os.path.join(ours, name), "rb") as a, open(os.path.join(kafka, name), "rb") as b:
+            mine, theirs = bytearray(a.read()), bytearray(b.read())
+        if name.endswith(".log"):
+            # the only difference: Kafka's leader epoch changed during the write, ours is 0
+            pos = 0
+            while pos < len(theirs):
+                base = int.from_bytes(theirs[pos : pos + 8], "big")
+                assert mine[pos + 12 : pos + 16] == b"\x00\x00\x00\x00"
+                mine[pos + 12 : pos + 16] = epochs[base].to_bytes(4, "big", signed=True)
+                pos += 12 + int.from_bytes(theirs[pos + 8 : pos + 12], "big")
+        assert mine == theirs, name
+    assert not [n for n in os.listdir(logdir) if n.startswith(".")]
+    check_partition_indexes(ours)
+    assert len(decode_partition(ours)) == 371
