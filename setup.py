@@ -1,6 +1,6 @@
 """segmentlog: read and write Apache Kafka segment logs as a PySpark data source."""
-import hashlib
 import os
+import runpy
 import sys
 
 from setuptools import Extension, find_packages, setup
@@ -23,18 +23,22 @@ class OptionalBuildExt(build_ext):
             sys.stderr.write(f"segmentlog: could not build {ext.name} ({exc}); using pure Python\n")
 
 
-FAST_SOURCE = os.path.join("segmentlog_datasource", "format", "fastpath", "_fastrecords.c")
+FASTPATH = os.path.join("segmentlog_datasource", "format", "fastpath")
+FAST_SOURCE = os.path.join(FASTPATH, "_fastrecords.c")
 ext_modules = []
 if os.path.exists(FAST_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
-    with open(FAST_SOURCE, "rb") as source:
-        source_sha256 = hashlib.sha256(source.read()).hexdigest()
+    # Run, not imported: the package's dependencies need not be installed yet.
+    buildinfo = runpy.run_path(os.path.join(FASTPATH, "buildinfo.py"))
     ext_modules.append(
         Extension(
             "segmentlog_datasource.format.fastpath._fastrecords",
             sources=[FAST_SOURCE],
-            # The module carries the hash of its source: compiled.py, run from a checkout, loads
-            # another copy's build only when it was built from the checkout's _fastrecords.c.
-            define_macros=[("SEGMENTLOG_SOURCE_SHA256", f'"{source_sha256}"')],
+            # Kafka's layout and the run states as macros, read from the Python definitions,
+            # and SEGMENTLOG_SOURCE_SHA256: compiled.py, run from a checkout, loads another
+            # copy's build only when it was built from the checkout's source and values.
+            define_macros=buildinfo["define_macros"](FASTPATH),
+            depends=[os.path.normpath(os.path.join(FASTPATH, relative))
+                     for relative in buildinfo["COMPILED_CONSTANTS"]],
             extra_compile_args=["-O3"],
         )
     )

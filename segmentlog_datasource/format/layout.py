@@ -1,7 +1,9 @@
 """Where each field of Kafka's on-disk entries lives, and the limits of its values.
 
 The one definition that the readers, the encoder, the writer engine and the compiled
-decoder use (setup.py passes these values to the C code; a test checks the build).
+decoder use: setup.py runs this file (it imports nothing but struct) and passes the
+values the C code needs as macros (fastpath/buildinfo.py lists them; a test checks the
+build).
 
 Every entry in a segment starts with the same 17 bytes: int64 offset, int32 length
 (bytes after this field), 4 bytes that are the partition leader epoch (magic 2) or the
@@ -9,8 +11,6 @@ CRC (magic 0/1), then int8 magic. Magic 2 batches are checked with CRC32C over
 everything from the attributes on; magic 0/1 messages with CRC32 from the magic on.
 """
 import struct
-
-import numpy as np
 
 INT32_MAX = 2**31 - 1
 MAX_OFFSET = 2**63 - 1  # exclusive upper bound meaning "no end"
@@ -44,9 +44,6 @@ V2_PRODUCER_EPOCH = 51
 V2_BASE_SEQUENCE = 53
 V2_RECORD_COUNT = 57
 V2_CRC_START = V2_ATTRIBUTES  # CRC32C covers the attributes onwards
-# The fields a writer sets when it places an encoded batch, none of them CRC-covered.
-V2_PLACEMENT_FIELDS = np.dtype([("base_offset", ">i8"), ("length", ">i4"),
-                                ("leader_epoch", ">i4")])
 
 ATTR_COMPRESSION_MASK = 0x07
 ATTR_TIMESTAMP_TYPE = 0x08  # set: LogAppendTime
@@ -71,4 +68,3 @@ NO_TIMESTAMP_TYPE, CREATE_TIME, LOG_APPEND_TIME = -1, 0, 1
 TIMESTAMP_TYPE_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 
 assert V2_HEAD.size + V2_CRC_COVERED.size == V2_HEADER_SIZE == 61
-assert V2_PLACEMENT_FIELDS.itemsize == V2_MAGIC

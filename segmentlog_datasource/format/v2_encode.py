@@ -33,7 +33,7 @@ from .layout import (
     ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD,
     NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, V2_CRC_COVERED,
     V2_HEADER_SIZE,
-    V2_BASE_OFFSET, V2_HEAD, V2_LEADER_EPOCH, V2_LENGTH_OVERHEAD, V2_PLACEMENT_FIELDS,
+    V2_BASE_OFFSET, V2_HEAD, V2_LEADER_EPOCH, V2_LENGTH_OVERHEAD, V2_MAGIC,
 )
 from .varint import positive_varint_sizes, signed_varint_sizes, varint_concat, varint_sizes
 
@@ -345,6 +345,10 @@ def build_record_batch(records: Iterable, *, base_offset: int = 0,
 
 # ------------------------------------------------------------------------ placing
 
+# The fields a writer sets when it places an encoded batch, none of them CRC-covered.
+V2_PLACEMENT_FIELDS = np.dtype([("base_offset", ">i8"), ("length", ">i4"),
+                                ("leader_epoch", ">i4")])
+assert V2_PLACEMENT_FIELDS.itemsize == V2_MAGIC  # the magic byte follows them
 _BASE_OFFSET_BYTES = np.arange(V2_BASE_OFFSET, V2_BASE_OFFSET + 8, dtype=np.int64)
 _EPOCH_BYTES = np.arange(V2_LEADER_EPOCH, V2_LEADER_EPOCH + 4, dtype=np.int64)
 
@@ -353,7 +357,7 @@ def placement_fields(base_offsets, sizes, partition_leader_epoch: int) -> np.nda
     """baseOffset, batchLength and partitionLeaderEpoch of batches placed at `base_offsets`.
 
     These are each batch's first bytes and none is CRC-covered; `sizes` are whole batch
-    sizes. One record per batch, of dtype layout.V2_PLACEMENT_FIELDS.
+    sizes. One record per batch, of dtype V2_PLACEMENT_FIELDS.
     """
     fields = np.empty(len(sizes), dtype=V2_PLACEMENT_FIELDS)
     fields["base_offset"] = base_offsets

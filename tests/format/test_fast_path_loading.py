@@ -3,16 +3,17 @@
 Spark's Python workers put their working directory first on sys.path, so a job started
 from a checkout imports the checkout's package, which has no extension built beside it.
 compiled.py then loads the installed copy's build, but only one built from the checkout's
-own _fastrecords.c; otherwise make_accumulator warns once (FastPathUnavailableWarning)
-and reads with the pure-Python decoder.
+own _fastrecords.c and the Python values compiled into it (layout.py, fastpath/protocol.py:
+buildinfo.source_sha256); otherwise make_accumulator warns once
+(FastPathUnavailableWarning) and reads with the pure-Python decoder.
 
 Each test copies this checkout's package source (no .so) to a temporary directory and
 runs a real Python subprocess there, with that directory first on sys.path and the
 installed package (the one these tests import) on the path as well.
 """
-import hashlib
 import importlib.machinery
 import json
+import runpy
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,7 @@ import segmentlog_datasource
 from support.paths import CHECKOUT
 
 INSTALLED_SITE = Path(segmentlog_datasource.__file__).resolve().parent.parent
+FASTPATH = Path("segmentlog_datasource", "format", "fastpath")
 INSTALLED_BUILDS = [
     path for suffix in importlib.machinery.EXTENSION_SUFFIXES
     for path in (INSTALLED_SITE / "segmentlog_datasource" / "format" / "fastpath").glob("_fastrecords" + suffix)
@@ -111,11 +113,12 @@ def run_probe(copy, drop_installed=False):
 def test_checkout_run_loads_the_installed_build(tmp_path):
     from segmentlog_datasource.format.fastpath import _fastrecords
 
-    source = (CHECKOUT / "segmentlog_datasource" / "format" / "fastpath" / "_fastrecords.c"
-              ).read_bytes()
-    assert getattr(_fastrecords, "SOURCE_SHA256", None) == hashlib.sha256(source).hexdigest(), (
-        f"the installed {_fastrecords.__file__} was not built from {CHECKOUT}'s _fastrecords.c; "
-        f"reinstall with: pip install {CHECKOUT}")
+    # As setup.py computes it: buildinfo.py run, not imported.
+    buildinfo = runpy.run_path(str(CHECKOUT / FASTPATH / "buildinfo.py"))
+    assert getattr(_fastrecords, "SOURCE_SHA256", None) == \
+        buildinfo["source_sha256"](str(CHECKOUT / FASTPATH)), (
+        f"the installed {_fastrecords.__file__} was not built from {CHECKOUT}'s _fastrecords.c "
+        f"and Python values; reinstall with: pip install {CHECKOUT}")
     report = run_probe(copy_checkout(tmp_path))
     assert report["fast"], report
     assert Path(report["compiled"]).resolve() in [path.resolve() for path in INSTALLED_BUILDS]
@@ -123,11 +126,42 @@ def test_checkout_run_loads_the_installed_build(tmp_path):
 
 
 @requires_installed_build
-def test_build_of_other_source_is_not_loaded(tmp_path):
+def test_build_survives_comments_in_the_python_definitions(tmp_path):
+    # Only the values of layout.py and protocol.py are compiled in, so only they count.
     copy = copy_checkout(tmp_path)
-    c_source = copy / "segmentlog_datasource" / "format" / "fastpath" / "_fastrecords.c"
-    with open(c_source, "a") as source:
+    for name in ("layout.py", "fastpath/protocol.py"):
+        with open(copy / "segmentlog_datasource" / "format" / name, "a") as source:
+            source.write("# a comment added after the installed build\n")
+    report = run_probe(copy)
+    assert report["fast"] and report["warnings"] == [], report
+
+
+def change_c_source(copy):
+    with open(copy / FASTPATH / "_fastrecords.c", "a") as source:
         source.write("/* changed after the installed build */\n")
+
+
+def change_a_run_state(copy):
+    protocol = copy / FASTPATH / "protocol.py"
+    text = protocol.read_text()
+    assert "RUN_END = 4" in text
+    protocol.write_text(text.replace("RUN_END = 4", "RUN_END = 8"))  # still a free bit
+
+
+def change_a_layout_value(copy):
+    layout = copy / "segmentlog_datasource" / "format" / "layout.py"
+    text = layout.read_text()
+    assert "ATTR_DELETE_HORIZON = 0x40" in text and "ATTR_CONTROL = 0x20" in text
+    # Swap two bits the probe's batch does not set: the pure reading is unchanged.
+    layout.write_text(text.replace("ATTR_DELETE_HORIZON = 0x40", "ATTR_DELETE_HORIZON = 0x20")
+                      .replace("ATTR_CONTROL = 0x20", "ATTR_CONTROL = 0x40"))
+
+
+@requires_installed_build
+@pytest.mark.parametrize("change", [change_c_source, change_a_run_state, change_a_layout_value])
+def test_build_of_other_source_is_not_loaded(tmp_path, change):
+    copy = copy_checkout(tmp_path)
+    change(copy)
     report = run_probe(copy)
     assert not report["fast"] and report["accumulator"] == "RecordAccumulator", report
     assert report["compiled"] is None, report

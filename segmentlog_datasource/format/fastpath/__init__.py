@@ -5,8 +5,10 @@ Both have one interface (add, add_v2_batch, decode_run, len, payload_bytes, take
 """
 import warnings
 
-# States decode_run() reports, as bit flags (the compiled module is built with the same).
-RUN_ENTRY_FOR_PYTHON, RUN_FLUSH, RUN_DONE, RUN_END = 0, 1, 2, 4
+from .protocol import RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH
+
+__all__ = ["FastPathUnavailableWarning", "RUN_DONE", "RUN_END", "RUN_ENTRY_FOR_PYTHON",
+           "RUN_FLUSH", "make_accumulator"]
 
 
 class FastPathUnavailableWarning(RuntimeWarning):

@@ -8,24 +8,90 @@
  * hands the buffers to Python as Chunk objects that expose them through the buffer
  * protocol, so pyarrow wraps them without a copy.
  *
- * Validation mirrors records.decode_v2_records: every record of the batch is parsed
+ * Validation mirrors v2.decode_v2_records: every record of the batch is parsed
  * and checked (header keys must be UTF-8) whether or not its offset is kept. A batch
  * that fails leaves the columns as they were before it (MalformedRecords is raised).
  *
  * decode_run() walks a mapped segment itself, batch after batch, while the batches are
- * plain (uncompressed magic 2, nothing for a transaction filter to decide); scan loops
- * that use it pay Python's per-batch cost only for the other entries.
+ * plain (uncompressed magic 2, nothing for a transaction filter to decide); the scan
+ * loop pays Python's per-batch cost only for the other entries.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-#define INT32_LIMIT 0x7fffffffLL
-#define ATTR_COMPRESSION_MASK 0x07
-#define ATTR_LOG_APPEND_TIME 0x08
-#define ATTR_TRANSACTIONAL 0x10
-#define ATTR_CONTROL 0x20
+/* Kafka's layout (layout.py) and the decode_run() states (fastpath/protocol.py) are
+ * defined once, in Python: setup.py passes them as macros (fastpath/buildinfo.py lists
+ * them), and the module exports the values it was built with. */
+#ifndef LOG_OVERHEAD
+#error "LOG_OVERHEAD is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef V2_HEADER_SIZE
+#error "V2_HEADER_SIZE is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef V2_BASE_OFFSET
+#error "V2_BASE_OFFSET is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef V2_LENGTH
+#error "V2_LENGTH is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef V2_MAGIC
+#error "V2_MAGIC is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef V2_CRC
+#error "V2_CRC is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef V2_ATTRIBUTES
+#error "V2_ATTRIBUTES is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef V2_LAST_OFFSET_DELTA
+#error "V2_LAST_OFFSET_DELTA is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef V2_BASE_TIMESTAMP
+#error "V2_BASE_TIMESTAMP is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef V2_MAX_TIMESTAMP
+#error "V2_MAX_TIMESTAMP is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef V2_RECORD_COUNT
+#error "V2_RECORD_COUNT is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef V2_CRC_START
+#error "V2_CRC_START is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef ATTR_COMPRESSION_MASK
+#error "ATTR_COMPRESSION_MASK is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef ATTR_TIMESTAMP_TYPE
+#error "ATTR_TIMESTAMP_TYPE is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef ATTR_TRANSACTIONAL
+#error "ATTR_TRANSACTIONAL is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef ATTR_CONTROL
+#error "ATTR_CONTROL is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef CREATE_TIME
+#error "CREATE_TIME is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef LOG_APPEND_TIME
+#error "LOG_APPEND_TIME is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef RUN_ENTRY_FOR_PYTHON
+#error "RUN_ENTRY_FOR_PYTHON is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef RUN_FLUSH
+#error "RUN_FLUSH is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef RUN_DONE
+#error "RUN_DONE is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef RUN_END
+#error "RUN_END is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+
+#define INT32_LIMIT 0x7fffffffLL /* Arrow's int32 offsets and lengths */
 
 static PyObject *MalformedRecords;
 
@@ -551,8 +617,8 @@ decode_records(DecodedColumns *self, const uint8_t *data, size_t size, long long
                char *reason)
 {
     /* LogAppendTime batches report the broker's append time (maxTimestamp) for all. */
-    const int log_append_time = (attributes & ATTR_LOG_APPEND_TIME) != 0;
-    const int32_t timestamp_type = log_append_time ? 1 : 0;
+    const int log_append_time = (attributes & ATTR_TIMESTAMP_TYPE) != 0;
+    const int32_t timestamp_type = log_append_time ? LOG_APPEND_TIME : CREATE_TIME;
     const uint8_t *p = data;
     const uint8_t *end = data + size;
     const uint8_t *prefetched = data;
@@ -722,16 +788,6 @@ DecodedColumns_decode_v2(DecodedColumns *self, PyObject *const *args, Py_ssize_t
 
 /* --------------------------------------------------------- runs of plain batches */
 
-#define LOG_OVERHEAD 12
-#define V2_HEADER_SIZE 61
-#define V2_CRC_START 21
-
-/* decode_run() stop states (bit flags): */
-#define RUN_ENTRY_FOR_PYTHON 0 /* the entry at the position needs the Python loop */
-#define RUN_FLUSH 1            /* take() the accumulated rows, then go on */
-#define RUN_DONE 2             /* the offset range is exhausted: stop the scan */
-#define RUN_END 4              /* reached end_position */
-
 static inline uint64_t
 be64(const uint8_t *p)
 {
@@ -746,6 +802,12 @@ be32(const uint8_t *p)
     uint32_t v;
     memcpy(&v, p, 4);
     return __builtin_bswap32(v);
+}
+
+static inline uint16_t
+be16(const uint8_t *p)
+{
+    return (uint16_t)((p[0] << 8) | p[1]);
 }
 
 /* A Python int bound clamped into int64; `above` / `below` say it did not fit. */
@@ -844,13 +906,14 @@ PyDoc_STRVAR(decode_run_doc,
 "scan_segment's loop does for plain batches: uncompressed, non-transactional (or any,\n"
 "when `transactions` is false) magic-2 batches, control and empty batches, and batches\n"
 "outside [min_offset, end_offset). crc32c is the checksum function, or None to skip\n"
-"verification. Stops, returning the position reached and a state of bit flags, when:\n"
-"  0  the entry at `position` needs the Python loop (another magic, compression,\n"
-"     a transactional batch, a torn or damaged entry: Python reports the error);\n"
-"  1  max_rows rows or max_bytes key/value bytes are accumulated (take() them);\n"
-"  2  the batch just read reaches end_offset - 1, or the next starts at end_offset;\n"
-"  4  position reached end_position.\n"
-"Flags 1 and 2 can come together.");
+"verification. Stops, returning the position reached and a state of bit flags\n"
+"(fastpath/protocol.py), when:\n"
+"  RUN_ENTRY_FOR_PYTHON  the entry at `position` needs the Python loop (another magic,\n"
+"     compression, a transactional batch, a torn or damaged entry: Python reports it);\n"
+"  RUN_FLUSH  max_rows rows or max_bytes key/value bytes are accumulated (take() them);\n"
+"  RUN_DONE  the batch just read reaches end_offset - 1, or the next starts at end_offset;\n"
+"  RUN_END  position reached end_position.\n"
+"RUN_FLUSH and RUN_DONE can come together.");
 
 static PyObject *
 DecodedColumns_decode_run(DecodedColumns *self, PyObject *const *args, Py_ssize_t nargs)
@@ -885,18 +948,18 @@ DecodedColumns_decode_run(DecodedColumns *self, PyObject *const *args, Py_ssize_
         const uint8_t *entry = base + position;
         int64_t remaining = size - position;
         /* Anything but a complete, sane magic-2 header goes to read_entry_header. */
-        if (remaining < V2_HEADER_SIZE || entry[16] != 2) {
+        if (remaining < V2_HEADER_SIZE || entry[V2_MAGIC] != 2) {
             state = RUN_ENTRY_FOR_PYTHON;
             break;
         }
-        int32_t length = (int32_t)be32(entry + 8);
-        int64_t base_offset = (int64_t)be64(entry);
-        uint32_t stored_crc = be32(entry + 17);
-        uint16_t attributes = (uint16_t)((entry[21] << 8) | entry[22]);
-        int32_t last_delta = (int32_t)be32(entry + 23);
-        int64_t base_timestamp = (int64_t)be64(entry + 27);
-        int64_t max_timestamp = (int64_t)be64(entry + 35);
-        int32_t count = (int32_t)be32(entry + 57);
+        int32_t length = (int32_t)be32(entry + V2_LENGTH);
+        int64_t base_offset = (int64_t)be64(entry + V2_BASE_OFFSET);
+        uint32_t stored_crc = be32(entry + V2_CRC);
+        uint16_t attributes = be16(entry + V2_ATTRIBUTES);
+        int32_t last_delta = (int32_t)be32(entry + V2_LAST_OFFSET_DELTA);
+        int64_t base_timestamp = (int64_t)be64(entry + V2_BASE_TIMESTAMP);
+        int64_t max_timestamp = (int64_t)be64(entry + V2_MAX_TIMESTAMP);
+        int32_t count = (int32_t)be32(entry + V2_RECORD_COUNT);
         int64_t last_offset;
         if (length < V2_HEADER_SIZE - LOG_OVERHEAD || LOG_OVERHEAD + (int64_t)length > remaining ||
             last_delta < 0 || count < 0 ||
@@ -1161,6 +1224,37 @@ static struct PyModuleDef fastrecords_module = {
     .m_size = -1,
 };
 
+/* The values this build was compiled with, for a test to compare with Python's. */
+#define COMPILED_CONSTANT(name) {#name, (long)(name)}
+static const struct {
+    const char *name;
+    long value;
+} compiled_constants[] = {
+    COMPILED_CONSTANT(LOG_OVERHEAD),
+    COMPILED_CONSTANT(V2_HEADER_SIZE),
+    COMPILED_CONSTANT(V2_BASE_OFFSET),
+    COMPILED_CONSTANT(V2_LENGTH),
+    COMPILED_CONSTANT(V2_MAGIC),
+    COMPILED_CONSTANT(V2_CRC),
+    COMPILED_CONSTANT(V2_ATTRIBUTES),
+    COMPILED_CONSTANT(V2_LAST_OFFSET_DELTA),
+    COMPILED_CONSTANT(V2_BASE_TIMESTAMP),
+    COMPILED_CONSTANT(V2_MAX_TIMESTAMP),
+    COMPILED_CONSTANT(V2_RECORD_COUNT),
+    COMPILED_CONSTANT(V2_CRC_START),
+    COMPILED_CONSTANT(ATTR_COMPRESSION_MASK),
+    COMPILED_CONSTANT(ATTR_TIMESTAMP_TYPE),
+    COMPILED_CONSTANT(ATTR_TRANSACTIONAL),
+    COMPILED_CONSTANT(ATTR_CONTROL),
+    COMPILED_CONSTANT(CREATE_TIME),
+    COMPILED_CONSTANT(LOG_APPEND_TIME),
+    COMPILED_CONSTANT(RUN_ENTRY_FOR_PYTHON),
+    COMPILED_CONSTANT(RUN_FLUSH),
+    COMPILED_CONSTANT(RUN_DONE),
+    COMPILED_CONSTANT(RUN_END),
+};
+#undef COMPILED_CONSTANT
+
 PyMODINIT_FUNC
 PyInit__fastrecords(void)
 {
@@ -1181,16 +1275,20 @@ PyInit__fastrecords(void)
         PyModule_AddObjectRef(module, "MalformedRecords", MalformedRecords) < 0 ||
         PyModule_AddObjectRef(module, "DecodedColumns", (PyObject *)&DecodedColumnsType) < 0 ||
         PyModule_AddObjectRef(module, "Chunk", (PyObject *)&ChunkType) < 0 ||
-        PyModule_AddIntConstant(module, "CRC32C_INSTRUCTION", have_crc32c_instruction) < 0 ||
-        PyModule_AddIntConstant(module, "RUN_ENTRY_FOR_PYTHON", RUN_ENTRY_FOR_PYTHON) < 0 ||
-        PyModule_AddIntConstant(module, "RUN_FLUSH", RUN_FLUSH) < 0 ||
-        PyModule_AddIntConstant(module, "RUN_DONE", RUN_DONE) < 0 ||
-        PyModule_AddIntConstant(module, "RUN_END", RUN_END) < 0) {
+        PyModule_AddIntConstant(module, "CRC32C_INSTRUCTION", have_crc32c_instruction) < 0) {
         Py_DECREF(module);
         return NULL;
     }
+    for (size_t i = 0; i < sizeof(compiled_constants) / sizeof(compiled_constants[0]); i++) {
+        if (PyModule_AddIntConstant(module, compiled_constants[i].name,
+                                    compiled_constants[i].value) < 0) {
+            Py_DECREF(module);
+            return NULL;
+        }
+    }
 #ifdef SEGMENTLOG_SOURCE_SHA256
-    /* setup.py's sha256 of this file: fast.py uses a build only with its own source. */
+    /* buildinfo.source_sha256() of this file and the values above: compiled.py, run
+     * from a checkout, loads a build only when it matches the checkout's. */
     if (PyModule_AddStringConstant(module, "SOURCE_SHA256", SEGMENTLOG_SOURCE_SHA256) < 0) {
         Py_DECREF(module);
         return NULL;

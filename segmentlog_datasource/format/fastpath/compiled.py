@@ -8,15 +8,14 @@ found; make_accumulator (this package) then warns once and falls back to the pur
 Run from a checkout (the source tree first on sys.path, as Spark's Python workers put
 their working directory), the extension is usually not built beside this file; the build
 of an installed copy of the package is then used, but only if it was built from the
-checkout's own _fastrecords.c (setup.py compiles its sha256 into SOURCE_SHA256).
+checkout's own _fastrecords.c and Python values (setup.py compiles
+buildinfo.source_sha256() into SOURCE_SHA256).
 
-A scan loop may also hand whole stretches of a mapped segment to
-`accumulator.decode_run(...)` (see its docstring): plain batches are then walked,
-verified and decoded in C, and the loop handles in Python only the entries the run
-stops at (RUN_ENTRY_FOR_PYTHON), taking a batch on RUN_FLUSH and stopping on RUN_DONE
-or RUN_END.
+The scan loop hands whole stretches of a mapped segment to `accumulator.decode_run(...)`
+(see its docstring): plain batches are then walked, verified and decoded in C, and the
+loop handles in Python only the entries the run stops at (RUN_ENTRY_FOR_PYTHON), taking
+a batch on RUN_FLUSH and stopping on RUN_DONE or RUN_END.
 """
-import hashlib
 import importlib.machinery
 import importlib.util
 import os
@@ -26,19 +25,11 @@ import pyarrow as pa
 
 from ...errors import CorruptLogError
 from ..arrow import HEADER_TYPE, finish_batch
+from .buildinfo import C_SOURCE, source_sha256
 
 _NAME = __package__ + "._fastrecords"
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_SOURCE = os.path.join(_HERE, "_fastrecords.c")
-
-
-def _source_sha256():
-    """The sha256 of the C source beside this file (a checkout); None in an install."""
-    try:
-        with open(_SOURCE, "rb") as source:
-            return hashlib.sha256(source.read()).hexdigest()
-    except FileNotFoundError:
-        return None
+_SOURCE = os.path.join(_HERE, C_SOURCE)
 
 
 def _spec_in_another_copy():
@@ -58,12 +49,12 @@ def _spec_in_another_copy():
 
 def _load_compiled():
     """The compiled module; ImportError saying why when there is no usable build."""
-    source_sha256 = _source_sha256()
+    checkout_sha256 = source_sha256(_HERE)  # None in an install: no C source there
     spec = importlib.util.find_spec(_NAME)  # beside this file: an install or an in-place build
-    if spec is None and source_sha256 is not None:
+    if spec is None and checkout_sha256 is not None:
         spec = _spec_in_another_copy()  # a checkout: e.g. the installed package's build
     if spec is None:
-        elsewhere = "" if source_sha256 is None else " or in another copy on sys.path"
+        elsewhere = "" if checkout_sha256 is None else " or in another copy on sys.path"
         raise ImportError(f"not built: no compiled _fastrecords module beside {__file__}"
                           + elsewhere)
     try:
@@ -72,14 +63,14 @@ def _load_compiled():
     except ImportError as exc:  # e.g. built for another platform or Python
         raise ImportError(f"{spec.origin} does not import: {exc}") from exc
     built_from = getattr(module, "SOURCE_SHA256", None)
-    if source_sha256 is not None and built_from != source_sha256:
+    if checkout_sha256 is not None and built_from != checkout_sha256:
         # Its C twin may decode differently from the Python code beside this file. Loading
         # a single-phase extension also registers it in sys.modules: undo that.
         if sys.modules.get(_NAME) is module:
             del sys.modules[_NAME]
         raise ImportError(f"built from other source: {spec.origin} was not built from "
-                          f"{_SOURCE} (its source sha256 is {built_from or 'not recorded'}, "
-                          f"the checkout's is {source_sha256})")
+                          f"{_SOURCE} and the values it compiles in (its source sha256 is "
+                          f"{built_from or 'not recorded'}, the checkout's is {checkout_sha256})")
     sys.modules[_NAME] = module
     setattr(sys.modules[__package__], "_fastrecords", module)
     return module
@@ -123,7 +114,8 @@ def _headers_array(rows, headers):
 
 
 class CompiledAccumulator(DecodedColumns):
-    """RecordAccumulator's interface (add, add_v2_batch, len, payload_bytes, take)."""
+    """RecordAccumulator's interface (add, add_v2_batch, decode_run, len, payload_bytes,
+    take); decode_run and add come from DecodedColumns."""
 
     __slots__ = ()
 

@@ -1,0 +1,60 @@
+"""What the compiled decoder is built from: its C source and the Python values compiled in.
+
+setup.py runs this file with runpy (it imports nothing from the package, and the files
+it reads import nothing but struct), and compiled.py imports it: both compute the same
+SOURCE_SHA256, so a checkout run loads a build only when it was made from the
+checkout's own C source and values.
+"""
+import hashlib
+import os
+import runpy
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+C_SOURCE = "_fastrecords.c"
+
+# The names the C code takes as macros, per Python file (relative to this directory)
+# that defines them. _fastrecords.c stops with #error when one is missing and exports
+# each as a module constant.
+COMPILED_CONSTANTS = {
+    os.path.join(os.pardir, "layout.py"): (
+        "LOG_OVERHEAD", "V2_HEADER_SIZE",
+        "V2_BASE_OFFSET", "V2_LENGTH", "V2_MAGIC", "V2_CRC", "V2_ATTRIBUTES",
+        "V2_LAST_OFFSET_DELTA", "V2_BASE_TIMESTAMP", "V2_MAX_TIMESTAMP", "V2_RECORD_COUNT",
+        "V2_CRC_START",
+        "ATTR_COMPRESSION_MASK", "ATTR_TIMESTAMP_TYPE", "ATTR_TRANSACTIONAL", "ATTR_CONTROL",
+        "CREATE_TIME", "LOG_APPEND_TIME",
+    ),
+    "protocol.py": ("RUN_ENTRY_FOR_PYTHON", "RUN_FLUSH", "RUN_DONE", "RUN_END"),
+}
+
+
+def compiled_constants(directory: str = HERE) -> dict:
+    """{name: value} of every constant compiled in, read from the files in `directory`."""
+    values = {}
+    for relative, names in COMPILED_CONSTANTS.items():
+        defined = runpy.run_path(os.path.join(directory, relative))
+        for name in names:
+            value = defined[name]
+            if type(value) is not int:
+                raise TypeError(f"{relative}: {name} = {value!r} is not an int")
+            values[name] = value
+    return values
+
+
+def source_sha256(directory: str = HERE):
+    """The sha256 of the C source in `directory` and the values compiled in with it;
+    None when there is no C source there (an installed copy)."""
+    try:
+        with open(os.path.join(directory, C_SOURCE), "rb") as source:
+            digest = hashlib.sha256(source.read() + b"\0")
+    except FileNotFoundError:
+        return None
+    for name, value in sorted(compiled_constants(directory).items()):
+        digest.update(f"\n{name}={value}".encode("ascii"))
+    return digest.hexdigest()
+
+
+def define_macros(directory: str = HERE) -> list:
+    """The (name, value) macros setup.py compiles the C source with."""
+    macros = [(name, str(value)) for name, value in compiled_constants(directory).items()]
+    return macros + [("SEGMENTLOG_SOURCE_SHA256", f'"{source_sha256(directory)}"')]
