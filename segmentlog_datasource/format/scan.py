@@ -161,24 +161,23 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
         end_offset = min(end_offset, transactions.last_stable_offset)
     accumulator = make_accumulator(options.include_headers, options.use_fast_path)
     verify = options.verify_checksums
-    # The compiled accumulator walks runs of plain batches itself and stops at entries
-    # (compressed, legacy, transactional, damaged) that the loop below handles.
-    decode_run = getattr(accumulator, "decode_run", None)
     end_position = min(segment_range.end_position, size)
     with _MappedLog(path, size) as mapped:
         view = mapped.view
         pos = segment_range.start_position
         while pos < end_position:
-            if decode_run is not None:
-                pos, state = decode_run(view, pos, end_position, size, crc32c if verify else None,
-                                        min_offset, end_offset, options.max_batch_rows,
-                                        options.max_batch_bytes, transactions is not None)
-                if state & RUN_FLUSH:
-                    yield accumulator.take(topic, partition)
-                if state & (RUN_DONE | RUN_END):
-                    break
-                if state != RUN_ENTRY_FOR_PYTHON:
-                    continue
+            # The accumulator walks runs of plain batches itself and stops at entries
+            # (compressed, legacy, transactional, damaged) that the rest of the loop handles.
+            pos, state = accumulator.decode_run(
+                view, pos, end_position, size, crc32c if verify else None, min_offset,
+                end_offset, options.max_batch_rows, options.max_batch_bytes,
+                transactions is not None)
+            if state & RUN_FLUSH:
+                yield accumulator.take(topic, partition)
+            if state & (RUN_DONE | RUN_END):
+                break
+            if state != RUN_ENTRY_FOR_PYTHON:
+                continue
             header = _entry_or_torn_tail(view, pos, size, path, allow_torn_tail)
             if header is None:
                 break

@@ -2,8 +2,9 @@
 
 Every scan here runs with use_fast_path=True and False, and the Arrow batches must be
 equal; malformed records must raise CorruptLogError on both paths, naming the batch.
-A third reading walks the segment with the accumulator's decode_run() (plain batches
-walked in C, the rest by a Python loop shaped like scan_segment's) and must agree too.
+Both scans walk plain batches with the accumulator's decode_run(); two more readings
+feed each accumulator one batch at a time from the scan loop (runs that stop at once)
+and must agree too. test_decode_run.py compares the two decode_run()s step by step.
 Inputs: every Kafka-written fixture partition, and segments of batches built with
 kafka-python's DefaultRecordBatchBuilder (or by hand, for malformed records).
 """
@@ -24,11 +25,12 @@ from segmentlog_datasource.format import (
     CorruptLogError, ScanOptions, SegmentRange, TransactionFilter, discover_partitions,
     scan_segment,
 )
+import segmentlog_datasource.format.scan as scan_module
 from segmentlog_datasource.format.arrow import arrow_schema
-from segmentlog_datasource.format.fastpath.pure import RecordAccumulator
 from segmentlog_datasource.format.crc import crc32c
 from segmentlog_datasource.format.entries import read_entry_header
-from segmentlog_datasource.format.fastpath import make_accumulator
+from segmentlog_datasource.format.fastpath import RUN_ENTRY_FOR_PYTHON, make_accumulator
+from segmentlog_datasource.format.fastpath.pure import RecordAccumulator
 from segmentlog_datasource.format.layout import MAX_OFFSET
 from segmentlog_datasource.format.varint import write_varint
 
@@ -66,50 +68,86 @@ def test_scan_uses_the_fast_accumulator():
 
 # ------------------------------------------------------------------------ helpers
 
-class _BatchAtATimeAccumulator(fast.CompiledAccumulator if fast else object):
-    """The compiled accumulator fed one batch at a time (no decode_run)."""
+class _OneBatchAtATime:
+    """Runs that stop at once: the scan loop reads every entry itself, one batch at a time."""
 
-    decode_run = None
-
-
-def scan_segment_batch_at_a_time(*args, **kwargs):
-    """scan_segment with the compiled accumulator but without its decode_run() walks."""
-    import segmentlog_datasource.format.scan as scan_module
-
-    original = scan_module.make_accumulator
-    scan_module.make_accumulator = lambda include_headers, use_fast_path: \
-        _BatchAtATimeAccumulator(include_headers)
-    try:
-        yield from scan_segment(*args, **kwargs)
-    finally:
-        scan_module.make_accumulator = original
+    def decode_run(self, view, position, *_):
+        return position, RUN_ENTRY_FOR_PYTHON
 
 
-def scan_three_ways(path, include_headers=False, min_offset=0, end_offset=MAX_OFFSET,
-                    max_batch_rows=10_000, transactions=None, allow_torn_tail=True,
-                    verify_checksums=True):
-    """Batches of one whole segment file: {"fast", "pure", "batchwise"} -> list.
+class _CompiledOneBatchAtATime(_OneBatchAtATime, fast.CompiledAccumulator if fast else object):
+    pass
 
-    "fast" walks plain batches with decode_run(); "batchwise" feeds the compiled
-    accumulator one batch at a time; "pure" is the pure-Python decoder.
+
+class _PureOneBatchAtATime(_OneBatchAtATime, RecordAccumulator):
+    pass
+
+
+@pytest.fixture
+def scan_batch_at_a_time(monkeypatch):
+    """scan(segment_range, options) -> batches: scan_segment without decode_run() walks,
+    with the accumulator options.use_fast_path chooses."""
+    def scan(segment_range, options):
+        accumulator_class = (_CompiledOneBatchAtATime if options.use_fast_path
+                             else _PureOneBatchAtATime)
+        made = []
+
+        def make_accumulator(include_headers, use_fast_path):
+            made.append(accumulator_class(include_headers))
+            return made[-1]
+
+        with monkeypatch.context() as patch:  # the other readings keep the real accumulators
+            patch.setattr(scan_module, "make_accumulator", make_accumulator)
+            batches = list(scan_segment(segment_range, options))
+        assert len(made) == 1, "scan_segment no longer gets its accumulator from make_accumulator"
+        return batches
+
+    return scan
+
+
+READINGS = (  # name, reads with decode_run() walks, use_fast_path
+    ("fast", True, True), ("pure", True, False),
+    ("batchwise", False, True), ("pure batchwise", False, False),
+)
+
+
+@pytest.fixture
+def scan_every_way(scan_batch_at_a_time):
+    """scan(path, ...) -> {reading name: batches} for one whole segment file.
+
+    "fast" and "pure" are scan_segment with the compiled and the pure accumulator, both
+    walking plain batches with decode_run(); "batchwise" and "pure batchwise" feed the
+    same accumulators one batch at a time from the scan loop.
     """
-    size = os.path.getsize(path)
-    results = {}
-    for name, scan, use_fast_path in (("fast", scan_segment, True), ("pure", scan_segment, False),
-                                      ("batchwise", scan_segment_batch_at_a_time, True)):
-        options = ScanOptions(verify_checksums=verify_checksums, include_headers=include_headers,
-                              max_batch_rows=max_batch_rows, use_fast_path=use_fast_path)
-        results[name] = list(scan(SegmentRange(
-            "topic", 3, str(path), size, 0, size, min_offset, end_offset, allow_torn_tail,
-            transactions), options))
-    return results
+    def scan(path, include_headers=False, min_offset=0, end_offset=MAX_OFFSET,
+             max_batch_rows=10_000, transactions=None, allow_torn_tail=True,
+             verify_checksums=True):
+        size = os.path.getsize(path)
+        results = {}
+        for name, with_runs, use_fast_path in READINGS:
+            options = ScanOptions(verify_checksums=verify_checksums,
+                                  include_headers=include_headers,
+                                  max_batch_rows=max_batch_rows, use_fast_path=use_fast_path)
+            segment_range = SegmentRange("topic", 3, str(path), size, 0, size, min_offset,
+                                         end_offset, allow_torn_tail, transactions)
+            results[name] = list((scan_segment if with_runs else scan_batch_at_a_time)(
+                segment_range, options))
+        return results
+
+    return scan
 
 
-def scan_both(path, *args, **kwargs):
-    """(fast batches, pure batches); the batch-at-a-time reading must equal the pure one."""
-    results = scan_three_ways(path, *args, **kwargs)
-    assert_twins(results["batchwise"], results["pure"], f"batch-at-a-time reading of {path}")
-    return results["fast"], results["pure"]
+@pytest.fixture
+def scan_both(scan_every_way):
+    """scan(path, ...) -> (fast batches, pure batches); the batch-at-a-time readings must
+    equal the pure one."""
+    def scan(path, *args, **kwargs):
+        results = scan_every_way(path, *args, **kwargs)
+        for name in ("batchwise", "pure batchwise"):
+            assert_twins(results[name], results["pure"], f"{name} reading of {path}")
+        return results["fast"], results["pure"]
+
+    return scan
 
 
 def assert_twins(fast_batches, pure_batches, what=""):
@@ -211,7 +249,7 @@ def varied_records(count, start_timestamp=T0, seed=0):
 
 @requires_fast
 @pytest.mark.parametrize("include_headers", [False, True])
-def test_every_fixture_partition_scans_the_same(kafka_logdir, include_headers):
+def test_every_fixture_partition_scans_the_same(kafka_logdir, include_headers, scan_both):
     logs = discover_partitions([kafka_logdir])
     assert len(logs) >= 14
     total_rows = 0
@@ -227,7 +265,7 @@ def test_every_fixture_partition_scans_the_same(kafka_logdir, include_headers):
 
 
 @requires_fast
-def test_fixture_offset_ranges_and_read_committed(kafka_logdir):
+def test_fixture_offset_ranges_and_read_committed(kafka_logdir, scan_both):
     for log in discover_partitions([kafka_logdir]):
         transactions = TransactionFilter(log.aborted_transactions(), log.last_stable_offset())
         for segment in log.segments:
@@ -251,7 +289,7 @@ def test_fixture_offset_ranges_and_read_committed(kafka_logdir):
 @requires_fast
 @pytest.mark.parametrize("codec", ["none", "gzip", "lz4", "zstd", "snappy"])
 @pytest.mark.parametrize("include_headers", [False, True])
-def test_generated_batches_scan_the_same(tmp_path, codec, include_headers):
+def test_generated_batches_scan_the_same(tmp_path, codec, include_headers, scan_both):
     batches, offset = [], 1000
     for size in (1, 7, 60, 200, 3):
         batches.append(kafka_batch(offset, varied_records(size, seed=offset), codec))
@@ -273,7 +311,7 @@ def test_generated_batches_scan_the_same(tmp_path, codec, include_headers):
     (0, MAX_OFFSET), (105, MAX_OFFSET), (0, 117), (103, 104), (111, 137), (104, 104),
     (140, MAX_OFFSET), (-(2**63), 2**63),
 ])
-def test_offset_filter_inside_batches(tmp_path, min_offset, end_offset):
+def test_offset_filter_inside_batches(tmp_path, min_offset, end_offset, scan_both):
     path = write_segment(tmp_path, [
         kafka_batch(100, varied_records(10, seed=1)),
         kafka_batch(110, varied_records(20, seed=2), "lz4"),
@@ -286,7 +324,7 @@ def test_offset_filter_inside_batches(tmp_path, min_offset, end_offset):
 
 
 @requires_fast
-def test_log_append_time_and_negative_deltas(tmp_path):
+def test_log_append_time_and_negative_deltas(tmp_path, scan_both):
     records = [(T0 + 5_000 - 1_000 * i, b"k%d" % i, b"v", []) for i in range(10)]
     path = write_segment(tmp_path, [
         kafka_batch(0, records),
@@ -303,7 +341,7 @@ def test_log_append_time_and_negative_deltas(tmp_path):
 
 
 @requires_fast
-def test_large_values_and_many_headers(tmp_path):
+def test_large_values_and_many_headers(tmp_path, scan_both):
     records = [
         (T0, b"big", os.urandom(3 << 20), [("h%d" % i, os.urandom(i)) for i in range(200)]),
         (T0 + 1, None, b"x" * 70_000, []),
@@ -316,7 +354,7 @@ def test_large_values_and_many_headers(tmp_path):
 
 
 @requires_fast
-def test_unusual_but_valid_record_encodings(tmp_path):
+def test_unusual_but_valid_record_encodings(tmp_path, scan_both):
     # Any negative length reads as null, a negative header count as no headers, and
     # varints may carry redundant continuation bytes: the pure decoder accepts all three.
     padded_one = b"\x82\x80\x80\x00"  # zig-zag 1 in four bytes
@@ -358,19 +396,20 @@ BAD_RECORDS = {
 @requires_fast
 @pytest.mark.parametrize("case", sorted(BAD_RECORDS))
 @pytest.mark.parametrize("include_headers", [False, True])
-def test_malformed_records_raise_on_both_paths(tmp_path, case, include_headers):
+def test_malformed_records_raise_on_both_paths(tmp_path, case, include_headers,
+                                               scan_batch_at_a_time):
     count, records = BAD_RECORDS[case]
     good = kafka_batch(500, varied_records(5))
     bad = raw_batch(505, count, records)
     path = write_segment(tmp_path, [good, bad])
-    for scan, use_fast_path in ((scan_segment, True), (scan_segment, False),
-                                (scan_segment_batch_at_a_time, True)):
+    for name, with_runs, use_fast_path in READINGS:
+        scan = scan_segment if with_runs else scan_batch_at_a_time
         options = ScanOptions(include_headers=include_headers, use_fast_path=use_fast_path)
         with pytest.raises(CorruptLogError) as raised:
             list(scan(SegmentRange("topic", 3, str(path), os.path.getsize(path), 0,
                                    os.path.getsize(path), 0, MAX_OFFSET, True), options))
-        assert raised.value.position == len(good), (case, scan, use_fast_path)
-        assert "505" in raised.value.reason, (case, use_fast_path, raised.value.reason)
+        assert raised.value.position == len(good), (case, name)
+        assert "505" in raised.value.reason, (case, name, raised.value.reason)
 
 
 @requires_fast
@@ -479,17 +518,18 @@ def test_buffers_outlive_the_accumulator_and_the_input():
 
 @requires_fast
 @pytest.mark.parametrize("value_size", [10, 9_000])  # batches below and above 4 KiB
-def test_checksum_damage_is_reported_by_every_reading(tmp_path, value_size):
+def test_checksum_damage_is_reported_by_every_reading(tmp_path, value_size, scan_every_way,
+                                                      scan_batch_at_a_time):
     records = [(T0 + i, b"k", bytes([i]) * value_size, []) for i in range(3)]
     batches = [kafka_batch(0, records), kafka_batch(3, records), kafka_batch(6, records)]
     damaged = bytearray(batches[1])
     damaged[-2] ^= 0x40  # inside the last value: still well-formed records
     path = write_segment(tmp_path, [batches[0], bytes(damaged), batches[2]])
-    results = scan_three_ways(path, verify_checksums=False)
-    assert_twins(results["fast"], results["pure"])
-    assert_twins(results["batchwise"], results["pure"])
-    for name, scan, use_fast_path in (("fast", scan_segment, True), ("pure", scan_segment, False),
-                                      ("batchwise", scan_segment_batch_at_a_time, True)):
+    results = scan_every_way(path, verify_checksums=False)
+    for name in ("fast", "batchwise", "pure batchwise"):
+        assert_twins(results[name], results["pure"], name)
+    for name, with_runs, use_fast_path in READINGS:
+        scan = scan_segment if with_runs else scan_batch_at_a_time
         with pytest.raises(CorruptLogError, match="checksum mismatch") as raised:
             list(scan(SegmentRange("t", 0, str(path), os.path.getsize(path), 0,
                                    os.path.getsize(path), 0, MAX_OFFSET, True),
@@ -501,7 +541,8 @@ def test_checksum_damage_is_reported_by_every_reading(tmp_path, value_size):
 @pytest.mark.parametrize("max_batch_rows", [1, 4, 5, 1000])
 @pytest.mark.parametrize("min_offset,end_offset",
                          [(0, MAX_OFFSET), (3, 13), (4, 6), (10, 11), (7, 7), (12, 16)])
-def test_runs_flush_and_stop_like_the_scan_loop(tmp_path, max_batch_rows, min_offset, end_offset):
+def test_runs_flush_and_stop_like_the_scan_loop(tmp_path, max_batch_rows, min_offset, end_offset,
+                                                scan_both):
     # Plain batches, a control batch, an empty batch, a compressed batch, a torn tail.
     control = bytearray(kafka_batch(4, [(T0, b"\x00\x00\x00\x01", b"\x00" * 6, [])]))
     struct.pack_into(">h", control, 21, 0x30)  # transactional control batch (a COMMIT)

@@ -1,8 +1,22 @@
-"""The pure-Python accumulator: decoded records collected into Arrow record batches."""
+"""The pure-Python accumulator: decoded records collected into Arrow record batches.
+
+Its decode_run() is the compiled twin's in Python: it walks the same plain batches and
+stops at the same positions with the same states and rows, so scan_segment drives both
+accumulators alike.
+"""
 import pyarrow as pa
 
+from ...errors import CorruptLogError
 from ..arrow import finish_batch
+from ..entries import BatchHeader
+from ..layout import (
+    ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_TRANSACTIONAL, LOG_OVERHEAD, MAX_OFFSET,
+    V2_CRC_START, V2_HEADER, V2_HEADER_SIZE, V2_MAGIC,
+)
 from ..v2 import decode_v2_records
+from .protocol import RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH
+
+_MIN_V2_LENGTH = V2_HEADER_SIZE - LOG_OVERHEAD
 
 
 class RecordAccumulator:
@@ -20,6 +34,12 @@ class RecordAccumulator:
         self.values = []
         self.headers = []
         self.payload_bytes = 0
+
+    def _rewind(self, rows: int, payload_bytes: int):
+        for column in (self.offsets, self.timestamps, self.timestamp_types, self.keys,
+                       self.values, self.headers):
+            del column[rows:]
+        self.payload_bytes = payload_bytes
 
     def add(self, offset, timestamp, timestamp_type, key, value, headers):
         self.offsets.append(offset)
@@ -43,3 +63,64 @@ class RecordAccumulator:
 
     def add_v2_batch(self, data, count, header, min_offset, end_offset, path=None) -> int:
         return decode_v2_records(data, count, header, self, min_offset, end_offset, path)
+
+    def decode_run(self, view, position, end_position, size, crc32c, min_offset, end_offset,
+                   max_rows, max_bytes, transactions):
+        """Walk plain batches of `view` from `position`: (position reached, state).
+
+        What the compiled DecodedColumns.decode_run does (its docstring has the states),
+        stop for stop: the entries it leaves to the scan loop are left here too.
+        """
+        size = min(size, len(view))
+        end_position = min(end_position, size)
+        offsets = self.offsets
+        while position < end_position:
+            remaining = size - position
+            if remaining < V2_HEADER_SIZE or view[position + V2_MAGIC] != 2:
+                return position, RUN_ENTRY_FOR_PYTHON
+            (base_offset, length, leader_epoch, _, stored_crc, attributes, last_delta,
+             base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+             count) = V2_HEADER.unpack_from(view, position)
+            last_offset = base_offset + last_delta
+            # Errors and torn tails go to the loop, which reports or allows them; so do
+            # offsets at the int64 edge, which the compiled twin cannot represent.
+            if length < _MIN_V2_LENGTH or LOG_OVERHEAD + length > remaining or \
+                    last_delta < 0 or count < 0 or last_offset >= MAX_OFFSET:
+                return position, RUN_ENTRY_FOR_PYTHON
+            entry_size = LOG_OVERHEAD + length
+            if last_offset < min_offset:
+                position += entry_size
+                continue
+            if base_offset >= end_offset:
+                return position, RUN_DONE
+            if attributes & ATTR_COMPRESSION_MASK or (
+                    transactions and attributes & ATTR_TRANSACTIONAL and
+                    not attributes & ATTR_CONTROL):
+                return position, RUN_ENTRY_FOR_PYTHON
+            if crc32c is not None and \
+                    crc32c(view[position + V2_CRC_START : position + entry_size]) != stored_crc:
+                return position, RUN_ENTRY_FOR_PYTHON
+            if attributes & ATTR_CONTROL or not count:
+                position += entry_size
+                continue
+            header = BatchHeader(position, base_offset, last_offset, entry_size, 2, attributes,
+                                 stored_crc, leader_epoch, max_timestamp, base_timestamp,
+                                 producer_id, producer_epoch, base_sequence, count)
+            rows, payload_bytes = len(offsets), self.payload_bytes
+            try:
+                decode_v2_records(view[position + V2_HEADER_SIZE : position + entry_size],
+                                  count, header, self, min_offset, end_offset)
+            except CorruptLogError:
+                # As the compiled twin: no rows of a malformed batch; add_v2_batch, called
+                # by the loop, raises the error with the segment's path.
+                self._rewind(rows, payload_bytes)
+                return position, RUN_ENTRY_FOR_PYTHON
+            position += entry_size
+            state = 0
+            if len(offsets) >= max_rows or self.payload_bytes >= max_bytes:
+                state |= RUN_FLUSH
+            if last_offset >= end_offset - 1:
+                state |= RUN_DONE
+            if state:
+                return position, state
+        return position, RUN_END
