@@ -14,7 +14,8 @@
  *
  * decode_run() walks a mapped segment itself, batch after batch, while the batches are
  * plain (uncompressed magic 2, nothing for a transaction filter to decide); the scan
- * loop pays Python's per-batch cost only for the other entries.
+ * loop pays Python's per-batch cost only for the other entries. Its Python twin is
+ * pure.RecordAccumulator.decode_run: same stops, positions and rows.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -357,6 +358,10 @@ column_rewind(BinaryColumn *col, const ColumnMark *mark)
     col->length = mark->length;
     col->nulls = mark->nulls;
     col->validity.len = (size_t)(mark->length + 7) >> 3;
+    /* column_set_valid only sets bits: clear those of the rows undone. */
+    if (mark->length & 7)
+        ((uint8_t *)col->validity.data)[mark->length >> 3] &=
+            (uint8_t)((1u << (mark->length & 7)) - 1);
 }
 
 /* ---------------------------------------------------------------- DecodedColumns */
