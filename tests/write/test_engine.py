@@ -326,6 +326,41 @@ def test_task_order_decides_offsets(logdir):
     assert values == [b"task0"] * 3 + [b"task1"] * 3 + [b"task2"] * 3
 
 
+def _tree_bytes(root):
+    files = {}
+    for directory, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(directory, name)
+            with open(path, "rb") as handle:
+                files[os.path.relpath(path, root)] = handle.read()
+    return files
+
+
+def test_without_copy_file_range_or_renameat2_the_log_is_the_same(tmp_path, monkeypatch):
+    """The fallbacks (read, patch and write the batches; two renames instead of an
+    exchange) give the bytes the kernel calls give."""
+    from segmentlog_datasource.writer import fsops
+
+    rows = make_rows(2000, seed=4)
+
+    def write(path):
+        common = dict(write_time_ms=WRITE_TIME, segment_bytes=60_000, batch_size=4096)
+        write_log(path, to_table(rows[:1000]), topic="t", num_partitions=3, **common)
+        write_log(path, to_table(rows[1000:1500]), topic="t", **common)  # append
+        write_log(path, to_table(rows[1500:]), topic="u", num_partitions=2, **common)
+        write_log(path, to_table(rows[:300]), topic="u", mode="overwrite", **common)
+        return _tree_bytes(path)
+
+    kernel = write(str(tmp_path / "kernel"))
+    monkeypatch.setattr(fsops, "_COPY_FILE_RANGE", [False])
+    monkeypatch.setattr(fsops, "_RENAMEAT2", [None])
+    fallback = write(str(tmp_path / "fallback"))
+    assert sorted(fallback) == sorted(kernel)
+    assert fallback == kernel
+    assert sum(len(records) for records in decode_logdir(str(tmp_path / "fallback")).values()) \
+        == 1500 + 300
+
+
 def test_log_append_time_and_default_timestamps(logdir):
     write_log(logdir, pa.table({"value": [b"a", b"b"],
                                 "timestamp": pa.array([T0, None], pa.timestamp("ms"))}),
