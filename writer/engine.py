@@ -1,6 +1,6 @@
 """Writing a segment log from Python, without Spark.
 
-    from writer import SegmentLogWriter
+    from segmentlog_datasource.writer import SegmentLogWriter
 
     with SegmentLogWriter("/data/logdir", topic="events", num_partitions=3,
                           compression="lz4") as w:
@@ -56,7 +56,7 @@ class SegmentLogWriter:
                 merged[_KWARG_OPTIONS[name]] = value
         self.options = WriteOptions.from_mapping(merged)
         self.job = WriteJob(logdir, mode=mode, topic=topic, options=self.options,
-                            write_time_ms=write_time_ms)
+                            write_time_ms=write_time_ms).start()
         self._task = self.job.task_writer(0, 0)
         self.summary: Optional[CommitSummary] = None
         self._done = False

@@ -1,4 +1,4 @@
-"""The job side of a write: start (checks, lock, staging), commit (offsets, segments,
+"""The job side of a write: checks, start (lock, staging), commit (offsets, segments,
 indexes, publish) and abort.
 
 Layout inside the log dir while a write runs:
@@ -73,7 +73,13 @@ class CommitSummary:
 
 
 class WriteJob:
-    """One write into one log dir: created on the driver, picklable, committed once."""
+    """One write into one log dir: created on the driver, picklable, committed once.
+
+    Creating it only checks the options and the log dir and records what the write will
+    touch; nothing on disk changes until `start()` takes the topic lock and creates the
+    staging directory. Tasks then fill the staging directory, and `commit` publishes it
+    (or `abort` removes it).
+    """
 
     def __init__(self, logdir: str, *, mode: str = "append", topic: Optional[str] = None,
                  options: Optional[WriteOptions] = None, layout: Optional[InputLayout] = None,
@@ -97,6 +103,7 @@ class WriteJob:
         self.held_locks: List[str] = []
         self.under_jvm = under_jvm
         self.created_logdir = False
+        self.started = False
         self.finished = False
 
         if os.path.exists(self.logdir) and not os.path.isdir(self.logdir):
@@ -119,6 +126,13 @@ class WriteJob:
         if self.topic is not None:
             self._check_topic_at_start(self.topic)
 
+    def start(self) -> "WriteJob":
+        """Create the log dir if needed (else clear dead writes' leftovers), lock the
+        `topic` option's topic and create the staging directory. Returns the job."""
+        self._check_open()
+        if self.started:
+            raise WriteError(f"write {self.job_id} has already been started")
+        self.started = True
         try:
             if not os.path.isdir(self.logdir):
                 os.makedirs(self.logdir)
@@ -133,6 +147,7 @@ class WriteJob:
         except BaseException:
             self.abort()
             raise
+        return self
 
     def _check_topic_at_start(self, topic: str) -> None:
         """Errors that need no data: partition counts and the state of existing partitions."""
@@ -149,17 +164,22 @@ class WriteJob:
 
     # --------------------------------------------------------------------- tasks
     def task_writer(self, task_index: int = 0, attempt: int = 0) -> TaskWriter:
-        self._check_open()
+        self._check_started()
         return TaskWriter(self.spec, task_index, attempt)
 
     def _check_open(self):
         if self.finished:
             raise WriteAbortedError(f"write {self.job_id} has already been committed or aborted")
 
+    def _check_started(self):
+        self._check_open()
+        if not self.started:
+            raise WriteError(f"write {self.job_id} has not been started: call start() first")
+
     # -------------------------------------------------------------------- commit
     def commit(self, results: Iterable[Optional[TaskResult]]) -> CommitSummary:
         """Publish the tasks' batches. All or nothing: on error the log dir is unchanged."""
-        self._check_open()
+        self._check_started()
         if not os.path.isdir(self.staging_dir):
             raise WriteAbortedError(
                 f"the staging directory {self.staging_dir} of this write is gone; it was "

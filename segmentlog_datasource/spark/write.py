@@ -58,7 +58,7 @@ class SegmentLogSparkWriter(DataSourceArrowWriter):
         except InvalidInputError as exc:
             raise InvalidInputError(f"{exc} [input schema: {schema.simpleString()}]") from None
         self.job = WriteJob(path, mode="overwrite" if overwrite else "append", topic=topic,
-                            options=write_options, layout=layout, under_jvm=True)
+                            options=write_options, layout=layout, under_jvm=True).start()
 
     def write(self, iterator: Iterator) -> SegmentLogCommitMessage:
         from pyspark import TaskContext

@@ -12,7 +12,7 @@ from kafka.record.memory_records import MemoryRecords
 from segmentlog_datasource.format import ScanOptions, SegmentRange, discover_partitions, scan_segment
 from segmentlog_datasource.writer import (
     ConcurrentWriteError, InvalidInputError, InvalidOptionError, SegmentLogWriter,
-    TopicLayoutError, WriteAbortedError, WriteJob, WriteOptions, write_log,
+    TopicLayoutError, WriteAbortedError, WriteError, WriteJob, WriteOptions, write_log,
 )
 
 from support.paths import CHECKOUT
@@ -299,7 +299,7 @@ def test_two_writers_on_one_topic(logdir):
 
 
 def test_duplicate_task_attempts_are_written_once(logdir):
-    job = WriteJob(logdir, topic="t", options=WriteOptions(num_partitions=2))
+    job = WriteJob(logdir, topic="t", options=WriteOptions(num_partitions=2)).start()
     results = []
     for attempt in range(2):  # e.g. a speculative copy of task 0 that also finished
         task = job.task_writer(0, attempt)
@@ -315,7 +315,7 @@ def test_duplicate_task_attempts_are_written_once(logdir):
 
 
 def test_task_order_decides_offsets(logdir):
-    job = WriteJob(logdir, topic="t", options=WriteOptions(num_partitions=1))
+    job = WriteJob(logdir, topic="t", options=WriteOptions(num_partitions=1)).start()
     results = {}
     for index in (2, 0, 1):
         task = job.task_writer(index, 0)
@@ -324,6 +324,32 @@ def test_task_order_decides_offsets(logdir):
     job.commit([results[1], results[2], results[0]])
     values = [r[4] for r in decode_partition(os.path.join(logdir, "t-0"))]
     assert values == [b"task0"] * 3 + [b"task1"] * 3 + [b"task2"] * 3
+
+
+def test_a_job_changes_nothing_on_disk_until_it_starts(logdir):
+    write_log(logdir, pa.table({"value": [b"a"]}), topic="t", num_partitions=1)
+    before = sorted(os.listdir(logdir))
+    job = WriteJob(logdir, topic="t")
+    rival = WriteJob(logdir, topic="t")  # checking twice is fine: nothing is locked yet
+    assert sorted(os.listdir(logdir)) == before
+    with pytest.raises(WriteError, match="has not been started"):
+        job.task_writer(0, 0)
+    with pytest.raises(WriteError, match="has not been started"):
+        job.commit([])
+    assert job.start() is job
+    assert sorted(n.split("-")[1] for n in os.listdir(logdir) if n.startswith(".")) == \
+        ["lock", "staging"]
+    with pytest.raises(WriteError, match="already been started"):
+        job.start()
+    with pytest.raises(ConcurrentWriteError, match=r"\.segmentlog-lock-t"):
+        rival.start()
+    assert not os.path.exists(rival.staging_dir)
+    job.abort()
+    assert sorted(os.listdir(logdir)) == before
+    # a log dir that does not exist yet is only created by start()
+    fresh = logdir + "-fresh"
+    WriteJob(fresh, topic="t", options=WriteOptions(num_partitions=1))
+    assert not os.path.exists(fresh)
 
 
 def _tree_bytes(root):
@@ -520,7 +546,7 @@ def test_chunking_does_not_change_the_log(tmp_path):
     for name, chunk_bytes in (("one", 1 << 30), ("many", 20_000)):
         path = str(tmp_path / name)
         job = WriteJob(path, topic="t", options=WriteOptions(num_partitions=3, batch_size=2000),
-                       write_time_ms=WRITE_TIME)
+                       write_time_ms=WRITE_TIME).start()
         task = TaskWriter(job.spec, 0, 0, chunk_bytes=chunk_bytes)
         task.write(to_table(rows, False))
         job.commit([task.finish()])

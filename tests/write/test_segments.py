@@ -84,7 +84,7 @@ def test_commit_writes_kafkas_files_for_plain_0(kafka_logdir, tmp_path):
     logdir = str(tmp_path / "logdir")
     options = WriteOptions.from_mapping(
         {"segment.bytes": 65536, "index.interval.bytes": 4096, "numPartitions": 1})
-    job = WriteJob(logdir, topic="plain", options=options)
+    job = WriteJob(logdir, topic="plain", options=options).start()
     staged = bytearray()
     positions, sizes, counts, max_ts = [], [], [], []
     for segment in m["segments"]:
