@@ -2,7 +2,7 @@
 
 Bad options raise the InvalidOptionError that reads raise too (segmentlog_datasource.errors).
 """
-from ..errors import InvalidOptionError, SegmentLogError  # noqa: F401 - writer modules import it here
+from ..errors import SegmentLogError
 
 
 class WriteError(SegmentLogError):

@@ -1,15 +1,7 @@
 """The columns a write takes, checked and normalised, as Spark's Kafka sink expects them.
 
-| column | type | meaning |
-| --- | --- | --- |
-| `value` | binary or string (required) | record value; null is a tombstone |
-| `key` | binary or string | record key; null keys are spread over partitions |
-| `topic` | string | the record's topic (the `topic` option overrides it) |
-| `partition` | integer | the record's partition; null lets the partitioner choose |
-| `timestamp` | timestamp | CreateTime of the record; null means the write time |
-| `headers` | array<struct<key: string, value: binary>> | record headers |
-
-Strings are written as their UTF-8 bytes.
+The columns are tabled in README.md, "Writing" > "Columns". Strings are written as their
+UTF-8 bytes.
 """
 from dataclasses import dataclass
 from typing import Optional

@@ -118,11 +118,8 @@ def topic_fingerprint(logdir: str, topic: str, partitions: List[int]) -> Dict[in
 
 @dataclass
 class PartitionTail:
-    directory: str
     log_end_offset: int
     leader_epoch: int  # of the last batch, -1 when unknown
-    last_segment_base: Optional[int]  # None when the directory has no segment
-    last_segment_size: int
 
 
 def inspect_tail(directory: str) -> PartitionTail:
@@ -137,7 +134,7 @@ def inspect_tail(directory: str) -> PartitionTail:
     except SegmentLogError as exc:
         raise TopicLayoutError(f"cannot append to {directory}: {exc}") from exc
     if not log.segments:
-        return PartitionTail(directory, 0, -1, None, 0)
+        return PartitionTail(0, -1)
     segment = log.segments[-1]
     for path, entry_size, parse in ((segment.index_path, OFFSET_ENTRY.size, OffsetIndex.parse),
                                     (segment.time_index_path, TIME_ENTRY.size, TimeIndex.parse)):
@@ -156,18 +153,17 @@ def inspect_tail(directory: str) -> PartitionTail:
                 f"of a running (or uncleanly stopped) Kafka broker; stop the broker cleanly "
                 f"(or let it recover the log) before appending with segmentlog"
             )
-    end_offset, epoch = _scan_tail(directory, segment, log)
+    end_offset, epoch = _scan_tail(directory, segment)
     if end_offset is None:  # empty last segment: the log end offset is its base offset
         end_offset = segment.base_offset
         for earlier in reversed(log.segments[:-1]):
-            _, epoch = _scan_tail(directory, earlier, log, quiet=True)
+            _, epoch = _scan_tail(directory, earlier, quiet=True)
             if epoch is not None:
                 break
-    return PartitionTail(directory, end_offset, -1 if epoch is None else epoch,
-                         segment.base_offset, segment.size)
+    return PartitionTail(end_offset, -1 if epoch is None else epoch)
 
 
-def _scan_tail(directory, segment, log, quiet=False):
+def _scan_tail(directory, segment, quiet=False):
     """(log end offset, leader epoch of the last batch) of one segment; (None, None) if empty."""
     if segment.size == 0:
         return None, None

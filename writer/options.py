@@ -1,25 +1,13 @@
 """Write options, named after the Kafka broker and producer settings they mirror.
 
-| option | mirrors | default |
-| --- | --- | --- |
-| `compression.type` | producer `compression.type` | `none` |
-| `compression.gzip.level`, `compression.lz4.level`, `compression.zstd.level` | producer (KIP-390) | codec default |
-| `batch.size` | producer `batch.size` (bytes per record batch) | 16384 |
-| `segment.bytes` | topic `segment.bytes` | 1073741824 |
-| `segment.ms` | topic `segment.ms` (roll on record time) | 604800000 |
-| `segment.index.bytes` | topic `segment.index.bytes` | 10485760 |
-| `index.interval.bytes` | topic `index.interval.bytes` | 4096 |
-| `message.timestamp.type` | topic `message.timestamp.type` | `CreateTime` |
-| `max.message.bytes` | topic `max.message.bytes` (largest batch) | 1048588 |
-| `numPartitions` | partitions of a topic the write creates | from the topic's directories |
+The write options are tabled in README.md, "Writing" > "Options".
 """
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional
 
+from ..errors import InvalidOptionError
 from ..format import compression
 from ..format.layout import CREATE_TIME, INT32_MAX, LOG_APPEND_TIME
-
-from .errors import InvalidOptionError
 
 TIMESTAMP_TYPES = {"createtime": CREATE_TIME, "logappendtime": LOG_APPEND_TIME}
 TIMESTAMP_TYPE_NAMES = {CREATE_TIME: "CreateTime", LOG_APPEND_TIME: "LogAppendTime"}
@@ -75,14 +63,6 @@ class WriteOptions:
         segment size both bound it)."""
         return min(self.max_message_bytes, self.segment_bytes)
 
-    @property
-    def offset_index_max_entries(self) -> int:
-        return self.segment_index_bytes // 8
-
-    @property
-    def time_index_max_entries(self) -> int:
-        return self.segment_index_bytes // 12
-
     @classmethod
     def from_mapping(cls, options: Optional[Mapping[str, Any]]) -> "WriteOptions":
         """Parse Kafka-named options (keys case-insensitive; values strings or numbers)."""
@@ -113,22 +93,6 @@ class WriteOptions:
         if levels:
             values["compression_levels"] = levels
         return cls(**values)
-
-    def with_overrides(self, **changes) -> "WriteOptions":
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
-
-    def describe(self) -> Dict[str, Any]:
-        return {
-            "compression.type": compression.codec_name(self.compression),
-            "batch.size": self.batch_size,
-            "segment.bytes": self.segment_bytes,
-            "segment.ms": self.segment_ms,
-            "segment.index.bytes": self.segment_index_bytes,
-            "index.interval.bytes": self.index_interval_bytes,
-            "message.timestamp.type": TIMESTAMP_TYPE_NAMES[self.timestamp_type],
-            "max.message.bytes": self.max_message_bytes,
-            "numPartitions": self.num_partitions,
-        }
 
 
 def parse_int(name, value, low, high) -> int:

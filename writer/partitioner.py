@@ -47,10 +47,6 @@ def murmur2(data: bytes) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
-def to_positive(value):
-    return value & 0x7FFFFFFF
-
-
 def murmur2_array(keys: pa.Array) -> np.ndarray:
     """murmur2 of every value of a binary array, as uint32 (nulls hash as empty keys)."""
     keys = as_binary(keys)

@@ -63,10 +63,6 @@ class PartitionBatches:
     record_counts: np.ndarray  # int64
     max_timestamps: np.ndarray  # int64
 
-    @property
-    def records(self) -> int:
-        return int(self.record_counts.sum())
-
 
 @dataclass
 class TaskResult:
