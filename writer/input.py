@@ -10,6 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..format.arrow import as_binary
+from ..format.layout import INT32_MAX
 from .errors import InvalidInputError
 
 COLUMNS = ("key", "value", "topic", "partition", "timestamp", "headers")
@@ -114,20 +116,12 @@ def _column(table, name):
     return column
 
 
-def _binary(array: pa.Array) -> pa.Array:
-    if pa.types.is_null(array.type):
-        return pa.nulls(len(array), pa.binary())
-    if pa.types.is_binary(array.type):
-        return array
-    return array.cast(pa.binary())
-
-
 def normalize(table, layout: InputLayout, write_time_ms: int,
               topic_option: Optional[str]) -> NormalizedRows:
     """Columns of a pa.Table or RecordBatch turned into the encoder's form."""
     n = table.num_rows
-    values = _binary(_column(table, "value"))
-    keys = _binary(_column(table, "key")) if layout.has_key else pa.nulls(n, pa.binary())
+    values = as_binary(_column(table, "value"))
+    keys = as_binary(_column(table, "key")) if layout.has_key else pa.nulls(n, pa.binary())
     if layout.has_timestamp:
         timestamps = timestamps_ms(_column(table, "timestamp"), write_time_ms)
     else:
@@ -147,7 +141,7 @@ def normalize(table, layout: InputLayout, write_time_ms: int,
             partitions = np.asarray(raw.fill_null(-1).to_numpy(zero_copy_only=False),
                                     dtype=np.int64)
             valid = np.asarray(raw.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-            bad = valid & ((partitions < 0) | (partitions > 2**31 - 1))
+            bad = valid & ((partitions < 0) | (partitions > INT32_MAX))
             if bad.any():
                 raise InvalidInputError(
                     f"column 'partition' holds {int(partitions[bad][0])}; partitions are "

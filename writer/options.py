@@ -7,7 +7,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from ..errors import InvalidOptionError
 from ..format import compression
-from ..format.layout import CREATE_TIME, INT32_MAX, LOG_APPEND_TIME
+from ..format.layout import CREATE_TIME, INT32_MAX, INT64_MAX, LOG_APPEND_TIME
 
 TIMESTAMP_TYPES = {"createtime": CREATE_TIME, "logappendtime": LOG_APPEND_TIME}
 TIMESTAMP_TYPE_NAMES = {CREATE_TIME: "CreateTime", LOG_APPEND_TIME: "LogAppendTime"}
@@ -21,7 +21,7 @@ LEVEL_RANGES = {  # what Kafka accepts for compression.<codec>.level
 _INT_OPTIONS = {
     "batch.size": ("batch_size", 0, INT32_MAX),
     "segment.bytes": ("segment_bytes", 14, INT32_MAX),
-    "segment.ms": ("segment_ms", 1, 2**63 - 1),
+    "segment.ms": ("segment_ms", 1, INT64_MAX),
     "segment.index.bytes": ("segment_index_bytes", 4, INT32_MAX),
     "index.interval.bytes": ("index_interval_bytes", 0, INT32_MAX),
     "max.message.bytes": ("max_message_bytes", 0, INT32_MAX),

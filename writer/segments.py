@@ -23,8 +23,8 @@ from typing import List
 import numpy as np
 
 from ..format.indexes import OFFSET_ENTRY, TIME_ENTRY
+from ..format.layout import INT32_MAX
 
-INT32_MAX = 2**31 - 1
 NO_TIMESTAMP = -1
 
 

@@ -13,7 +13,8 @@ everything from the attributes on; magic 0/1 messages with CRC32 from the magic 
 import struct
 
 INT32_MAX = 2**31 - 1
-MAX_OFFSET = 2**63 - 1  # exclusive upper bound meaning "no end"
+INT64_MAX = 2**63 - 1
+MAX_OFFSET = INT64_MAX  # exclusive upper bound meaning "no end"
 
 # ------------------------------------------------------------------ every entry
 LOG_OVERHEAD = 12  # int64 offset + int32 length
