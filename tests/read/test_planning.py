@@ -1,4 +1,5 @@
-"""Plans of pushed-down lookups on a generated log of hundreds of segments."""
+"""Planning into fragments: lookups on a generated log of hundreds of segments, and cuts
+of the Kafka-written fixtures."""
 import os
 
 import pyarrow as pa
@@ -158,3 +159,48 @@ def test_bytes_appended_to_the_active_segment_after_planning_are_not_read(kafka_
     offsets = [o for fragment in fragments for batch in fragment.scan(ScanOptions())
                for o in batch.column("offset").to_pylist()]
     assert offsets == list(range(155))
+
+
+# ----------------------------------------------------- on the Kafka-written fixtures
+
+def _plan(kafka_logdir, **options):
+    options.setdefault("path", kafka_logdir)
+    constraints = options.pop("constraints", Constraints())
+    return plan_fragments(parse_read_options(options), constraints)
+
+
+def test_point_lookup_plans_one_small_fragment(kafka_logdir):
+    constraints = Constraints()
+    constraints.restrict_topics(["compacted"])
+    constraints.restrict_offsets(low=600, high=601)
+    fragments = _plan(kafka_logdir, constraints=constraints)
+    assert len(fragments) == 1
+    fragment = fragments[0]
+    assert os.path.basename(fragment.log_path) == "00000000000000000594.log"
+    full = _plan(kafka_logdir, subscribe="compacted")
+    assert len(full) == 12
+    assert fragment.bytes <= os.path.getsize(fragment.log_path)
+
+
+def test_one_fragment_per_segment_and_index_ranges(kafka_logdir):
+    whole = _plan(kafka_logdir, subscribe="plain")
+    assert len(whole) == 12  # 4 segments in each of plain-0, plain-1, plain-2
+    cut = _plan(kafka_logdir, subscribe="plain", maxPartitionBytes="8192")
+    assert len(cut) > len(whole)
+    for fragment in cut:  # fragments start on offset index entries or segment starts
+        log = PartitionLog.open(os.path.dirname(fragment.log_path))
+        segment = next(s for s in log.segments if s.log_path == fragment.log_path)
+        assert fragment.start_position == 0 or \
+            fragment.start_position in segment.offset_index.positions
+    covered = {}
+    for fragment in cut:
+        covered.setdefault(fragment.log_path, []).append(
+            (fragment.start_position, fragment.end_position))
+    for path, ranges in covered.items():
+        ranges.sort()
+        assert ranges[0][0] == 0 and ranges[-1][1] == os.path.getsize(path)
+        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+
+
+def test_min_partitions_adds_fragments(kafka_logdir):
+    assert len(_plan(kafka_logdir, subscribe="plain", minPartitions="30")) >= 30

@@ -6,8 +6,6 @@ import os
 
 import pytest
 
-from segmentlog_datasource.read.options import parse_read_options
-from segmentlog_datasource.read.planning import Constraints, plan_fragments
 from segmentlog_datasource.spark.source import spark_schema
 from support.manifest import b64
 
@@ -150,48 +148,6 @@ def test_the_pushdown_planner_is_the_module_the_reader_looks_for():
     with open(spec.origin, encoding="utf-8") as handle:
         source = handle.read()
     assert ".reader(schema=schema)" in source and ".pushFilters(" in source, spec.origin
-
-
-def _plan(kafka_logdir, **options):
-    options.setdefault("path", kafka_logdir)
-    constraints = options.pop("constraints", Constraints())
-    return plan_fragments(parse_read_options(options), constraints)
-
-
-def test_point_lookup_plans_one_small_split(kafka_logdir):
-    constraints = Constraints()
-    constraints.restrict_topics(["compacted"])
-    constraints.restrict_offsets(low=600, high=601)
-    fragments = _plan(kafka_logdir, constraints=constraints)
-    assert len(fragments) == 1
-    fragment = fragments[0]
-    assert os.path.basename(fragment.log_path) == "00000000000000000594.log"
-    full = _plan(kafka_logdir, subscribe="compacted")
-    assert len(full) == 12
-    assert fragment.bytes <= os.path.getsize(fragment.log_path)
-
-
-def test_one_split_per_segment_and_index_ranges(kafka_logdir):
-    whole = _plan(kafka_logdir, subscribe="plain")
-    assert len(whole) == 12  # 4 segments in each of plain-0, plain-1, plain-2
-    cut = _plan(kafka_logdir, subscribe="plain", maxPartitionBytes="8192")
-    assert len(cut) > len(whole)
-    for fragment in cut:  # fragments start on offset index entries or segment starts
-        from segmentlog_datasource.format.log import PartitionLog
-        log = PartitionLog.open(os.path.dirname(fragment.log_path))
-        segment = next(s for s in log.segments if s.log_path == fragment.log_path)
-        assert fragment.start_position == 0 or fragment.start_position in segment.offset_index.positions
-    covered = {}
-    for fragment in cut:
-        covered.setdefault(fragment.log_path, []).append((fragment.start_position, fragment.end_position))
-    for path, ranges in covered.items():
-        ranges.sort()
-        assert ranges[0][0] == 0 and ranges[-1][1] == os.path.getsize(path)
-        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
-
-
-def test_min_partitions_adds_splits(kafka_logdir):
-    assert len(_plan(kafka_logdir, subscribe="plain", minPartitions="30")) >= 30
 
 
 def test_split_options_keep_the_same_rows(utc_spark, kafka_logdir):
