@@ -7,10 +7,10 @@ from typing import Any, Dict, Mapping, Optional
 
 from ..errors import InvalidOptionError
 from ..format import compression
-from ..format.layout import CREATE_TIME, INT32_MAX, INT64_MAX, LOG_APPEND_TIME
+from ..format.layout import CREATE_TIME, INT32_MAX, INT64_MAX, LOG_APPEND_TIME, TIMESTAMP_TYPE_NAMES
 
-TIMESTAMP_TYPES = {"createtime": CREATE_TIME, "logappendtime": LOG_APPEND_TIME}
-TIMESTAMP_TYPE_NAMES = {CREATE_TIME: "CreateTime", LOG_APPEND_TIME: "LogAppendTime"}
+# A topic's message.timestamp.type is one of these two (NoTimestampType is magic 0 only).
+TIMESTAMP_TYPES = {TIMESTAMP_TYPE_NAMES[t].lower(): t for t in (CREATE_TIME, LOG_APPEND_TIME)}
 LEVEL_RANGES = {  # what Kafka accepts for compression.<codec>.level
     compression.GZIP: (1, 9),
     compression.LZ4: (1, 17),
@@ -124,7 +124,7 @@ def parse_compression(value) -> int:
 
 
 def parse_timestamp_type(value) -> int:
-    if isinstance(value, int) and not isinstance(value, bool) and value in TIMESTAMP_TYPE_NAMES:
+    if isinstance(value, int) and not isinstance(value, bool) and value in TIMESTAMP_TYPES.values():
         return value
     name = str(value).strip().lower()
     if name not in TIMESTAMP_TYPES:
