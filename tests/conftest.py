@@ -20,6 +20,11 @@ collect_ignore_glob = [] if HAVE_PYSPARK else ["spark/*"]
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "spark: the test runs Spark (deselect with -m 'not spark')")
+    # kafka-python, the independent codec the tests compare with, loads its protocol
+    # schemas through deprecated importlib.resources calls.
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:kafka.*")
+    config.addinivalue_line("filterwarnings",
+                            "ignore:open_text is deprecated:DeprecationWarning")
 
 
 def pytest_collection_modifyitems(config, items):
