@@ -96,8 +96,10 @@ def _scan(log, segment, verify=True, allow_torn_tail=None, start=0, transactions
           use_fast_path=True):
     if allow_torn_tail is None:
         allow_torn_tail = log.is_last(segment)
-    batches = scan_segment(SegmentRange(log.topic, log.partition, segment.log_path, segment.size, start, segment.size, 0, MAX_OFFSET, allow_torn_tail, transactions=transactions), ScanOptions(verify_checksums=verify, include_headers=True,
-                                       use_fast_path=use_fast_path))
+    batches = scan_segment(SegmentRange(
+            log.topic, log.partition, segment.log_path, segment.size, start, segment.size, 0,
+            MAX_OFFSET, allow_torn_tail, transactions=transactions),
+        ScanOptions(verify_checksums=verify, include_headers=True, use_fast_path=use_fast_path))
     return arrow_rows(batches)
 
 
@@ -145,7 +147,10 @@ def test_flipped_record_byte_is_a_checksum_error(kafka_logdir, copy_of):
         list(iter_segment_batches(segment.log_path, segment.size, 0, segment.size, False, True))
     _assert_names(info.value, segment.log_path, batch["position"])
     # A scan that ends before the damaged batch never sees it.
-    rows = list(scan_segment(SegmentRange(log.topic, log.partition, segment.log_path, segment.size, 0, batch["position"], 0, MAX_OFFSET, False), ScanOptions()))
+    rows = list(scan_segment(SegmentRange(
+            log.topic, log.partition, segment.log_path, segment.size, 0, batch["position"], 0,
+            MAX_OFFSET, False),
+        ScanOptions()))
     assert sum(b.num_rows for b in rows) == len(
         [r for r in expected_rows(manifest, segment=0) if r["offset"] < 15])
 

@@ -198,7 +198,10 @@ def _kafka_python_rows(data):
 
 def read_back(log, use_fast_path, min_offset=0, end_offset=MAX_OFFSET, include_headers=True):
     segment = log.segments[0]
-    return arrow_rows(scan_segment(SegmentRange(log.topic, log.partition, segment.log_path, segment.size, 0, segment.size, min_offset, end_offset, True), ScanOptions(include_headers=include_headers, use_fast_path=use_fast_path,
+    return arrow_rows(scan_segment(SegmentRange(
+            log.topic, log.partition, segment.log_path, segment.size, 0, segment.size, min_offset,
+            end_offset, True),
+        ScanOptions(include_headers=include_headers, use_fast_path=use_fast_path,
                     max_batch_rows=997)), include_headers=include_headers)
 
 

@@ -59,7 +59,10 @@ def _read(log, isolation="read_uncommitted", include_headers=True, use_fast_path
                           use_fast_path=use_fast_path)
     batches = []
     for segment in log.segments:
-        batches.extend(scan_segment(SegmentRange(log.topic, log.partition, segment.log_path, segment.size, 0, segment.size, 0, MAX_OFFSET, log.is_last(segment), transactions=transactions), options))
+        batches.extend(scan_segment(SegmentRange(
+                log.topic, log.partition, segment.log_path, segment.size, 0, segment.size, 0,
+                MAX_OFFSET, log.is_last(segment), transactions=transactions),
+            options))
     return batches
 
 
@@ -324,15 +327,24 @@ def test_torn_tail_of_the_active_segment(kafka_logdir):
     log = PartitionLog.open(os.path.join(kafka_logdir, "live-0"))
     active = log.segments[-1]
     assert active.size == torn["position"] + torn["trailing_bytes"]
-    rows = arrow_rows(scan_segment(SegmentRange(log.topic, log.partition, active.log_path, active.size, 0, active.size, 0, MAX_OFFSET, True), ScanOptions(True, True)))
+    rows = arrow_rows(scan_segment(SegmentRange(
+            log.topic, log.partition, active.log_path, active.size, 0, active.size, 0, MAX_OFFSET,
+            True),
+        ScanOptions(True, True)))
     assert rows == expected_rows(manifest, segment=active.base_offset)
     assert rows[-1]["offset"] == 154
     assert log.end_offset() == 155
     # Started right at the torn batch: nothing, and no error.
-    assert list(scan_segment(SegmentRange(log.topic, log.partition, active.log_path, active.size, torn["position"], active.size, 0, MAX_OFFSET, True), ScanOptions())) == []
+    assert list(scan_segment(SegmentRange(
+            log.topic, log.partition, active.log_path, active.size, torn["position"], active.size,
+            0, MAX_OFFSET, True),
+        ScanOptions())) == []
     # The same bytes are an error where a torn tail is not allowed (a non-last segment).
     with pytest.raises(CorruptLogError) as info:
-        list(scan_segment(SegmentRange(log.topic, log.partition, active.log_path, active.size, 0, active.size, 0, MAX_OFFSET, False), ScanOptions()))
+        list(scan_segment(SegmentRange(
+                log.topic, log.partition, active.log_path, active.size, 0, active.size, 0,
+                MAX_OFFSET, False),
+            ScanOptions()))
     assert info.value.position == torn["position"]
     assert info.value.path == active.log_path
     assert active.log_path in str(info.value) and str(torn["position"]) in str(info.value)
@@ -378,7 +390,10 @@ def test_offset_index_lookups(case):
             if _in_control_batch(batches, offset):
                 continue
             position = segment.offset_index.lookup(offset)[1]
-            rows = arrow_rows(scan_segment(SegmentRange(log.topic, log.partition, segment.log_path, segment.size, position, segment.size, offset, offset + 1, log.is_last(segment)), ScanOptions(include_headers=True)))
+            rows = arrow_rows(scan_segment(SegmentRange(
+                    log.topic, log.partition, segment.log_path, segment.size, position,
+                    segment.size, offset, offset + 1, log.is_last(segment)),
+                ScanOptions(include_headers=True)))
             assert rows == [expected_row(record)], offset
 
 
@@ -449,7 +464,10 @@ def test_offset_for_timestamp(case):
 # ----------------------------------------------------------------- sub-range scans
 
 def _scan_rows(log, segment, start, end_position, lo, hi, transactions=None):
-    return arrow_rows(scan_segment(SegmentRange(log.topic, log.partition, segment.log_path, segment.size, start, end_position, lo, hi, log.is_last(segment), transactions=transactions), ScanOptions(include_headers=True)))
+    return arrow_rows(scan_segment(SegmentRange(
+            log.topic, log.partition, segment.log_path, segment.size, start, end_position, lo, hi,
+            log.is_last(segment), transactions=transactions),
+        ScanOptions(include_headers=True)))
 
 
 def test_sub_range_scans(case):

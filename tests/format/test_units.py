@@ -330,7 +330,10 @@ def test_discovery_of_a_log_dir_a_partition_dir_and_several_paths(tmp_path):
     log = discover_partitions([os.path.join(one, "my.topic-name-12")])[0]
     assert log.end_offset() == 7
     segment = log.segments[1]
-    rows = arrow_rows(scan_segment(SegmentRange(log.topic, log.partition, segment.log_path, segment.size, 0, segment.size, 0, 2**63 - 1, True), ScanOptions()),
+    rows = arrow_rows(scan_segment(SegmentRange(
+            log.topic, log.partition, segment.log_path, segment.size, 0, segment.size, 0,
+            2**63 - 1, True),
+        ScanOptions()),
                       include_headers=False)
     assert [r["offset"] for r in rows] == [3, 4, 5, 6]
     assert rows[0]["value"] == b"value-3"
@@ -481,7 +484,9 @@ def test_v1_wrapper_at_offset_zero_keeps_its_inner_offsets(tmp_path):
     (directory / segment_file_name(0)).write_bytes(bytes(builder.build()))  # wrapper offset 0
     log = PartitionLog.open(str(directory))
     segment = log.segments[0]
-    rows = arrow_rows(scan_segment(SegmentRange("t", 0, segment.log_path, segment.size, 0, segment.size, 0, 2**63 - 1, True), ScanOptions()), include_headers=False)
+    rows = arrow_rows(scan_segment(SegmentRange(
+            "t", 0, segment.log_path, segment.size, 0, segment.size, 0, 2**63 - 1, True),
+        ScanOptions()), include_headers=False)
     assert [(r["offset"], r["value"]) for r in rows] == [(i, b"v%d" % i) for i in range(4)]
 
 

@@ -123,7 +123,10 @@ def test_round_trip_every_codec(logdir, codec):
     for log in discover_partitions([logdir]):
         got = []
         for segment in log.segments:
-            for batch in scan_segment(SegmentRange(log.topic, log.partition, segment.log_path, segment.size, 0, segment.size, 0, 2**62, False), ScanOptions()):
+            for batch in scan_segment(SegmentRange(
+                    log.topic, log.partition, segment.log_path, segment.size, 0, segment.size, 0,
+                    2**62, False),
+                ScanOptions()):
                 got.extend(zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist()))
         assert got == [(r[0], r[4]) for r in decoded[(log.topic, log.partition)]]
     assert sorted(os.listdir(logdir)) == ["events-0", "events-1", "events-2"]
