@@ -16,15 +16,10 @@ from segmentlog_datasource.format import fastpath, layout
 from segmentlog_datasource.format.fastpath import buildinfo, protocol
 from support.paths import CHECKOUT
 
-try:
-    from segmentlog_datasource.format.fastpath.compiled import _fastrecords
-except ImportError as exc:  # the extension is optional: pure Python still works
-    _fastrecords, NOT_BUILT = None, str(exc)
-else:
-    NOT_BUILT = None
+from support.compiled import compiled
+from support.compiled import requires_compiled as requires_fast
 
-requires_fast = pytest.mark.skipif(_fastrecords is None,
-                                   reason=f"compiled fast path not built ({NOT_BUILT})")
+_fastrecords = compiled._fastrecords if compiled is not None else None
 
 DEFINED_IN = {"layout.py": layout, "protocol.py": protocol}
 COMPILED = [(name, DEFINED_IN[os.path.basename(relative)])

@@ -27,15 +27,10 @@ from segmentlog_datasource.format.layout import (
 from segmentlog_datasource.format.v2_encode import build_record_batch
 from segmentlog_datasource.format.varint import write_varint
 
-try:
-    from segmentlog_datasource.format.fastpath.compiled import CompiledAccumulator
-except ImportError as exc:  # the extension is optional: pure Python still works
-    CompiledAccumulator, NOT_BUILT = None, str(exc)
-else:
-    NOT_BUILT = None
+from support.compiled import compiled, requires_compiled
 
-pytestmark = pytest.mark.skipif(CompiledAccumulator is None,
-                                reason=f"compiled fast path not built ({NOT_BUILT})")
+CompiledAccumulator = compiled.CompiledAccumulator if compiled is not None else None
+pytestmark = requires_compiled
 
 T0 = 1_700_000_000_000
 

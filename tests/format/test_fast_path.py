@@ -34,19 +34,9 @@ from segmentlog_datasource.format.fastpath.pure import RecordAccumulator
 from segmentlog_datasource.format.layout import MAX_OFFSET
 from segmentlog_datasource.format.varint import write_varint
 
-try:
-    from segmentlog_datasource.format.fastpath import compiled as fast
-except ImportError as exc:  # the extension is optional: pure Python still works
-    fast = None
-    FAST_IMPORT_ERROR = str(exc)
-else:
-    FAST_IMPORT_ERROR = None
-
-requires_fast = pytest.mark.skipif(
-    fast is None,
-    reason=f"compiled fast path not built ({FAST_IMPORT_ERROR}); "
-           "build it with: python setup.py build_ext --inplace",
-)
+from support.compiled import NOT_BUILT as FAST_IMPORT_ERROR
+from support.compiled import compiled as fast
+from support.compiled import requires_compiled as requires_fast
 
 T0 = 1_700_000_000_000
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
