@@ -1,4 +1,4 @@
-"""The Spark data source: schema, batch reader and the write adapter's entry point."""
+"""The Spark data source: schema, and the entry points of batch and streaming reads and writes."""
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
@@ -32,3 +32,13 @@ class SegmentLogDataSource(DataSource):
         from .write import SegmentLogSparkWriter
 
         return SegmentLogSparkWriter(self.options, schema, overwrite)
+
+    def streamReader(self, schema):
+        from .stream_read import SegmentLogStreamReader
+
+        return SegmentLogStreamReader(self.options, schema)
+
+    def streamWriter(self, schema, overwrite: bool):
+        from .stream_write import SegmentLogStreamWriter
+
+        return SegmentLogStreamWriter(self.options, schema, overwrite)
