@@ -24,3 +24,7 @@ class ConcurrentWriteError(WriteError):
 
 class WriteAbortedError(WriteError):
     """The write was aborted (or already finished) and can no longer be used."""
+
+
+class SinkStateError(WriteError):
+    """A streaming sink's record of its micro-batches does not match the log (writer/stream.py)."""

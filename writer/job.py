@@ -17,10 +17,11 @@ them with renames (publish.py). A failure before the last rename undoes the rena
 so far; abort and every failure remove the staging directory.
 """
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import InvalidOptionError
 from ..format.log import SEGMENT_NAME, partition_dir_name
@@ -44,6 +45,7 @@ from .task import TaskResult, TaskSpec, TaskWriter
 
 MODES = ("append", "overwrite")
 DEFAULT_LEADER_EPOCH = 0
+_JOB_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
 @dataclass
@@ -83,8 +85,13 @@ class WriteJob:
 
     def __init__(self, logdir: str, *, mode: str = "append", topic: Optional[str] = None,
                  options: Optional[WriteOptions] = None, layout: Optional[InputLayout] = None,
-                 write_time_ms: Optional[int] = None, under_jvm: bool = False):
-        """`under_jvm`: the job runs in Spark, whose driver JVM owns it (see locks.owner_info)."""
+                 write_time_ms: Optional[int] = None, under_jvm: bool = False,
+                 job_id: Optional[str] = None):
+        """`under_jvm`: the job runs in Spark, whose driver JVM owns it (see locks.owner_info).
+
+        `job_id`: commit what tasks already staged under this id, in a staging directory
+        that may exist before the job does (a streaming micro-batch, writer/stream.py).
+        """
         if mode not in MODES:
             raise InvalidOptionError(
                 f"save mode {mode!r} is not supported; segmentlog writes take 'append' or "
@@ -98,7 +105,10 @@ class WriteJob:
         self.options = options or WriteOptions()
         self.layout = layout
         self.write_time_ms = int(time.time() * 1000) if write_time_ms is None else write_time_ms
-        self.job_id = time.strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:12]
+        if job_id is not None and not _JOB_ID.match(job_id):
+            raise WriteError(f"job id {job_id!r} is not a plain file name")
+        self.adopted = job_id is not None
+        self.job_id = job_id or time.strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:12]
         self.staging_dir = os.path.join(self.logdir, STAGING_PREFIX + self.job_id)
         self.held_locks: List[str] = []
         self.under_jvm = under_jvm
@@ -142,7 +152,10 @@ class WriteJob:
             if self.topic is not None:
                 acquire_lock(self.logdir, self.topic, self.job_id, self.mode, self.under_jvm)
                 self.held_locks.append(self.topic)
-            os.mkdir(self.staging_dir)
+            if self.adopted:
+                os.makedirs(self.staging_dir, exist_ok=True)
+            else:
+                os.mkdir(self.staging_dir)
             write_owner_file(self.staging_dir, self.job_id, self.under_jvm)
         except BaseException:
             self.abort()
@@ -177,8 +190,16 @@ class WriteJob:
             raise WriteError(f"write {self.job_id} has not been started: call start() first")
 
     # -------------------------------------------------------------------- commit
-    def commit(self, results: Iterable[Optional[TaskResult]]) -> CommitSummary:
-        """Publish the tasks' batches. All or nothing: on error the log dir is unchanged."""
+    def commit(self, results: Iterable[Optional[TaskResult]], *,
+               before_publish: Optional[Callable[[CommitSummary], None]] = None,
+               after_publish: Optional[Callable[[CommitSummary], None]] = None) -> CommitSummary:
+        """Publish the tasks' batches. All or nothing: on error the log dir is unchanged.
+
+        The callbacks run while the topic locks are held: `before_publish` once every
+        offset is assigned and nothing is visible yet, `after_publish` once everything is
+        (an error it raises leaves the data published). The streaming sink records its
+        intent and its commits there.
+        """
         self._check_started()
         if not os.path.isdir(self.staging_dir):
             raise WriteAbortedError(
@@ -210,7 +231,11 @@ class WriteJob:
             actions: List[PublishAction] = []
             for topic in sorted(topics):
                 self._prepare_topic(topic, ordered, publish_root, summary, actions)
+            if before_publish is not None:
+                before_publish(summary)
             publish(actions)
+            if after_publish is not None:
+                after_publish(summary)
             self.finished = True
             return summary
         finally:
