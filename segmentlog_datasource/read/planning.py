@@ -170,8 +170,20 @@ def _suffix(spec: OffsetSpec) -> str:
 def plan_fragments(read: ReadOptions, constraints: Constraints) -> List[Fragment]:
     logs = select_partitions(read, constraints)
     ranges = offset_ranges(read, logs)
+    return plan_ranges(logs, ranges, read, constraints)
+
+
+def plan_ranges(logs: List[PartitionLog], ranges: Dict, read: ReadOptions,
+                constraints: Optional[Constraints] = None,
+                last_stable: Optional[Dict] = None) -> List[Fragment]:
+    """Fragments of the offset ranges {(topic, partition): (start, end)} of `logs`, cut to
+    the read's split size; a partition without a range is not read. For read_committed,
+    `last_stable` gives known last stable offsets (else each log is scanned for its own)."""
+    constraints = constraints or Constraints()
     pieces: List[Tuple[Segment, Fragment]] = []
     for log in logs:
+        if log.topic_partition not in ranges:
+            continue
         start, end = ranges[log.topic_partition]
         start = max(start, constraints.offset_low)
         end = min(end, constraints.offset_high)
@@ -182,7 +194,10 @@ def plan_fragments(read: ReadOptions, constraints: Constraints) -> List[Fragment
             end = min(end, max(constraints.offset_values) + 1)
         lso = None
         if read.read_committed:
-            lso = log.last_stable_offset()
+            if last_stable is not None and log.topic_partition in last_stable:
+                lso = last_stable[log.topic_partition]
+            else:
+                lso = log.last_stable_offset()
             end = min(end, lso)
         if start >= end or not log.segments:
             continue
