@@ -206,22 +206,26 @@ READ_OPTIONS = {
     "verifyChecksums", "failOnDataLoss", "maxPartitionBytes", "minPartitions",
     "maxRecordsPerPartition",
 }
+# Admission control of streaming reads (read.stream); a batch read ignores them, as
+# Spark's Kafka source does.
+STREAM_OPTIONS = {
+    "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "maxBytesPerTrigger",
+}
 # Spark Kafka source options that mean nothing without a broker: accepted so that a
 # format("kafka") query runs unchanged, and ignored.
 KAFKA_SOURCE_ONLY_OPTIONS = {
     "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
-    "groupIdPrefix", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
-    "includeHeaders",
+    "groupIdPrefix",
 }
 
 
 def check_known_read_options(options) -> None:
-    known = {name.lower() for name in READ_OPTIONS | KAFKA_SOURCE_ONLY_OPTIONS}
+    known = {name.lower() for name in READ_OPTIONS | STREAM_OPTIONS | KAFKA_SOURCE_ONLY_OPTIONS}
     for name in options:
         # kafka.* options configure a Kafka consumer; kafka.isolation.level is honoured.
         if name.lower().startswith("kafka.") or name.lower() in known:
             continue
-        accepted = ", ".join(sorted(READ_OPTIONS - {"paths"}))
+        accepted = ", ".join(sorted((READ_OPTIONS | STREAM_OPTIONS) - {"paths"}))
         raise InvalidOptionError(option=name, message=(
             f"unknown read option {name!r} (names are case-insensitive); the read options are "
             f"{accepted}, and Spark Kafka source options and kafka.* are accepted too"))
