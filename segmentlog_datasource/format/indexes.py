@@ -65,13 +65,18 @@ class OffsetIndex:
         return cls(path, base_offset, [], [])
 
     @classmethod
-    def load(cls, path, base_offset: int, log_size: Optional[int] = None) -> "OffsetIndex":
+    def load(cls, path, base_offset: int, log_size: Optional[int] = None,
+             growing: bool = False) -> "OffsetIndex":
         if not os.path.exists(path):
             return cls.empty(base_offset, path)
-        return cls.parse(_read_file(path), base_offset, path=path, log_size=log_size)
+        return cls.parse(_read_file(path), base_offset, path=path, log_size=log_size,
+                         growing=growing)
 
     @classmethod
-    def parse(cls, data: bytes, base_offset: int, path=None, log_size=None) -> "OffsetIndex":
+    def parse(cls, data: bytes, base_offset: int, path=None, log_size=None,
+              growing: bool = False) -> "OffsetIndex":
+        """`growing`: the index of an active segment whose log was sized before the index
+        was read; entries for data appended since (at or past `log_size`) are left out."""
         size = _whole_entries(path, data, OFFSET_ENTRY.size)
         offsets, positions = [], []
         last_rel, last_pos = -1, -1
@@ -86,6 +91,8 @@ class OffsetIndex:
                     path, pos, f"offset index entry ({rel}, {file_pos}) is not in increasing order"
                 )
             if log_size is not None and file_pos >= log_size:
+                if growing:
+                    return cls(path, base_offset, offsets, positions)
                 raise CorruptLogError(
                     path, pos, f"offset index entry points at position {file_pos}, "
                     f"past the end of its {log_size}-byte log",

@@ -47,6 +47,7 @@ class Segment:
     directory: str
     base_offset: int
     size: int  # bytes in the .log file when the partition was opened
+    active: bool = False  # the last segment, which a running broker may be appending to
     _offset_index: Optional[OffsetIndex] = field(default=None, repr=False)
     _time_index: Optional[TimeIndex] = field(default=None, repr=False)
 
@@ -69,7 +70,8 @@ class Segment:
     @property
     def offset_index(self) -> OffsetIndex:
         if self._offset_index is None:
-            self._offset_index = OffsetIndex.load(self.index_path, self.base_offset, self.size)
+            self._offset_index = OffsetIndex.load(self.index_path, self.base_offset, self.size,
+                                                  growing=self.active)
         return self._offset_index
 
     @property
@@ -146,8 +148,11 @@ class PartitionLog:
             match = SEGMENT_NAME.match(name)
             if match:
                 if match.group(2) == "log":
-                    path = os.path.join(directory, name)
-                    segments.append(Segment(directory, int(match.group(1)), os.path.getsize(path)))
+                    try:
+                        size = os.path.getsize(os.path.join(directory, name))
+                    except FileNotFoundError:
+                        continue  # deleted since the listing (retention)
+                    segments.append(Segment(directory, int(match.group(1)), size))
                 continue
             if name in KNOWN_FILES or name.endswith(PENDING_SUFFIXES) or name.endswith("-checkpoint"):
                 continue
@@ -157,6 +162,8 @@ class PartitionLog:
                     f"base offset followed by .log"
                 )
         segments.sort(key=lambda s: s.base_offset)
+        if segments:
+            segments[-1].active = True
         return cls(directory, topic, partition, segments)
 
     def __repr__(self):

@@ -424,3 +424,24 @@ def test_starting_offsets_of_a_new_query(tmp_path):
     empty = str(tmp_path / "empty")
     os.mkdir(empty)
     assert stream(empty).initial_offsets() == {}
+
+
+def test_index_entries_for_data_appended_since_the_listing_are_left_out(tmp_path):
+    # A running broker appends to the active segment's .log, then to its .index: a reader
+    # that sized the .log a moment earlier finds entries past that size.
+    logdir = str(tmp_path)
+    append(logdir, "t", 0, 400, batch_size=1024, index_interval_bytes=1024)
+    path = last_segment(os.path.join(logdir, "t-0"))
+    with open(path, "rb") as handle:
+        data = handle.read()
+    cut = read_batches(path)[-3]["position"]
+    with open(path, "r+b") as handle:
+        handle.truncate(cut)
+    log = PartitionLog.open(os.path.join(logdir, "t-0"))
+    append_bytes(path, data[cut:])
+    index = log.segments[-1].offset_index
+    assert len(index) > 0 and max(index.positions) < cut
+    s = stream(logdir)
+    start = s.initial_offsets()
+    end = s.latest_offsets(start, None)
+    assert [o for *_, o in delivered(s, start, end)] == list(range(400))
