@@ -1,0 +1,73 @@
+"""`df.writeStream.format("segmentlog")`: a thin DataSourceStreamArrowWriter over the
+streaming sink engine (`writer/stream.py`), with the batch writer's columns and options.
+
+Spark builds this writer on the driver when it plans a micro-batch and pickles it to the
+tasks; each micro-batch's commit or abort runs in a Python worker with a writer of its
+own, and nothing is ever closed. So the writer holds no lock and no open file: each
+commit takes and releases the locks it needs. Every output mode appends, as Spark's Kafka
+sink does (complete mode appends the whole result each time).
+"""
+from dataclasses import dataclass
+from typing import Iterator, List, Optional
+
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+
+from ..errors import InvalidOptionError
+from ..writer.errors import InvalidInputError, WriteError
+from ..writer.input import InputLayout
+from ..writer.options import WriteOptions
+from ..writer.stream import StagedTask, StreamSink, read_query_id
+from .write import _arrow_schema
+
+# Options the sink reads beside the write options (Spark passes them lowercased).
+STREAM_OPTIONS = {"checkpointlocation"}
+BATCH_ID_PROPERTY = "streaming.sql.batchId"  # set by Spark on every micro-batch's tasks
+
+
+@dataclass
+class SegmentLogStreamCommitMessage(WriterCommitMessage):
+    staged: StagedTask
+
+
+class SegmentLogStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, options, schema, overwrite: bool):
+        options = {str(k): v for k, v in dict(options or {}).items()}
+        lowered = {k.lower(): v for k, v in options.items()}
+        path = lowered.get("path")
+        if not path:
+            raise InvalidOptionError(
+                "no log dir given: use df.writeStream.format('segmentlog').start(path) or "
+                ".option('path', ...)", "path",
+            )
+        topic = lowered.get("topic") or None
+        write_options = WriteOptions.from_mapping(
+            {k: v for k, v in options.items() if k.lower() not in STREAM_OPTIONS})
+        try:
+            layout = InputLayout.from_schema(_arrow_schema(schema), topic)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{exc} [input schema: {schema.simpleString()}]") from None
+        checkpoint = lowered.get("checkpointlocation")
+        self.sink = StreamSink(path, read_query_id(checkpoint), topic=topic,
+                               options=write_options, layout=layout, under_jvm=True,
+                               checkpoint_location=checkpoint)
+
+    def write(self, iterator: Iterator) -> SegmentLogStreamCommitMessage:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        batch = context.getLocalProperty(BATCH_ID_PROPERTY) if context is not None else None
+        if batch is None:
+            raise WriteError(
+                f"the task has no micro-batch id (Spark local property {BATCH_ID_PROPERTY!r}); "
+                f"the segmentlog sink runs only in micro-batch streaming queries"
+            )
+        return SegmentLogStreamCommitMessage(self.sink.stage(
+            int(batch), iterator, context.partitionId(), context.attemptNumber()))
+
+    def commit(self, messages: List[Optional[SegmentLogStreamCommitMessage]],
+               batchId: int) -> None:
+        self.sink.commit(batchId, [m.staged if m is not None else None for m in messages])
+
+    def abort(self, messages: List[Optional[SegmentLogStreamCommitMessage]],
+              batchId: int) -> None:
+        self.sink.abort(batchId)
