@@ -377,8 +377,9 @@ class StreamSink:
         return inspect_tail(directory).log_end_offset
 
     # ------------------------------------------------------------------ abort
-    def abort(self, batch_id: int, staged: Iterable[Optional[StagedTask]] = ()) -> None:
-        """Forget a failed micro-batch: remove what its tasks staged (every attempt)."""
+    def abort(self, batch_id: int) -> None:
+        """Forget a failed micro-batch: remove what its tasks staged, every attempt's
+        (Spark may pass no message at all, when every task failed)."""
         batch_id = int(batch_id)
         self._sweep(lambda batch: batch == batch_id)
 

@@ -63,7 +63,9 @@ def check_exactly_once(spark, logdir, written):
 
 def committed_by_spark(checkpoint):
     commits = os.path.join(checkpoint, "commits")
-    return sorted(int(n) for n in os.listdir(commits) if n.isdigit()) if os.path.isdir(commits) else []
+    if not os.path.isdir(commits):
+        return []
+    return sorted(int(n) for n in os.listdir(commits) if n.isdigit())
 
 
 def only_record(logdir):

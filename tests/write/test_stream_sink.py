@@ -9,9 +9,11 @@ import textwrap
 import pyarrow as pa
 import pytest
 
-from segmentlog_datasource.format import ScanOptions, SegmentRange, discover_partitions, scan_segment
+from segmentlog_datasource.format import (
+    ScanOptions, SegmentRange, discover_partitions, scan_segment,
+)
 from segmentlog_datasource.writer import (
-    InvalidOptionError, SegmentLogWriter, WriteError, WriteOptions, write_log,
+    InvalidOptionError, WriteError, WriteOptions, write_log,
 )
 from segmentlog_datasource.writer.errors import SinkStateError
 from segmentlog_datasource.writer.stream import StreamSink, read_query_id
@@ -246,9 +248,9 @@ def test_abort_and_dead_attempts_leave_nothing(logdir):
     before = tree_bytes(logdir)
     record_before = sink_records(logdir)
     # a failed micro-batch: one task finished, one attempt died without reporting
-    staged = stage(sink, 1, batch_rows(1, 40), tasks=1)
+    stage(sink, 1, batch_rows(1, 40), tasks=1)
     stage(sink, 1, batch_rows(1, 40), tasks=1, attempt=1)
-    sink.abort(1, staged)
+    sink.abort(1)
     assert leftovers(logdir) == [] and tree_bytes(logdir) == before
     assert sink_records(logdir) == record_before
     # batch 1 again: attempt 0 of its task died, attempt 1 reported; a straggler of
