@@ -25,7 +25,8 @@ partition directory did not exist). A commit, under the sink lock:
 3. plans the append, records the intent, publishes, records the batch as committed,
    each record replaced atomically (temporary file, fsync, rename);
 4. removes the batch's staging directories, and those of earlier batches of the query
-   (attempts that never reported, from any run).
+   (attempts that never reported, from any run). Staging directories record the driver
+   as their owner, so those of a dead driver go with any later write's clean-up.
 
 The guarantee covers a process that stops anywhere (kill -9); like the batch writer, the
 segment files are not fsynced, so a power loss may lose published data.
@@ -45,7 +46,7 @@ from .errors import ConcurrentWriteError, SinkStateError, WriteError
 from .fsops import remove_tree
 from .input import InputLayout
 from .job import CommitSummary, WriteJob
-from .locks import OWNER_FILE, acquire_lock, owner_info, release_lock
+from .locks import OWNER_FILE, acquire_lock, clean_dead_writes, owner_info, release_lock
 from .logdir import STAGING_PREFIX, inspect_tail, list_topics, partition_dir
 from .options import WriteOptions
 from .task import TaskResult, TaskSpec, TaskWriter
@@ -275,6 +276,7 @@ class StreamSink:
         os.makedirs(self.logdir, exist_ok=True)
         self._lock(job_id)
         try:
+            clean_dead_writes(self.logdir)  # any query's, whose driver is gone
             record = SinkRecord.load(self.record_path, self.query_id)
             if record.pending is not None:
                 self._settle(record, job_id)

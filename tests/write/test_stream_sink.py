@@ -215,6 +215,7 @@ sink = StreamSink(logdir, query, topic="t", options=WriteOptions(num_partitions=
 rows = [(f"key-{i % 11}".encode(), f"b1-r{i}".encode()) for i in range(100)]
 table = pa.table({"key": [k for k, _ in rows], "value": [v for _, v in rows]})
 kill = lambda summary: os.kill(os.getpid(), signal.SIGKILL)
+StreamSink(logdir, "another-query", topic="t").stage(0, [table])  # its driver dies too
 sink.commit(1, [sink.stage(1, [table])], **{step: kill})
 """
 
@@ -232,6 +233,7 @@ def test_a_killed_commit_is_settled_by_the_next(logdir, step, status):
     names = leftovers(logdir)
     assert f".segmentlog-lock-.sink-{QUERY}" in names and ".segmentlog-lock-t" in names
     assert any(n.startswith(f".segmentlog-staging-stream-{QUERY}-1-") for n in names)
+    assert any(n.startswith(".segmentlog-staging-stream-another-query-0-") for n in names)
     assert sink_records(logdir)[QUERY]["pending"]["batch"] == 1
     second = [(f"key-{i % 11}".encode(), f"b1-r{i}".encode()) for i in range(100)]
     assert make_sink(logdir).commit(1, stage(sink, 1, second, tasks=1)).status == status
