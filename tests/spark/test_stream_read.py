@@ -1,0 +1,276 @@
+"""spark.readStream.format("segmentlog"): real streaming queries over growing logs.
+
+Every query collects what each micro-batch got (foreachBatch), and the checks are per
+topic-partition: every offset exactly once, in order, against the Kafka-written manifests
+or against what the test appended.
+"""
+import json
+import os
+import shutil
+import threading
+import time
+
+import pytest
+
+from support.kafka_logs import read_batches
+from support.manifest import expected_rows, load_manifest, partition_names
+from support.streams import (
+    COMMIT, append, append_bytes, last_segment, marker_batch, offsets_by_partition,
+)
+
+
+class Collected:
+    """What a foreachBatch sink received: [(batch_id, [(topic, partition, offset)])]."""
+
+    def __init__(self):
+        self.batches = []
+        self.lock = threading.Lock()
+
+    def __call__(self, frame, batch_id):
+        rows = [tuple(r) for r in frame.select("topic", "partition", "offset").collect()]
+        with self.lock:
+            self.batches.append((batch_id, rows))
+
+    def rows(self):
+        with self.lock:
+            return [row for _, rows in self.batches for row in rows]
+
+    def by_partition(self):
+        return offsets_by_partition(self.rows())
+
+
+def start_query(spark, path, checkpoint, sink, trigger=None, **options):
+    reader = spark.readStream.format("segmentlog")
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    writer = reader.load(path).writeStream.foreachBatch(sink).option(
+        "checkpointLocation", checkpoint)
+    if trigger is not None:
+        writer = writer.trigger(**trigger)
+    return writer.start()
+
+
+def run_available_now(spark, path, checkpoint, sink, **options):
+    query = start_query(spark, path, checkpoint, sink, trigger={"availableNow": True}, **options)
+    assert query.awaitTermination(300), "the AvailableNow query did not stop"
+    if query.exception() is not None:
+        raise query.exception()
+    return query
+
+
+def test_available_now_rate_limited_over_the_fixtures_delivers_every_record_once(
+        spark, kafka_logdir, tmp_path):
+    sink = Collected()
+    query = run_available_now(spark, kafka_logdir, str(tmp_path / "cp"), sink,
+                              maxOffsetsPerTrigger="400")
+    assert len(sink.batches) >= 5
+    assert [b for b, _ in sink.batches] == list(range(len(sink.batches)))
+    for _, rows in sink.batches:
+        assert len(rows) <= 400 + len({(t, p) for t, p, _ in rows})
+    got = sink.by_partition()
+    for name in partition_names(kafka_logdir):
+        topic, partition = name.rsplit("-", 1)
+        expected = [r["offset"] for r in expected_rows(load_manifest(kafka_logdir, name))]
+        assert sorted(got.get((topic, int(partition)), [])) == expected, name
+        assert len(set(got.get((topic, int(partition)), []))) == len(expected), name
+    # The progress shows Spark Kafka source JSON offsets, and the latest available.
+    source = query.lastProgress["sources"][0]
+    end = json.loads(source["endOffset"])
+    assert end["live"] == {"0": 155} and end["plain"].keys() == {"0", "1", "2"}
+    assert json.loads(source["latestOffset"]) == end
+
+
+def test_restart_from_the_checkpoint_continues_exactly_once(spark, tmp_path):
+    logdir = str(tmp_path / "logs")
+    checkpoint = str(tmp_path / "cp")
+    append(logdir, "t", 0, 300, partitions=3)
+    sink = Collected()
+    query = start_query(spark, logdir, checkpoint, sink, maxOffsetsPerTrigger="100")
+    query.processAllAvailable()
+    append(logdir, "t", 300, 150, partitions=3)
+    query.processAllAvailable()
+    query.stop()
+    append(logdir, "t", 450, 150, partitions=3)  # while no query runs
+    restarted = Collected()
+    query = start_query(spark, logdir, checkpoint, restarted, maxOffsetsPerTrigger="100",
+                        startingOffsets="latest")  # ignored: the checkpoint decides
+    query.processAllAvailable()
+    query.stop()
+    first_ids = [b for b, _ in sink.batches]
+    assert [b for b, _ in restarted.batches][0] == first_ids[-1] + 1
+    got = offsets_by_partition(sink.rows() + restarted.rows())
+    assert got == {("t", p): list(range(200)) for p in range(3)}
+
+
+def test_processing_time_trigger_while_another_thread_appends(spark, tmp_path):
+    logdir = str(tmp_path / "logs")
+    append(logdir, "t", 0, 10, partitions=2)
+    sink = Collected()
+    query = start_query(spark, logdir, str(tmp_path / "cp"), sink,
+                        trigger={"processingTime": "200 milliseconds"})
+    appends = 25
+
+    def producer():
+        for i in range(appends):
+            append(logdir, "t", 10 + i * 20, 20, partitions=2)
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=producer)
+    thread.start()
+    thread.join()
+    total = 10 + appends * 20
+    deadline = time.time() + 180
+    while len(sink.rows()) < total and time.time() < deadline:
+        time.sleep(0.5)
+    query.stop()
+    assert len(sink.batches) > 1
+    # Each batch continues where the previous stopped: in order, no gap, no repeat.
+    got = sink.by_partition()
+    assert got == {("t", p): list(range(total // 2)) for p in (0, 1)}
+
+
+def test_max_bytes_per_trigger_bounds_each_micro_batch(spark, tmp_path):
+    logdir = str(tmp_path / "logs")
+    append(logdir, "t", 0, 3000, partitions=2, batch_size=2048)
+    sizes = {}
+    for p in (0, 1):
+        for batch in read_batches(last_segment(os.path.join(logdir, f"t-{p}"))):
+            sizes[(p, batch["base_offset"], batch["last_offset"])] = batch["size"]
+    budget = 20_000
+    sink = Collected()
+    run_available_now(spark, logdir, str(tmp_path / "cp"), sink,
+                      maxBytesPerTrigger=str(budget))
+    assert len(sink.batches) >= sum(sizes.values()) // budget
+    for _, rows in sink.batches:
+        touched = {key for key in sizes for _, p, o in rows
+                   if key[0] == p and key[1] <= o <= key[2]}
+        assert sum(sizes[key] for key in touched) <= budget
+    assert sink.by_partition() == {("t", p): list(range(1500)) for p in (0, 1)}
+
+
+def test_a_torn_tail_is_delivered_once_it_is_complete(spark, tmp_path):
+    logdir = str(tmp_path / "logs")
+    append(logdir, "t", 0, 500, batch_size=1024)
+    path = last_segment(os.path.join(logdir, "t-0"))
+    last = read_batches(path)[-1]
+    with open(path, "rb") as handle:
+        data = handle.read()
+    cut = last["position"] + 20
+    with open(path, "r+b") as handle:
+        handle.truncate(cut)
+    sink = Collected()
+    query = start_query(spark, logdir, str(tmp_path / "cp"), sink)
+    query.processAllAvailable()
+    assert sink.by_partition() == {("t", 0): list(range(last["base_offset"]))}
+    append_bytes(path, data[cut:])
+    query.processAllAvailable()
+    query.stop()
+    assert sink.by_partition() == {("t", 0): list(range(500))}
+
+
+def test_new_partitions_and_topics_matching_the_pattern_are_picked_up(spark, tmp_path):
+    logdir = str(tmp_path / "logs")
+    append(logdir, "orders", 0, 40)
+    append(logdir, "audit", 0, 5)
+    sink = Collected()
+    query = start_query(spark, logdir, str(tmp_path / "cp"), sink, subscribePattern="orders.*")
+    query.processAllAvailable()
+    other = str(tmp_path / "other")
+    append(other, "orders", 0, 10, partitions=2)
+    os.rename(os.path.join(other, "orders-1"), os.path.join(logdir, "orders-1"))
+    append(logdir, "orders-eu", 0, 6)
+    query.processAllAvailable()
+    query.stop()
+    assert sink.by_partition() == {("orders", 0): list(range(40)), ("orders", 1): list(range(5)),
+                                   ("orders-eu", 0): list(range(6))}
+
+
+def _drop_oldest_segment(partition_dir):
+    bases = sorted(n[:-4] for n in os.listdir(partition_dir) if n.endswith(".log"))
+    for name in os.listdir(partition_dir):
+        if name.startswith(bases[0] + "."):
+            os.remove(os.path.join(partition_dir, name))
+    return int(bases[1])
+
+
+@pytest.mark.parametrize("fail", [True, False])
+def test_data_loss_fails_the_query_or_continues_from_the_earliest(spark, tmp_path, fail):
+    logdir = str(tmp_path / "logs")
+    append(logdir, "t", 0, 300, segment_bytes=4096, batch_size=1024)
+    checkpoint = str(tmp_path / "cp")
+    sink = Collected()
+    run_available_now(spark, logdir, checkpoint, sink, maxOffsetsPerTrigger="10",
+                      failOnDataLoss=str(fail).lower())
+    assert len(sink.rows()) == 300
+    # Retention removes offsets the query has not read yet; then the query runs again.
+    append(logdir, "t", 300, 300, segment_bytes=4096, batch_size=1024)
+    directory = os.path.join(logdir, "t-0")
+    first_kept = 0
+    while first_kept <= 300:
+        first_kept = _drop_oldest_segment(directory)
+    later = Collected()
+    query = start_query(spark, logdir, checkpoint, later, trigger={"availableNow": True},
+                        failOnDataLoss=str(fail).lower())
+    if fail:
+        with pytest.raises(Exception) as error:
+            query.awaitTermination(300)
+        assert f"data loss in t-0: offsets [300, {first_kept}) can no longer be read" in str(
+            error.value)
+        assert "failOnDataLoss=false" in str(error.value)
+        assert later.rows() == []
+    else:
+        assert query.awaitTermination(300)
+        assert query.exception() is None
+        assert later.by_partition() == {("t", 0): list(range(first_kept, 600))}
+
+
+def test_read_committed_waits_for_an_open_transaction(spark, kafka_logdir, kafka_logdir_copy,
+                                                      tmp_path):
+    sink = Collected()
+    query = start_query(spark, kafka_logdir_copy, str(tmp_path / "cp"), sink,
+                        subscribe="txn", isolationLevel="read_committed")
+    query.processAllAvailable()
+    manifest = load_manifest(kafka_logdir, "txn-0")
+    committed = [r["offset"] for r in expected_rows(manifest, "read_committed")]
+    assert sink.by_partition() == {("txn", 0): committed}
+    assert max(committed) < 197
+    append_bytes(last_segment(os.path.join(kafka_logdir_copy, "txn-0")),
+                 marker_batch(COMMIT, 204, 2000, 5))
+    query.processAllAvailable()
+    query.stop()
+    # Now the transaction of producer 2000 is committed: everything from 197 on is data.
+    later = [r["offset"] for r in expected_rows(manifest, "read_uncommitted") if r["offset"] >= 197]
+    assert sink.by_partition() == {("txn", 0): committed + later}
+    assert len(sink.batches) == 2
+
+
+def test_min_offsets_per_trigger_holds_small_appends_back(spark, tmp_path):
+    logdir = str(tmp_path / "logs")
+    append(logdir, "t", 0, 20)
+    sink = Collected()
+    query = start_query(spark, logdir, str(tmp_path / "cp"), sink,
+                        minOffsetsPerTrigger="100", maxTriggerDelay="1h")
+    query.processAllAvailable()  # the first micro-batch does not wait
+    append(logdir, "t", 20, 30)
+    query.processAllAvailable()
+    assert sink.by_partition() == {("t", 0): list(range(20))}
+    append(logdir, "t", 50, 70)
+    query.processAllAvailable()
+    query.stop()
+    assert sink.by_partition() == {("t", 0): list(range(120))}
+    assert [len(rows) for _, rows in sink.batches] == [20, 100]
+
+
+def test_stream_options_errors_name_the_option(spark, tmp_path):
+    logdir = str(tmp_path / "logs")
+    append(logdir, "t", 0, 5)
+    sink = Collected()
+    with pytest.raises(Exception, match="option 'endingOffsets' is for batch reads"):
+        query = start_query(spark, logdir, str(tmp_path / "cp1"), sink, endingOffsets="latest")
+        query.processAllAvailable()
+    missing = str(tmp_path / "missing")
+    query = start_query(spark, missing, str(tmp_path / "cp2"), sink)
+    with pytest.raises(Exception, match=f"{missing}: no such directory"):
+        query.processAllAvailable()
+    query.stop()
+    shutil.rmtree(logdir)
