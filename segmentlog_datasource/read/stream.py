@@ -138,10 +138,11 @@ class TriggerLimits:
 
 # ---------------------------------------------------------------- the log's tail
 class _TailScan:
-    """A partition's log end and last stable offset, scanning only batch headers added
-    since the previous trigger (read_committed needs every transaction's state)."""
+    """A partition's log end (and, for read_committed, last stable offset), reading only
+    the batch headers appended since the previous trigger."""
 
-    def __init__(self):
+    def __init__(self, track_transactions: bool):
+        self.track_transactions = track_transactions
         self.segment_base: Optional[int] = None
         self.position = 0
         self.open_since: Dict[int, int] = {}
@@ -153,8 +154,7 @@ class _TailScan:
         if self.segment_base not in bases or \
                 log.segments[bases.index(self.segment_base)].size < self.position:
             # First look, or the segment scanned last is gone or shrank: start over.
-            self.segment_base, self.position = (bases[0] if bases else None), 0
-            self.open_since, self.end = {}, log.start_offset
+            self._restart(log)
         if self.segment_base is None:
             return self.end, self.end
         first = bases.index(self.segment_base)
@@ -163,14 +163,28 @@ class _TailScan:
             for header in segment.iter_headers(position, allow_torn_tail=log.is_last(segment)):
                 position += header.size
                 self.end = header.last_offset + 1
-                if not header.is_transactional:
-                    continue
-                if header.is_control:
-                    self.open_since.pop(header.producer_id, None)
-                else:
-                    self.open_since.setdefault(header.producer_id, header.base_offset)
+                if self.track_transactions and header.is_transactional:
+                    if header.is_control:
+                        self.open_since.pop(header.producer_id, None)
+                    else:
+                        self.open_since.setdefault(header.producer_id, header.base_offset)
             self.segment_base, self.position = segment.base_offset, position
         return self.end, min(self.open_since.values(), default=self.end)
+
+    def _restart(self, log: PartitionLog) -> None:
+        self.open_since, self.end = {}, log.start_offset
+        self.segment_base = log.segments[0].base_offset if log.segments else None
+        self.position = 0
+        if self.track_transactions:
+            return  # every transaction's state is needed: scan from the start
+        # Without transactions only the end matters: start at the last complete entry,
+        # found from the last offset index entry.
+        for segment in reversed(log.segments):
+            last = segment.last_entry(allow_torn_tail=log.is_last(segment))
+            if last is not None:
+                self.segment_base, self.position = segment.base_offset, last.end_position
+                self.end = last.last_offset + 1
+                return
 
 
 # --------------------------------------------------------------- the stream itself
@@ -197,7 +211,7 @@ class LogStream:
         self.read = options.read
         self.warn = warn or logger.warning
         self.clock = clock
-        self._tails: Dict[TopicPartition, _TailScan] = {}
+        self._tails: Dict[TopicPartition, _TailScan] = {}  # the end seen, per partition
         self.target: Optional[Offsets] = None  # Trigger.AvailableNow: read up to here
         self.latest: Optional[Offsets] = None  # what the last trigger found available
         self._last_admitted_ms = 0.0  # as Spark's Kafka source: the first batch never waits
@@ -209,11 +223,10 @@ class LogStream:
         for log in logs:
             if not self.read.selection.matches(log.topic, log.partition):
                 continue
-            if self.read.read_committed:
-                tail = self._tails.setdefault(log.topic_partition, _TailScan())
-                end, available = tail.advance(log)
-            else:
-                end = available = log.end_offset()
+            tail = self._tails.get(log.topic_partition)
+            if tail is None:
+                tail = self._tails[log.topic_partition] = _TailScan(self.read.read_committed)
+            end, available = tail.advance(log)
             views[log.topic_partition] = PartitionView(log, end, available)
         for tp in list(self._tails):
             if tp not in views:

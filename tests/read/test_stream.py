@@ -445,3 +445,21 @@ def test_index_entries_for_data_appended_since_the_listing_are_left_out(tmp_path
     start = s.initial_offsets()
     end = s.latest_offsets(start, None)
     assert [o for *_, o in delivered(s, start, end)] == list(range(400))
+
+
+@pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
+def test_the_tail_scan_follows_appends_rolls_and_a_rewritten_log(tmp_path, isolation):
+    logdir = str(tmp_path)
+    s = stream(logdir, isolationLevel=isolation)
+    total = 0
+    for step in range(6):
+        append(logdir, "t", total, 37 + step, partitions=2, segment_bytes=4096, batch_size=512)
+        total += 37 + step
+        views = s.partitions_now()
+        for (topic, partition), view in views.items():
+            log = PartitionLog.open(os.path.join(logdir, f"{topic}-{partition}"))
+            assert view.end == view.available == log.end_offset() == log.last_stable_offset()
+    shutil.rmtree(os.path.join(logdir, "t-1"))
+    append(logdir, "u", 0, 3)
+    os.rename(os.path.join(logdir, "u-0"), os.path.join(logdir, "t-1"))
+    assert s.partitions_now()[("t", 1)].end == 3
