@@ -33,6 +33,7 @@ def main():
     spark.sparkContext.setLogLevel("ERROR")
 
     logdir = args.logdir or tempfile.mkdtemp(prefix="segmentlog-demo-")
+    work = tempfile.mkdtemp(prefix="segmentlog-demo-stream-")
     try:
         orders = (spark.range(args.rows)
                   .select(
@@ -83,9 +84,25 @@ def main():
             .option("startingOffsets", '{"orders":{"0":100,"1":-2,"2":-1}}') \
             .option("endingOffsets", '{"orders":{"0":110,"1":5,"2":-1}}').load(logdir)
         print(f"offset-range read as with Spark's Kafka source: {same.count()} records")
+
+        # Streaming: the log read as a stream, in rate-limited micro-batches, into a second
+        # log dir through the streaming sink; AvailableNow stops once all is copied.
+        copy_dir, checkpoint = os.path.join(work, "copy"), os.path.join(work, "checkpoint")
+        query = (spark.readStream.format("segmentlog")
+                 .option("maxOffsetsPerTrigger", str(max(1, args.rows // 4))).load(logdir)
+                 .select("key", "value", "partition", "timestamp")
+                 .writeStream.format("segmentlog").option("topic", "orders-copy")
+                 .option("numPartitions", "3").option("checkpointLocation", checkpoint)
+                 .trigger(availableNow=True).start(copy_dir))
+        query.awaitTermination()
+        copied = spark.read.format("segmentlog").load(copy_dir).count()
+        print(f"streamed {copied:,} records into {copy_dir} in "
+              f"{len(query.recentProgress)} micro-batches")
+        assert copied == args.rows, (copied, args.rows)
         print("demo finished: the log was written and read back with Spark")
     finally:
         spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
         if not args.logdir:
             shutil.rmtree(logdir, ignore_errors=True)
 
