@@ -34,8 +34,8 @@ def read_lock(path: str) -> dict:
 
 # -------------------------------------------------------------------- ownership
 
-def _proc_stat(pid: int) -> Optional[Tuple[str, int, int]]:
-    """(command name, parent pid, start time in clock ticks) from /proc, or None."""
+def _proc_stat(pid: int) -> Optional[Tuple[str, int, int, str]]:
+    """(command name, parent pid, start time in clock ticks, state) from /proc, or None."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             data = handle.read().decode("utf-8", "replace")
@@ -43,7 +43,7 @@ def _proc_stat(pid: int) -> Optional[Tuple[str, int, int]]:
         return None
     name = data[data.index("(") + 1 : data.rindex(")")]
     fields = data[data.rindex(")") + 2 :].split()
-    return name, int(fields[1]), int(fields[19])
+    return name, int(fields[1]), int(fields[19]), fields[0]
 
 
 def _pid_space() -> Optional[str]:
@@ -89,7 +89,8 @@ def owner_alive(info: dict) -> Optional[bool]:
             info.get("pid_start") is None:
         return None
     stat = _proc_stat(int(info["pid"]))
-    return stat is not None and stat[2] == info["pid_start"]
+    # a killed process stays in /proc as a zombie until its parent reaps it
+    return stat is not None and stat[2] == info["pid_start"] and stat[3] not in ("Z", "X")
 
 
 def write_owner_file(staging_dir: str, job_id: str, under_jvm: bool = False) -> None:

@@ -6,11 +6,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
+
+from segmentlog_datasource.writer.locks import owner_alive, read_lock
 
 from support.kafka_logs import kafka_partition
 from support.stream_sink import leftovers, sink_records
@@ -210,7 +213,13 @@ def test_a_driver_killed_in_a_commit_restarts_without_duplicates(spark, tmp_path
     else:
         assert record["committed_batch"] == 1 and record["pending"] is None
     if record_after_kill == "pending":  # the dead commit's locks, taken over at restart
-        assert f".segmentlog-lock-.sink-{record['query_id']}" in leftovers(logdir)
+        lock = os.path.join(logdir, f".segmentlog-lock-.sink-{record['query_id']}")
+        assert os.path.exists(lock)
+        holder = read_lock(lock)
+        deadline = time.monotonic() + 120
+        while owner_alive(holder) and time.monotonic() < deadline:
+            time.sleep(0.2)  # a killed JVM takes a moment to go
+        assert owner_alive(holder) is False
     # restarted from the checkpoint: Spark replays batch 1, the sink does not append it
     query = start_query(spark, "segmentlog", input_dir, checkpoint, logdir)
     try:

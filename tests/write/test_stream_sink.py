@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pyarrow as pa
 import pytest
@@ -16,6 +17,7 @@ from segmentlog_datasource.writer import (
     InvalidOptionError, WriteError, WriteOptions, write_log,
 )
 from segmentlog_datasource.writer.errors import SinkStateError
+from segmentlog_datasource.writer.locks import owner_alive, owner_info
 from segmentlog_datasource.writer.stream import StreamSink, read_query_id
 
 from support.kafka_logs import decode_logdir, kafka_partition
@@ -241,6 +243,26 @@ def test_a_killed_commit_is_settled_by_the_next(logdir, step, status):
     assert leftovers(logdir) == []
     record = sink_records(logdir)[QUERY]
     assert record["committed_batch"] == 1 and record["pending"] is None
+
+
+def test_a_killed_owner_not_yet_reaped_counts_as_dead():
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import json; from segmentlog_datasource.writer.locks import "
+         "owner_info; print(json.dumps(owner_info()), flush=True)"], stdout=subprocess.PIPE)
+    info = json.loads(child.stdout.readline())
+    child.stdout.read()
+
+    def state():
+        return open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[0]
+
+    deadline = time.monotonic() + 30
+    while state() != "Z" and time.monotonic() < deadline:  # exited, not reaped until wait()
+        time.sleep(0.01)
+    assert state() == "Z"
+    assert owner_alive(info) is False
+    child.wait()
+    assert owner_alive(info) is False
+    assert owner_alive(owner_info()) is True
 
 
 def test_abort_and_dead_attempts_leave_nothing(logdir):
