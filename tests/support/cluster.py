@@ -73,14 +73,20 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+class DaemonExited(RuntimeError):
+    pass
+
+
 class StandaloneCluster:
     def __init__(self, workers: int = 2, cores: int = 1, memory: str = "1g",
-                 daemon_memory: str = "256m", start_timeout: float = 90.0):
+                 daemon_memory: str = "256m", start_timeout: float = 90.0,
+                 attempts: int = 3):
         self.workers = workers
         self.cores = cores
         self.memory = memory
         self.daemon_memory = daemon_memory
         self.start_timeout = start_timeout
+        self.attempts = attempts
         self.root = None
         self.processes = []  # (name, Popen, log path)
         self.master_url = None
@@ -97,6 +103,9 @@ class StandaloneCluster:
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_LOG_DIR": os.path.join(self.root, "logs"),
             "SPARK_DAEMON_MEMORY": self.daemon_memory,
+            # A taken port ends the daemon (and start() tries new ports) rather than
+            # moving it to a port nobody knows.
+            "SPARK_DAEMON_JAVA_OPTS": "-Dspark.port.maxRetries=0",
             "PYSPARK_PYTHON": sys.executable,
             "PYSPARK_DRIVER_PYTHON": sys.executable,
         })
@@ -116,24 +125,34 @@ class StandaloneCluster:
         self.root = tempfile.mkdtemp(prefix="segmentlog-cluster-")
         os.makedirs(os.path.join(self.root, "logs"))
         try:
-            port, webui = free_port(), free_port()
-            self.master_url = f"spark://127.0.0.1:{port}"
-            self.master_webui = f"http://127.0.0.1:{webui}"
-            self._launch("master", [MASTER_CLASS, "--host", "127.0.0.1", "--port", str(port),
-                                    "--webui-port", str(webui)])
-            for n in range(self.workers):
-                work_dir = os.path.join(self.root, f"work-{n}")
-                os.makedirs(work_dir)
-                self._launch(f"worker-{n}", [
-                    WORKER_CLASS, self.master_url, "--host", "127.0.0.1",
-                    "--port", str(free_port()), "--webui-port", str(free_port()),
-                    "--cores", str(self.cores), "--memory", self.memory,
-                    "--work-dir", work_dir])
-            self._wait_for_workers()
+            for attempt in range(1, self.attempts + 1):
+                try:
+                    self._launch_all()
+                    self._wait_for_workers()
+                    return self
+                except DaemonExited:
+                    # Most likely a free port taken by someone else meanwhile: new ports.
+                    if attempt == self.attempts:
+                        raise
+                    self._kill_all()
         except BaseException:
             self.stop()
             raise
-        return self
+
+    def _launch_all(self):
+        port, webui = free_port(), free_port()
+        self.master_url = f"spark://127.0.0.1:{port}"
+        self.master_webui = f"http://127.0.0.1:{webui}"
+        self._launch("master", [MASTER_CLASS, "--host", "127.0.0.1", "--port", str(port),
+                                "--webui-port", str(webui)])
+        for n in range(self.workers):
+            work_dir = os.path.join(self.root, f"work-{n}")
+            os.makedirs(work_dir, exist_ok=True)
+            self._launch(f"worker-{n}", [
+                WORKER_CLASS, self.master_url, "--host", "127.0.0.1",
+                "--port", str(free_port()), "--webui-port", str(free_port()),
+                "--cores", str(self.cores), "--memory", self.memory,
+                "--work-dir", work_dir])
 
     def _wait_for_workers(self):
         deadline = time.monotonic() + self.start_timeout
@@ -141,13 +160,13 @@ class StandaloneCluster:
         while time.monotonic() < deadline:
             for name, process, _ in self.processes:
                 if process.poll() is not None:
-                    raise RuntimeError(f"{name} exited with {process.returncode}\n"
+                    raise DaemonExited(f"{name} exited with {process.returncode}\n"
                                        + self.logs_tail())
             try:
                 state = get_json(self.master_webui + "/json/")
             except OSError:
                 state = None
-            if state is not None:
+            if state is not None and state.get("url") == self.master_url:  # ours, not a stranger's
                 alive = [w for w in state.get("workers", []) if w.get("state") == "ALIVE"]
                 if len(alive) >= self.workers:
                     return
@@ -170,11 +189,14 @@ class StandaloneCluster:
             parts.append(f"--- {name} ({path}) ---\n" + "\n".join(tail))
         return "\n".join(parts)
 
-    def stop(self):
+    def _kill_all(self):
         # Workers first (each takes its executors down), then the master.
         for _, process, _ in reversed(self.processes):
             kill_group(process)
         self.processes = []
+
+    def stop(self):
+        self._kill_all()
         if self.root is not None and not os.environ.get("SEGMENTLOG_KEEP_CLUSTER_DIR"):
             shutil.rmtree(self.root, ignore_errors=True)
 
