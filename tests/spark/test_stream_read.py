@@ -115,11 +115,13 @@ def test_processing_time_trigger_while_another_thread_appends(spark, tmp_path):
             append(logdir, "t", 10 + i * 20, 20, partitions=2)
             time.sleep(0.05)
 
+    deadline = time.time() + 180
+    while len(sink.rows()) < 10 and time.time() < deadline:
+        time.sleep(0.1)  # the query has delivered what was there before the appends
     thread = threading.Thread(target=producer)
     thread.start()
     thread.join()
     total = 10 + appends * 20
-    deadline = time.time() + 180
     while len(sink.rows()) < total and time.time() < deadline:
         time.sleep(0.5)
     query.stop()
