@@ -12,12 +12,9 @@ from typing import Iterator, List, Optional
 
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from ..errors import InvalidOptionError
-from ..writer.errors import InvalidInputError, WriteError
-from ..writer.input import InputLayout
-from ..writer.options import WriteOptions
+from ..writer.errors import WriteError
 from ..writer.stream import StagedTask, StreamSink, read_query_id
-from .write import _arrow_schema
+from .write import write_settings
 
 # Options the sink reads beside the write options (Spark passes them lowercased).
 STREAM_OPTIONS = {"checkpointlocation"}
@@ -31,25 +28,14 @@ class SegmentLogStreamCommitMessage(WriterCommitMessage):
 
 class SegmentLogStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options, schema, overwrite: bool):
-        options = {str(k): v for k, v in dict(options or {}).items()}
-        lowered = {k.lower(): v for k, v in options.items()}
-        path = lowered.get("path")
-        if not path:
-            raise InvalidOptionError(
-                "no log dir given: use df.writeStream.format('segmentlog').start(path) or "
-                ".option('path', ...)", "path",
-            )
-        topic = lowered.get("topic") or None
-        write_options = WriteOptions.from_mapping(
-            {k: v for k, v in options.items() if k.lower() not in STREAM_OPTIONS})
-        try:
-            layout = InputLayout.from_schema(_arrow_schema(schema), topic)
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"{exc} [input schema: {schema.simpleString()}]") from None
-        checkpoint = lowered.get("checkpointlocation")
-        self.sink = StreamSink(path, read_query_id(checkpoint), topic=topic,
-                               options=write_options, layout=layout, under_jvm=True,
-                               checkpoint_location=checkpoint)
+        settings = write_settings(
+            options, schema,
+            "df.writeStream.format('segmentlog').start(path) or .option('path', ...)",
+            STREAM_OPTIONS)
+        checkpoint = settings.lowered.get("checkpointlocation")
+        self.sink = StreamSink(settings.path, read_query_id(checkpoint), topic=settings.topic,
+                               options=settings.options, layout=settings.layout,
+                               under_jvm=True, checkpoint_location=checkpoint)
 
     def write(self, iterator: Iterator) -> SegmentLogStreamCommitMessage:
         from pyspark import TaskContext

@@ -42,23 +42,42 @@ def _arrow_schema(schema):
     return pa.schema(fields)
 
 
+@dataclass
+class WriteSettings:
+    """What a batch or streaming write takes from its options and input schema."""
+
+    path: str
+    topic: Optional[str]
+    options: WriteOptions
+    layout: InputLayout
+    lowered: dict  # every option, its name lowercased
+
+
+def write_settings(options, schema, how_to_give_path: str, other_options=()) -> WriteSettings:
+    """Check the options (all but `other_options`, lowercased names) and the schema
+    before anything is written."""
+    options = {str(k): v for k, v in dict(options or {}).items()}
+    lowered = {k.lower(): v for k, v in options.items()}
+    path = lowered.get("path")
+    if not path:
+        raise InvalidOptionError(f"no log dir given: use {how_to_give_path}", "path")
+    topic = lowered.get("topic") or None
+    write_options = WriteOptions.from_mapping(
+        {k: v for k, v in options.items() if k.lower() not in other_options})
+    try:
+        layout = InputLayout.from_schema(_arrow_schema(schema), topic)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{exc} [input schema: {schema.simpleString()}]") from None
+    return WriteSettings(path, topic, write_options, layout, lowered)
+
+
 class SegmentLogSparkWriter(DataSourceArrowWriter):
     def __init__(self, options, schema, overwrite: bool):
-        options = {str(k): v for k, v in dict(options or {}).items()}
-        lowered = {k.lower(): v for k, v in options.items()}
-        path = lowered.get("path")
-        if not path:
-            raise InvalidOptionError(
-                "no log dir given: use df.write.format('segmentlog').mode(...).save(path)"
-            )
-        topic = lowered.get("topic") or None
-        write_options = WriteOptions.from_mapping(options)
-        try:
-            layout = InputLayout.from_schema(_arrow_schema(schema), topic)
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"{exc} [input schema: {schema.simpleString()}]") from None
-        self.job = WriteJob(path, mode="overwrite" if overwrite else "append", topic=topic,
-                            options=write_options, layout=layout, under_jvm=True).start()
+        settings = write_settings(options, schema,
+                                  "df.write.format('segmentlog').mode(...).save(path)")
+        self.job = WriteJob(settings.path, mode="overwrite" if overwrite else "append",
+                            topic=settings.topic, options=settings.options,
+                            layout=settings.layout, under_jvm=True).start()
 
     def write(self, iterator: Iterator) -> SegmentLogCommitMessage:
         from pyspark import TaskContext
