@@ -21,8 +21,8 @@ from segmentlog_datasource.read.stream import (
 from support.kafka_logs import decode_partition, read_batches
 from support.manifest import expected_rows, iter_batches, load_manifest, partition_names
 from support.streams import (
-    ABORT, COMMIT, append, append_aborted_txn_entry, append_bytes, last_segment,
-    marker_batch,
+    ABORT, COMMIT, append, append_aborted_txn_entry, append_bytes, drop_oldest_segment,
+    last_segment, marker_batch,
 )
 
 
@@ -325,15 +325,6 @@ def test_the_incremental_tail_scan_agrees_with_a_full_scan(kafka_logdir_copy):
 
 
 # ----------------------------------------------------------------------- data loss
-def _retain_from_second_segment(partition_dir):
-    """What retention does: the oldest segment and its indexes are deleted."""
-    bases = sorted(n[:-4] for n in os.listdir(partition_dir) if n.endswith(".log"))
-    for name in os.listdir(partition_dir):
-        if name.startswith(bases[0] + "."):
-            os.remove(os.path.join(partition_dir, name))
-    return int(bases[1])
-
-
 @pytest.mark.parametrize("fail", [True, False])
 def test_retention_before_the_query_read_the_offsets(tmp_path, fail):
     logdir = str(tmp_path)
@@ -343,7 +334,7 @@ def test_retention_before_the_query_read_the_offsets(tmp_path, fail):
     start = s.initial_offsets()
     end = s.latest_offsets(start, TriggerLimits(max_offsets=10))
     assert end == {("t", 0): 10}
-    first_kept = _retain_from_second_segment(os.path.join(logdir, "t-0"))
+    first_kept = drop_oldest_segment(os.path.join(logdir, "t-0"))
     assert first_kept > 10
     if fail:
         with pytest.raises(DataLossError, match=rf"t-0: offsets \[10, {first_kept}\) can "

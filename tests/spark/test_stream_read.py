@@ -15,7 +15,8 @@ import pytest
 from support.kafka_logs import read_batches
 from support.manifest import expected_rows, load_manifest, partition_names
 from support.streams import (
-    COMMIT, append, append_bytes, last_segment, marker_batch, offsets_by_partition,
+    COMMIT, append, append_bytes, drop_oldest_segment, last_segment, marker_batch,
+    offsets_by_partition,
 )
 
 
@@ -187,14 +188,6 @@ def test_new_partitions_and_topics_matching_the_pattern_are_picked_up(spark, tmp
                                    ("orders-eu", 0): list(range(6))}
 
 
-def _drop_oldest_segment(partition_dir):
-    bases = sorted(n[:-4] for n in os.listdir(partition_dir) if n.endswith(".log"))
-    for name in os.listdir(partition_dir):
-        if name.startswith(bases[0] + "."):
-            os.remove(os.path.join(partition_dir, name))
-    return int(bases[1])
-
-
 @pytest.mark.parametrize("fail", [True, False])
 def test_data_loss_fails_the_query_or_continues_from_the_earliest(spark, tmp_path, fail):
     logdir = str(tmp_path / "logs")
@@ -209,7 +202,7 @@ def test_data_loss_fails_the_query_or_continues_from_the_earliest(spark, tmp_pat
     directory = os.path.join(logdir, "t-0")
     first_kept = 0
     while first_kept <= 300:
-        first_kept = _drop_oldest_segment(directory)
+        first_kept = drop_oldest_segment(directory)
     later = Collected()
     query = start_query(spark, logdir, checkpoint, later, trigger={"availableNow": True},
                         failOnDataLoss=str(fail).lower())

@@ -83,3 +83,13 @@ def offsets_by_partition(rows):
     for topic, partition, offset in rows:
         result.setdefault((topic, partition), []).append(offset)
     return result
+
+
+def drop_oldest_segment(partition_dir: str) -> int:
+    """What retention does: the oldest segment and its indexes are deleted. Returns the
+    base offset of the segment that is now the first."""
+    bases = sorted(n[:-len(".log")] for n in os.listdir(partition_dir) if n.endswith(".log"))
+    for name in os.listdir(partition_dir):
+        if name.startswith(bases[0] + "."):
+            os.remove(os.path.join(partition_dir, name))
+    return int(bases[1])
