@@ -12,7 +12,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..errors import CorruptLogError, SegmentLogError
 from .indexes import AbortedTransaction, OffsetIndex, TimeIndex, read_transaction_index
-from .entries import BatchHeader, read_entry_header
+from .entries import BatchHeader, read_entry_header, verify_checksum
 from .layout import MAX_OFFSET, V2_HEADER_SIZE
 
 LOG_SUFFIX = ".log"
@@ -83,36 +83,41 @@ class Segment:
     def aborted_transactions(self) -> List[AbortedTransaction]:
         return read_transaction_index(self.txn_index_path)
 
-    def iter_headers(self, start_position: int = 0, allow_torn_tail: bool = False
-                     ) -> Iterator[BatchHeader]:
-        """Batch headers from `start_position` on, reading only the header bytes."""
+    def iter_headers(self, start_position: int = 0, allow_torn_tail: bool = False,
+                     verify: bool = False) -> Iterator[BatchHeader]:
+        """Batch headers from `start_position` on, reading only the header bytes, or with
+        `verify` each whole entry, whose checksum must match before it is yielded."""
         with open(self.log_path, "rb") as handle:
             yield from iter_file_headers(handle, self.log_path, start_position, self.size,
-                                         allow_torn_tail)
+                                         allow_torn_tail, verify)
 
-    def last_entry(self, allow_torn_tail: bool = False) -> Optional[BatchHeader]:
+    def last_entry(self, allow_torn_tail: bool = False, verify: bool = False
+                   ) -> Optional[BatchHeader]:
         """The last complete entry, None when there is none; the log end offset is its
         last offset + 1. Walks headers from the last offset index entry (Kafka's
         recovery does likewise), so only the tail of a large segment is read."""
         index = self.offset_index
         start = index.lookup(MAX_OFFSET)[1] if len(index) else 0
         last = None
-        for header in self.iter_headers(start, allow_torn_tail):
+        for header in self.iter_headers(start, allow_torn_tail, verify):
             last = header
         if last is None and start:
             # The indexed entry is itself a torn tail (the index entry reached the disk,
             # the append did not): the complete entries end before it.
-            for header in self.iter_headers(0, allow_torn_tail):
+            for header in self.iter_headers(0, allow_torn_tail, verify):
                 last = header
         return last
 
 
-def iter_file_headers(handle, path, position: int, end: int, allow_torn_tail: bool
-                      ) -> Iterator[BatchHeader]:
+def iter_file_headers(handle, path, position: int, end: int, allow_torn_tail: bool,
+                      verify: bool = False) -> Iterator[BatchHeader]:
     fd = handle.fileno()
     while position < end:
         head = os.pread(fd, HEADER_READ_SIZE, position)
         header = read_entry_header(head, 0, position, path, remaining=end - position)
+        if header is not None and verify:
+            # Callers decide from the header's fields: the checksum comes first.
+            verify_checksum(os.pread(fd, header.size, position), 0, header, path)
         if header is None:
             if allow_torn_tail:
                 return
@@ -184,10 +189,11 @@ class PartitionLog:
     def start_offset(self) -> int:
         return self.segments[0].base_offset if self.segments else 0
 
-    def end_offset(self) -> int:
-        """Log end offset: one past the last complete batch of the last segment."""
+    def end_offset(self, verify: bool = False) -> int:
+        """Log end offset: one past the last complete batch of the last segment (with
+        `verify`, the batches it is found from must pass their checksums)."""
         for segment in reversed(self.segments):
-            last = segment.last_entry(allow_torn_tail=self.is_last(segment))
+            last = segment.last_entry(allow_torn_tail=self.is_last(segment), verify=verify)
             if last is not None:
                 return last.last_offset + 1
         return self.start_offset
@@ -198,12 +204,17 @@ class PartitionLog:
             aborted.extend(segment.aborted_transactions())
         return aborted
 
-    def last_stable_offset(self) -> int:
-        """First offset of the earliest transaction still open at the end of the log."""
+    def last_stable_offset(self, verify: bool = False) -> int:
+        """First offset of the earliest transaction still open at the end of the log.
+
+        With `verify` every batch is checksummed before its header counts (any header's
+        attributes, producer id or offsets can move the result), which reads the whole log.
+        """
         open_since: Dict[int, int] = {}
         end = self.start_offset
         for segment in self.segments:
-            for header in segment.iter_headers(0, allow_torn_tail=self.is_last(segment)):
+            for header in segment.iter_headers(0, allow_torn_tail=self.is_last(segment),
+                                               verify=verify):
                 end = header.last_offset + 1
                 if not header.is_transactional:
                     continue

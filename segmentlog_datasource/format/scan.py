@@ -182,12 +182,12 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
             if header is None:
                 break
             pos += header.size
+            if verify:  # before any decision is taken from the header
+                verify_checksum(view, header.position, header, path)
             if header.last_offset < min_offset:
                 continue
             if header.magic == 2 and header.base_offset >= end_offset:
                 break
-            if verify:
-                verify_checksum(view, header.position, header, path)
             if header.magic == 2:
                 if header.is_control or not header.record_count:
                     continue

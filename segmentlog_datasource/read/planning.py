@@ -154,7 +154,7 @@ def offset_ranges(read: ReadOptions, logs: List[PartitionLog]) -> Dict:
 
         def log_end(log=log, cache=cache):
             if not cache:
-                cache.append(log.end_offset())
+                cache.append(log.end_offset(verify=read.verify_checksums))
             return cache[0]
 
         start = _resolve(read.starting, "starting", log, read, specific_start, log_end)
@@ -197,7 +197,7 @@ def plan_ranges(logs: List[PartitionLog], ranges: Dict, read: ReadOptions,
             if last_stable is not None and log.topic_partition in last_stable:
                 lso = last_stable[log.topic_partition]
             else:
-                lso = log.last_stable_offset()
+                lso = log.last_stable_offset(verify=read.verify_checksums)
             end = min(end, lso)
         if start >= end or not log.segments:
             continue

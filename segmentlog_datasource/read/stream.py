@@ -139,10 +139,12 @@ class TriggerLimits:
 # ---------------------------------------------------------------- the log's tail
 class _TailScan:
     """A partition's log end (and, for read_committed, last stable offset), reading only
-    the batch headers appended since the previous trigger."""
+    the batch headers appended since the previous trigger; with `verify`, each of those
+    batches passes its checksum before its header counts."""
 
-    def __init__(self, track_transactions: bool):
+    def __init__(self, track_transactions: bool, verify: bool = True):
         self.track_transactions = track_transactions
+        self.verify = verify
         self.segment_base: Optional[int] = None
         self.position = 0
         self.open_since: Dict[int, int] = {}
@@ -160,7 +162,8 @@ class _TailScan:
         first = bases.index(self.segment_base)
         for segment in log.segments[first:]:
             position = self.position if segment.base_offset == self.segment_base else 0
-            for header in segment.iter_headers(position, allow_torn_tail=log.is_last(segment)):
+            for header in segment.iter_headers(position, allow_torn_tail=log.is_last(segment),
+                                               verify=self.verify):
                 position += header.size
                 self.end = header.last_offset + 1
                 if self.track_transactions and header.is_transactional:
@@ -180,7 +183,7 @@ class _TailScan:
         # Without transactions only the end matters: start at the last complete entry,
         # found from the last offset index entry.
         for segment in reversed(log.segments):
-            last = segment.last_entry(allow_torn_tail=log.is_last(segment))
+            last = segment.last_entry(allow_torn_tail=log.is_last(segment), verify=self.verify)
             if last is not None:
                 self.segment_base, self.position = segment.base_offset, last.end_position
                 self.end = last.last_offset + 1
@@ -225,7 +228,8 @@ class LogStream:
                 continue
             tail = self._tails.get(log.topic_partition)
             if tail is None:
-                tail = self._tails[log.topic_partition] = _TailScan(self.read.read_committed)
+                tail = self._tails[log.topic_partition] = _TailScan(self.read.read_committed,
+                                                                  self.read.verify_checksums)
             end, available = tail.advance(log)
             views[log.topic_partition] = PartitionView(log, end, available)
         for tp in list(self._tails):

@@ -974,20 +974,13 @@ DecodedColumns_decode_run(DecodedColumns *self, PyObject *const *args, Py_ssize_
             break;
         }
         int64_t entry_size = LOG_OVERHEAD + (int64_t)length;
-        if (min_bound.above || last_offset < min_bound.value) {
-            position += entry_size;
-            continue;
-        }
-        if (end_bound.below || (!end_bound.above && base_offset >= end_bound.value)) {
-            state = RUN_DONE;
-            break;
-        }
-        if ((attributes & ATTR_COMPRESSION_MASK) ||
-            (transactions && (attributes & ATTR_TRANSACTIONAL) && !(attributes & ATTR_CONTROL))) {
-            state = RUN_ENTRY_FOR_PYTHON;
-            break;
-        }
-        if (crc32c != Py_None) {
+        int skip = min_bound.above || last_offset < min_bound.value;
+        int done = !skip && (end_bound.below || (!end_bound.above && base_offset >= end_bound.value));
+        int for_python = (attributes & ATTR_COMPRESSION_MASK) ||
+            (transactions && (attributes & ATTR_TRANSACTIONAL) && !(attributes & ATTR_CONTROL));
+        /* Skipping or stopping decides from the header's offsets, so the header is verified
+         * first; entries left to Python are verified there, once. */
+        if (crc32c != Py_None && (skip || done || !for_python)) {
             int matches = checksum_matches(crc32c, entry + V2_CRC_START,
                                            (size_t)(entry_size - V2_CRC_START), stored_crc);
             if (matches < 0) {
@@ -998,6 +991,18 @@ DecodedColumns_decode_run(DecodedColumns *self, PyObject *const *args, Py_ssize_
                 state = RUN_ENTRY_FOR_PYTHON;
                 break;
             }
+        }
+        if (skip) {
+            position += entry_size;
+            continue;
+        }
+        if (done) {
+            state = RUN_DONE;
+            break;
+        }
+        if (for_python) {
+            state = RUN_ENTRY_FOR_PYTHON;
+            break;
         }
         if ((attributes & ATTR_CONTROL) || count == 0) {
             position += entry_size; /* nothing to read; the range checks below do not run */

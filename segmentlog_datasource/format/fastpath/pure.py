@@ -88,17 +88,22 @@ class RecordAccumulator:
                     last_delta < 0 or count < 0 or last_offset >= MAX_OFFSET:
                 return position, RUN_ENTRY_FOR_PYTHON
             entry_size = LOG_OVERHEAD + length
-            if last_offset < min_offset:
+            skip = last_offset < min_offset
+            done = not skip and base_offset >= end_offset
+            for_python = attributes & ATTR_COMPRESSION_MASK or (
+                transactions and attributes & ATTR_TRANSACTIONAL and
+                not attributes & ATTR_CONTROL)
+            # Skipping or stopping decides from the header's offsets, so the header is
+            # verified first; entries left to the loop are verified there, once.
+            if crc32c is not None and (skip or done or not for_python) and \
+                    crc32c(view[position + V2_CRC_START : position + entry_size]) != stored_crc:
+                return position, RUN_ENTRY_FOR_PYTHON
+            if skip:
                 position += entry_size
                 continue
-            if base_offset >= end_offset:
+            if done:
                 return position, RUN_DONE
-            if attributes & ATTR_COMPRESSION_MASK or (
-                    transactions and attributes & ATTR_TRANSACTIONAL and
-                    not attributes & ATTR_CONTROL):
-                return position, RUN_ENTRY_FOR_PYTHON
-            if crc32c is not None and \
-                    crc32c(view[position + V2_CRC_START : position + entry_size]) != stored_crc:
+            if for_python:
                 return position, RUN_ENTRY_FOR_PYTHON
             if attributes & ATTR_CONTROL or not count:
                 position += entry_size
