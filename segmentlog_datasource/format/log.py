@@ -7,6 +7,7 @@ beside them. Everything else Kafka leaves there is recognised and skipped.
 import bisect
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
@@ -23,7 +24,18 @@ SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$"
 # Files of interrupted or pending Kafka operations: never data to read.
 PENDING_SUFFIXES = (".deleted", ".cleaned", ".swap")
 KNOWN_FILES = {"leader-epoch-checkpoint", "partition.metadata"}
-PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+# The topic part must be a name Kafka allows (ASCII letters, digits, '.', '_', '-', at
+# most 249 characters), so `date=2023-01-01` or `my photos-1` are never partitions.
+MAX_TOPIC_LENGTH = 249
+PARTITION_DIR = re.compile(r"^(?P<topic>[a-zA-Z0-9._-]{1,%d})-(?P<partition>\d+)$" % MAX_TOPIC_LENGTH)
+# Inside a partition directory, names Kafka writes besides segments (temporary copies of
+# its checkpoint and metadata files end in .tmp).
+_PARTITION_FILE_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+                            ".snapshot", "-checkpoint", ".tmp") + PENDING_SUFFIXES
+# Beside partition directories in a log dir: Kafka's bookkeeping files, and the
+# directories of partitions being deleted or moved (`<topic>-<p>.<uuid>-delete`).
+_LOGDIR_FILE = re.compile(r"^(meta\.properties|.*[-.]checkpoint|.*\.tmp)$")
+_LOGDIR_MOVED = re.compile(r"^.+-\d+\.[0-9a-f]{32}-(delete|future|stray)$")
 HEADER_READ_SIZE = V2_HEADER_SIZE
 
 
@@ -37,7 +49,7 @@ def partition_dir_name(topic: str, partition: int) -> str:
 
 def parse_partition_dir_name(name: str) -> Optional[Tuple[str, int]]:
     match = PARTITION_DIR.match(name)
-    if not match:
+    if not match or match.group("topic") in (".", ".."):
         return None
     return match.group("topic"), int(match.group("partition"))
 
@@ -152,12 +164,19 @@ class PartitionLog:
         for name in sorted(os.listdir(directory)):
             match = SEGMENT_NAME.match(name)
             if match:
+                if match.group(2) == "snapshot":
+                    continue
+                try:
+                    info = os.stat(os.path.join(directory, name))
+                except FileNotFoundError:
+                    continue  # deleted since the listing (retention)
+                if not stat.S_ISREG(info.st_mode):
+                    kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+                    raise CorruptLogError(
+                        os.path.join(directory, name), None,
+                        f"is {kind}; a segment's .{match.group(2)} file must be a regular file")
                 if match.group(2) == "log":
-                    try:
-                        size = os.path.getsize(os.path.join(directory, name))
-                    except FileNotFoundError:
-                        continue  # deleted since the listing (retention)
-                    segments.append(Segment(directory, int(match.group(1)), size))
+                    segments.append(Segment(directory, int(match.group(1)), info.st_size))
                 continue
             if name in KNOWN_FILES or name.endswith(PENDING_SUFFIXES) or name.endswith("-checkpoint"):
                 continue
@@ -243,22 +262,39 @@ class PartitionLog:
 
 
 def discover_partitions(paths: Iterable[str]) -> List[PartitionLog]:
-    """Partition logs under each path: a log dir, or a partition directory itself."""
+    """Partition logs under each path: a log dir, or a partition directory itself.
+
+    A path that holds neither a partition directory nor segments, but other things (a
+    Parquet table, a folder of photos), is an error: it is not a Kafka log. An empty
+    directory, or one with only Kafka's bookkeeping files, holds no partitions yet.
+    """
     found: Dict[Tuple[str, int], PartitionLog] = {}
     for path in paths:
         path = os.path.abspath(path)
         if not os.path.isdir(path):
             raise SegmentLogError(f"{path}: no such directory")
         candidates = []
-        if parse_partition_dir_name(os.path.basename(path)) and _holds_segments(path):
+        if _is_partition_dir(path):
             candidates.append(path)
         else:
+            foreign = []
             for name in sorted(os.listdir(path)):
                 child = os.path.join(path, name)
-                # Dot-prefixed directories are staging areas of unfinished writes.
-                if not name.startswith(".") and os.path.isdir(child) and \
-                        parse_partition_dir_name(name):
+                # Dot-prefixed names are staging areas and records of segmentlog writes.
+                if name.startswith("."):
+                    continue
+                if os.path.isdir(child) and _is_partition_dir(child):
                     candidates.append(child)
+                elif not (_LOGDIR_FILE.match(name) or _LOGDIR_MOVED.match(name)):
+                    foreign.append(name)
+            if not candidates and foreign:
+                shown = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+                raise SegmentLogError(
+                    f"{path}: not a Kafka log dir or partition directory: it holds no "
+                    f"<topic>-<partition> directory and no segment file, but {shown}. Point "
+                    f"the source at the directory that holds the <topic>-<partition> "
+                    f"directories (or at one of them)"
+                )
         for directory in candidates:
             log = PartitionLog.open(directory)
             if log.topic_partition in found:
@@ -270,7 +306,19 @@ def discover_partitions(paths: Iterable[str]) -> List[PartitionLog]:
     return sorted(found.values(), key=lambda log: (log.topic, log.partition))
 
 
-def _holds_segments(path: str) -> bool:
-    return any(SEGMENT_NAME.match(name) for name in os.listdir(path)) or not any(
-        os.path.isdir(os.path.join(path, name)) for name in os.listdir(path)
+def _is_partition_dir(path: str) -> bool:
+    """A `<topic>-<partition>` directory that holds a segment, or else only what Kafka
+    keeps in a partition directory (an empty one counts: a partition with no data)."""
+    if parse_partition_dir_name(os.path.basename(path)) is None:
+        return False
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return False
+    if any(SEGMENT_NAME.match(name) for name in names):
+        return True
+    return all(
+        name in KNOWN_FILES or name.endswith(_PARTITION_FILE_SUFFIXES)
+        and os.path.isfile(os.path.join(path, name))
+        for name in names
     )
