@@ -1,16 +1,20 @@
 """Topic locks, and whether the process that owns a lock or staging area still runs.
 
-A write holds `<logdir>/.segmentlog-lock-<topic>` (created with O_EXCL) for each topic it
-writes, so two writes never touch one topic at once. Lock files and staging directories
+A write holds `<logdir>/.segmentlog-lock-<topic>` for each topic it writes, so two writes
+never touch one topic at once. The lock's content is written to a temp file first and
+hard-linked into place (atomic, and fails if the lock exists), so a full disk or a kill
+never leaves an empty lock behind. Lock files and staging directories
 record their owner (host, pid, the pid's start time, boot and PID namespace), so that the
 next write on the same machine can tell from /proc that a killed driver's leftovers are
 dead and remove them.
 """
+import errno
 import json
 import os
 import shutil
 import socket
 import time
+import uuid
 from typing import List, Optional, Tuple
 
 from .errors import ConcurrentWriteError
@@ -24,12 +28,13 @@ def lock_path(logdir: str, topic: str) -> str:
 
 
 def read_lock(path: str) -> dict:
-    """A lock file's (or owner file's) content; {} when missing or unreadable."""
+    """A lock file's (or owner file's) content; {} when missing, empty or unreadable."""
     try:
         with open(path, "rb") as handle:
-            return json.loads(handle.read().decode("utf-8") or "{}")
+            content = json.loads(handle.read().decode("utf-8") or "{}")
     except (OSError, ValueError):
         return {}
+    return content if isinstance(content, dict) else {}
 
 
 # -------------------------------------------------------------------- ownership
@@ -100,40 +105,121 @@ def write_owner_file(staging_dir: str, job_id: str, under_jvm: bool = False) -> 
 
 # ------------------------------------------------------------------------ locks
 
+# A lock file without a readable owner is one whose writer failed (disk full, killed)
+# before its content was complete. Locks are linked into place whole, so a live writer's
+# lock is never seen so; one created by the O_EXCL fallback may be, for microseconds. Past
+# this age such a lock is taken over.
+TORN_LOCK_SECONDS = 30.0
+_TEMP_MARK = "~tmp-"  # '~' is not in topic names, so a temp file never names a lock
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _create_lock(path: str, content: bytes) -> bool:
+    """Put a complete lock file at `path`; False if one is there. On any error (a full
+    disk), nothing is left behind."""
+    temp = f"{path}{_TEMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    try:
+        try:
+            _write_all(fd, content)
+        finally:
+            os.close(fd)
+        try:
+            os.link(temp, path)  # atomic, and fails if the lock exists
+            return True
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                raise
+        # No hard links on this filesystem: create in place, and undo a failed write.
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        try:
+            try:
+                _write_all(fd, content)
+            finally:
+                os.close(fd)
+        except BaseException:
+            _unlink(path)
+            raise
+        return True
+    finally:
+        _unlink(temp)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _torn_lock_age(path: str, holder: dict) -> Optional[float]:
+    """Seconds since a lock without a readable owner was made; None if it has an owner
+    (or is gone)."""
+    if holder.get("job") and holder.get("host"):
+        return None
+    try:
+        return max(0.0, time.time() - os.stat(path).st_mtime)
+    except FileNotFoundError:
+        return None
+
+
+def _is_stale(path: str, holder: dict) -> bool:
+    """A lock nobody will release: its owner is gone, or it is torn and old enough."""
+    age = _torn_lock_age(path, holder)
+    if age is not None:
+        return age >= TORN_LOCK_SECONDS
+    return bool(holder) and owner_alive(holder) is False
+
+
 def acquire_lock(logdir: str, topic: str, job_id: str, mode: str,
                  under_jvm: bool = False) -> str:
     """Create the topic's lock file atomically, or raise ConcurrentWriteError.
 
     A lock left by a write whose process is gone (killed driver) is taken over, and that
-    write's staging directory removed.
+    write's staging directory removed; so is a torn lock (no readable owner) older than
+    TORN_LOCK_SECONDS.
     """
     path = lock_path(logdir, topic)
     info = dict(owner_info(under_jvm), job=job_id, mode=mode, topic=topic,
                 started=time.strftime("%Y-%m-%dT%H:%M:%S%z"), staging=STAGING_PREFIX + job_id)
-    for attempt in range(2):
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            holder = read_lock(path)
-            if holder.get("job") == job_id:
-                return path
-            if attempt == 0 and holder and owner_alive(holder) is False and \
-                    _break_stale_lock(logdir, path, holder):
-                continue
-            described = ", ".join(f"{k} {holder[k]}" for k in ("job", "mode", "host", "pid",
-                                                               "started") if k in holder)
+    content = json.dumps(info).encode("utf-8")
+    for attempt in range(3):
+        if _create_lock(path, content):
+            return path
+        holder = read_lock(path)
+        if holder.get("job") == job_id:
+            return path
+        if attempt < 2 and _is_stale(path, holder) and _break_stale_lock(logdir, path, holder):
+            continue
+        if not os.path.lexists(path) and attempt < 2:
+            continue  # released in between
+        age = _torn_lock_age(path, holder)
+        if age is not None:
             raise ConcurrentWriteError(
-                f"topic {topic!r} in {logdir} is being written by another segmentlog write "
-                f"(lock file {path}: {described or 'no details readable'}). Two writes to one "
-                f"topic cannot run at once; retry when it has finished. If no such write is "
-                f"running any more, delete {path} and its staging directory "
-                f"{os.path.join(logdir, holder.get('staging', STAGING_PREFIX + '*'))}"
+                f"topic {topic!r} in {logdir} is locked by {path}, which has no readable "
+                f"owner: a write is creating it, or one failed while creating it (a full "
+                f"disk). It is taken over once it is {TORN_LOCK_SECONDS:.0f} s old (now "
+                f"{age:.0f} s); retry then, or delete it if no write is running"
             ) from None
-        try:
-            os.write(fd, json.dumps(info).encode("utf-8"))
-        finally:
-            os.close(fd)
-        return path
+        described = ", ".join(f"{k} {holder[k]}" for k in ("job", "mode", "host", "pid",
+                                                           "started") if k in holder)
+        raise ConcurrentWriteError(
+            f"topic {topic!r} in {logdir} is being written by another segmentlog write "
+            f"(lock file {path}: {described or 'no details readable'}). Two writes to one "
+            f"topic cannot run at once; retry when it has finished. If no such write is "
+            f"running any more, delete {path} and its staging directory "
+            f"{os.path.join(logdir, holder.get('staging', STAGING_PREFIX + '*'))}"
+        ) from None
     raise ConcurrentWriteError(f"could not take the lock {path}")  # pragma: no cover
 
 
@@ -151,12 +237,17 @@ def release_lock(logdir: str, topic: str, job_id: str) -> bool:
 
 def _break_stale_lock(logdir: str, path: str, holder: dict) -> bool:
     """Remove a dead write's lock (and staging directory); False if someone was faster."""
+    try:
+        judged = os.stat(path).st_ino
+    except FileNotFoundError:
+        return True  # someone else removed it: try to create it again
     aside = f"{path}.stale-{os.getpid()}-{time.monotonic_ns()}"
     try:
         os.rename(path, aside)  # atomic: only one breaker gets the file
     except FileNotFoundError:
-        return True  # someone else removed it: try to create it again
-    if read_lock(aside) != holder:  # a fresh lock slipped in between: put it back
+        return True
+    if os.stat(aside).st_ino != judged or read_lock(aside) != holder:
+        # a fresh lock slipped in between: put it back
         try:
             os.link(aside, path)
         except FileExistsError:
@@ -178,9 +269,15 @@ def clean_dead_writes(logdir: str) -> List[str]:
         return removed
     for name in sorted(os.listdir(logdir)):
         path = os.path.join(logdir, name)
-        if name.startswith(LOCK_PREFIX) and ".stale-" not in name:
+        if name.startswith(LOCK_PREFIX) and _TEMP_MARK in name:
+            # a lock's content, never linked: its writer was killed in between
             holder = read_lock(path)
-            if holder and owner_alive(holder) is False and _break_stale_lock(logdir, path, holder):
+            if _is_stale(path, holder):
+                _unlink(path)
+                removed.append(name)
+        elif name.startswith(LOCK_PREFIX) and ".stale-" not in name:
+            holder = read_lock(path)
+            if _is_stale(path, holder) and _break_stale_lock(logdir, path, holder):
                 removed.append(name)
         elif name.startswith(STAGING_PREFIX) and os.path.isdir(path):
             info = read_lock(os.path.join(path, OWNER_FILE))
