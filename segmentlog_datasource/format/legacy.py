@@ -25,6 +25,11 @@ def decode_legacy_message(view, pos: int, header: BatchHeader, sink, min_offset:
         return 0
     if value is None:
         raise CorruptLogError(path, header.position, "compressed wrapper message has no value")
+    if codec not in compression.CODEC_NAMES:
+        raise CorruptLogError(
+            path, header.position,
+            f"wrapper message at offset {header.base_offset} names unknown compression codec "
+            f"id {codec}")
     try:
         inner = memoryview(compression.decompress(codec, value))
     except UnsupportedFormatError:

@@ -8,6 +8,8 @@ from .entries import BatchHeader
 from .layout import LOG_APPEND_TIME, V2_HEADER_SIZE
 from .varint import read_varint
 
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
 
 def batch_records_payload(view, pos: int, header: BatchHeader, path=None):
     """The records section of a magic-2 batch, decompressed."""
@@ -15,6 +17,11 @@ def batch_records_payload(view, pos: int, header: BatchHeader, path=None):
     codec = header.compression
     if codec == compression.NONE:
         return payload
+    if codec not in compression.CODEC_NAMES:
+        raise CorruptLogError(
+            path, header.position,
+            f"record batch at offset {header.base_offset} names unknown compression codec "
+            f"id {codec}")
     try:
         return compression.decompress(codec, payload)
     except UnsupportedFormatError:
@@ -81,8 +88,14 @@ def decode_v2_records(data, count: int, header: BatchHeader, sink, min_offset: i
                 raise ValueError(f"record fields end at {pos}, its length says {record_end}")
             offset = base_offset + offset_delta
             if min_offset <= offset < end_offset:
-                add(offset, base_ts + ts_delta if append_time is None else append_time,
-                    ts_type, key, value, headers)
+                if append_time is None:
+                    timestamp = base_ts + ts_delta
+                    if not _INT64_MIN <= timestamp <= _INT64_MAX:
+                        # Kafka's long arithmetic (and the compiled decoder) wrap.
+                        timestamp = (timestamp - _INT64_MIN) % (1 << 64) + _INT64_MIN
+                else:
+                    timestamp = append_time
+                add(offset, timestamp, ts_type, key, value, headers)
                 kept += 1
     except (ValueError, IndexError, UnicodeDecodeError) as exc:
         raise CorruptLogError(

@@ -153,3 +153,109 @@ def test_log_end_from_a_damaged_last_batch_is_an_error(kafka_logdir_copy):
         assert_corrupt_at(error, path, batch["position"])
     # Without verification the header is taken as it stands (see README, verifyChecksums).
     assert log.end_offset(verify=False) == batch["base_offset"] + 1001
+
+
+# ------------------------------------------- item: unknown codecs, timestamps at 2^63
+ATTRIBUTES, CRC, BASE_TIMESTAMP = 21, 17, 27
+
+
+def rewrite_v2_batch(path, position, size, patch):
+    """Apply patch(bytearray of the batch) and store a valid CRC32C again, so that only
+    the patched field is wrong."""
+    import crc32c as crc32c_package  # an implementation independent of the reader's
+
+    with open(path, "r+b") as handle:
+        handle.seek(position)
+        batch = bytearray(handle.read(size))
+        patch(batch)
+        struct.pack_into(">I", batch, CRC, crc32c_package.crc32c(bytes(batch[ATTRIBUTES:])))
+        handle.seek(position)
+        handle.write(batch)
+
+
+def first_plain_batch(manifest, min_records=1):
+    return next((s, b) for s, b in iter_batches(manifest)
+                if b["compression"] == "none" and not b["is_control"]
+                and b["record_count"] >= min_records)
+
+
+def scan_whole_log(logdir, name, use_fast_path, verify=True):
+    from segmentlog_datasource.format import SegmentRange, scan_segment
+
+    log = PartitionLog.open(os.path.join(logdir, name))
+    batches = []
+    for segment in log.segments:
+        batches.extend(scan_segment(SegmentRange(
+            log.topic, log.partition, segment.log_path, segment.size, 0, segment.size, 0,
+            2**63 - 1, log.is_last(segment)), ScanOptions(
+                verify_checksums=verify, include_headers=True, use_fast_path=use_fast_path)))
+    return batches
+
+
+@FAST
+@pytest.mark.parametrize("codec", [5, 6, 7])
+def test_unknown_codec_id_names_file_and_position(kafka_logdir_copy, use_fast_path, codec):
+    name = "plain-0"
+    segment, batch = first_plain_batch(load_manifest(kafka_logdir_copy, name))
+    path = segment_path(kafka_logdir_copy, name, segment["base_offset"])
+
+    def set_codec(data):
+        (attributes,) = struct.unpack_from(">h", data, ATTRIBUTES)
+        struct.pack_into(">h", data, ATTRIBUTES, (attributes & ~7) | codec)
+
+    rewrite_v2_batch(path, batch["position"], batch["size_in_bytes"], set_codec)
+    with pytest.raises(CorruptLogError, match=f"unknown compression codec id {codec}") as error:
+        scan_whole_log(kafka_logdir_copy, name, use_fast_path)
+    assert_corrupt_at(error, path, batch["position"])
+
+
+def test_unknown_codec_id_in_a_legacy_wrapper_names_file_and_position(kafka_logdir_copy):
+    import zlib
+
+    name = "legacy-v1-0"
+    manifest = load_manifest(kafka_logdir_copy, name)
+    segment, batch = next((s, b) for s, b in iter_batches(manifest)
+                          if b["compression"] != "none")
+    path = segment_path(kafka_logdir_copy, name, segment["base_offset"])
+    with open(path, "r+b") as handle:  # offset, size, crc, magic, attributes, ...
+        handle.seek(batch["position"])
+        message = bytearray(handle.read(batch["size_in_bytes"]))
+        message[17] = (message[17] & ~7) | 6
+        struct.pack_into(">I", message, 12, zlib.crc32(bytes(message[16:])))
+        handle.seek(batch["position"])
+        handle.write(message)
+    with pytest.raises(CorruptLogError, match="unknown compression codec id 6") as error:
+        scan_whole_log(kafka_logdir_copy, name, True)
+    assert_corrupt_at(error, path, batch["position"])
+
+
+def _wrap64(value):
+    return (value + 2**63) % 2**64 - 2**63
+
+
+def test_timestamps_past_the_int64_range_wrap_alike_in_both_decoders(kafka_logdir_copy):
+    # A base timestamp of 2^63 - 1 plus a record's positive delta passes the int64 range:
+    # as Kafka's long arithmetic, both decoders wrap (the pure one raised OverflowError).
+    name = "plain-0"
+    manifest = load_manifest(kafka_logdir_copy, name)
+    segment, batch = next((s, b) for s, b in iter_batches(manifest)
+                          if b["compression"] == "none" and not b["is_control"] and
+                          any(r["timestamp"] > b["base_timestamp"] for r in b["records"]))
+    assert batch["timestamp_type"] == "CreateTime"
+    path = segment_path(kafka_logdir_copy, name, segment["base_offset"])
+    top = 2**63 - 1
+    rewrite_v2_batch(path, batch["position"], batch["size_in_bytes"],
+                     lambda data: struct.pack_into(">q", data, BASE_TIMESTAMP, top))
+    expected = {r["offset"]: _wrap64(_wrap64(top + r["timestamp"] - batch["base_timestamp"])
+                                     * 1000)
+                for r in batch["records"]}
+    assert any(top + r["timestamp"] - batch["base_timestamp"] > top for r in batch["records"])
+    import pyarrow as pa
+
+    for use_fast_path in (True, False):
+        got = {}
+        for arrow_batch in scan_whole_log(kafka_logdir_copy, name, use_fast_path):
+            offsets = arrow_batch.column("offset").to_pylist()
+            micros = arrow_batch.column("timestamp").cast(pa.int64()).to_pylist()
+            got.update((o, m) for o, m in zip(offsets, micros) if o in expected)
+        assert got == expected, use_fast_path
