@@ -126,3 +126,13 @@ def verify_checksum(view, pos: int, header: BatchHeader, path=None) -> None:
             f"checksum mismatch in {'record batch' if header.magic == 2 else 'message'} "
             f"at offset {header.base_offset}: stored {header.crc:#010x}, computed {actual:#010x}",
         )
+
+
+def check_offset_order(header: BatchHeader, next_offset: int, path) -> None:
+    """Offsets of a segment's entries increase and start at its base offset; an entry
+    below `next_offset` (the base offset, or one past the previous entry) is damage."""
+    if header.base_offset < next_offset:
+        raise CorruptLogError(
+            path, header.position,
+            f"entry offset {header.base_offset} is below {next_offset}, "
+            "where the segment's offsets had reached: offsets must increase")

@@ -13,7 +13,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..errors import CorruptLogError, SegmentLogError
 from .indexes import AbortedTransaction, OffsetIndex, TimeIndex, read_transaction_index
-from .entries import BatchHeader, read_entry_header, verify_checksum
+from .entries import BatchHeader, check_offset_order, read_entry_header, verify_checksum
 from .layout import MAX_OFFSET, V2_HEADER_SIZE
 
 LOG_SUFFIX = ".log"
@@ -101,7 +101,7 @@ class Segment:
         `verify` each whole entry, whose checksum must match before it is yielded."""
         with open(self.log_path, "rb") as handle:
             yield from iter_file_headers(handle, self.log_path, start_position, self.size,
-                                         allow_torn_tail, verify)
+                                         allow_torn_tail, verify, self.base_offset)
 
     def last_entry(self, allow_torn_tail: bool = False, verify: bool = False
                    ) -> Optional[BatchHeader]:
@@ -122,7 +122,10 @@ class Segment:
 
 
 def iter_file_headers(handle, path, position: int, end: int, allow_torn_tail: bool,
-                      verify: bool = False) -> Iterator[BatchHeader]:
+                      verify: bool = False, base_offset: Optional[int] = None
+                      ) -> Iterator[BatchHeader]:
+    """Headers from `position` on; their offsets must increase from `base_offset`."""
+    next_offset = -(1 << 63) if base_offset is None else base_offset
     fd = handle.fileno()
     while position < end:
         head = os.pread(fd, HEADER_READ_SIZE, position)
@@ -137,6 +140,8 @@ def iter_file_headers(handle, path, position: int, end: int, allow_torn_tail: bo
                 path, position,
                 f"batch runs past the end of the segment ({end - position} bytes remain)",
             )
+        check_offset_order(header, next_offset, path)
+        next_offset = header.last_offset + 1
         yield header
         position += header.size
 

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from ..errors import CorruptLogError
 from .crc import crc32c
-from .entries import BatchHeader, read_entry_header, verify_checksum
+from .entries import BatchHeader, check_offset_order, read_entry_header, verify_checksum
 from .fastpath import RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH, make_accumulator
 from .indexes import AbortedTransaction
 from .layout import MAX_OFFSET
@@ -101,8 +101,9 @@ def _entry_or_torn_tail(view, pos: int, size: int, path, allow_torn_tail: bool
 
 def iter_segment_batches(path: str, size: int, start_position: int, end_position: int,
                          allow_torn_tail: bool, verify_checksums: bool = True,
-                         view=None) -> Iterator[tuple]:
-    """(header, view) for each entry starting in [start_position, end_position)."""
+                         view=None, base_offset: int = -(1 << 63)) -> Iterator[tuple]:
+    """(header, view) for each entry starting in [start_position, end_position), whose
+    offsets must increase from `base_offset` (the segment's)."""
     owned = None
     if view is None:
         owned = _MappedLog(path, size)
@@ -114,6 +115,8 @@ def iter_segment_batches(path: str, size: int, start_position: int, end_position
             header = _entry_or_torn_tail(view, pos, size, path, allow_torn_tail)
             if header is None:
                 return
+            check_offset_order(header, base_offset, path)
+            base_offset = header.last_offset + 1
             if verify_checksums:
                 verify_checksum(view, pos, header, path)
             yield header, view
@@ -143,6 +146,7 @@ class SegmentRange:
     end_offset: int
     allow_torn_tail: bool
     transactions: Optional[TransactionFilter] = None  # read_committed: what to hide
+    segment_base_offset: Optional[int] = None  # no entry of the segment starts below it
 
     @property
     def bytes(self) -> int:
@@ -160,6 +164,8 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
     if transactions is not None:
         end_offset = min(end_offset, transactions.last_stable_offset)
     accumulator = make_accumulator(options.include_headers, options.use_fast_path)
+    if segment_range.segment_base_offset is not None:
+        accumulator.next_offset = segment_range.segment_base_offset
     verify = options.verify_checksums
     end_position = min(segment_range.end_position, size)
     with _MappedLog(path, size) as mapped:
@@ -182,6 +188,8 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
             if header is None:
                 break
             pos += header.size
+            check_offset_order(header, accumulator.next_offset, path)
+            accumulator.next_offset = min(header.last_offset + 1, MAX_OFFSET)
             if verify:  # before any decision is taken from the header
                 verify_checksum(view, header.position, header, path)
             if header.last_offset < min_offset:
@@ -215,7 +223,8 @@ def first_offset_at_or_after_time(log, segment, timestamp: int) -> Optional[int]
     _, position = segment.offset_index.lookup(indexed_offset)
     finder = _FirstAtOrAfter(timestamp)
     for header, view in iter_segment_batches(segment.log_path, segment.size, position,
-                                             segment.size, log.is_last(segment)):
+                                             segment.size, log.is_last(segment),
+                                             base_offset=segment.base_offset):
         if header.max_timestamp < timestamp and header.magic != 1:
             continue
         if header.magic == 2:

@@ -301,6 +301,7 @@ def _segment_fragments(log: PartitionLog, start: int, end: int, constraints: Con
             topic=log.topic, partition=log.partition, log_path=segment.log_path,
             log_size=segment.size, start_position=start_position, end_position=end_position,
             min_offset=start, end_offset=end, allow_torn_tail=is_last_segment,
+            segment_base_offset=segment.base_offset,
             offset_values=constraints.offset_values,
             timestamp_low_us=constraints.timestamp_low_us,
             timestamp_high_us=constraints.timestamp_high_us)

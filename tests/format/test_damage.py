@@ -259,3 +259,64 @@ def test_timestamps_past_the_int64_range_wrap_alike_in_both_decoders(kafka_logdi
             micros = arrow_batch.column("timestamp").cast(pa.int64()).to_pylist()
             got.update((o, m) for o, m in zip(offsets, micros) if o in expected)
         assert got == expected, use_fast_path
+
+
+# ------------------------------------------------ item: offsets go backwards or repeat
+def segments_with_batches(manifest):
+    return [s for s in manifest["segments"] if len(s["batches"]) >= 3]
+
+
+@FAST
+@pytest.mark.parametrize("verify", ["true", "false"])
+def test_a_repeated_base_offset_is_an_error(kafka_logdir_copy, use_fast_path, verify):
+    # baseOffset is outside the checksummed bytes: set to the previous batch's, the batch
+    # passes its CRC, and only the order of offsets shows the damage.
+    name = "plain-0"
+    manifest = load_manifest(kafka_logdir_copy, name)
+    segment = segments_with_batches(manifest)[0]
+    before, batch = segment["batches"][1], segment["batches"][2]
+    path = segment_path(kafka_logdir_copy, name, segment["base_offset"])
+    poke(path, batch["position"] + BASE_OFFSET, struct.pack(">q", before["base_offset"]))
+    with pytest.raises(CorruptLogError, match="offsets must increase") as error:
+        read_rows(kafka_logdir_copy, use_fast_path, subscribe="plain", verifyChecksums=verify)
+    assert_corrupt_at(error, path, batch["position"])
+    log = PartitionLog.open(os.path.join(kafka_logdir_copy, name))
+    with pytest.raises(CorruptLogError, match="offsets must increase") as error:
+        log.last_stable_offset()
+    assert_corrupt_at(error, path, batch["position"])
+
+
+@FAST
+def test_a_base_offset_below_the_segment_is_an_error(kafka_logdir_copy, use_fast_path):
+    name = "plain-0"
+    manifest = load_manifest(kafka_logdir_copy, name)
+    segment = next(s for s in manifest["segments"] if s["base_offset"] > 0 and s["batches"])
+    batch = segment["batches"][0]
+    path = segment_path(kafka_logdir_copy, name, segment["base_offset"])
+    poke(path, batch["position"] + BASE_OFFSET, struct.pack(">q", segment["base_offset"] - 1))
+    with pytest.raises(CorruptLogError, match="offsets must increase") as error:
+        read_rows(kafka_logdir_copy, use_fast_path, subscribe="plain")
+    assert_corrupt_at(error, path, batch["position"])
+
+
+@FAST
+def test_a_valid_looking_batch_with_old_offsets_at_the_tail_is_an_error(
+        kafka_logdir_copy, use_fast_path):
+    # A whole earlier batch (valid CRC) repeated after the last one, as a stray length
+    # would make the reader land on: its offsets go back, so it is not the log's end.
+    name = "plain-0"
+    manifest = load_manifest(kafka_logdir_copy, name)
+    segment = manifest["segments"][-1]
+    first = segment["batches"][0]
+    path = segment_path(kafka_logdir_copy, name, segment["base_offset"])
+    with open(path, "rb") as handle:
+        data = handle.read()
+    copy = data[first["position"]:first["position"] + first["size_in_bytes"]]
+    with open(path, "ab") as handle:
+        handle.write(copy)
+    log = PartitionLog.open(os.path.join(kafka_logdir_copy, name))
+    for call in (lambda: log.end_offset(verify=True), lambda: log.end_offset(verify=False),
+                 lambda: read_rows(kafka_logdir_copy, use_fast_path, subscribe="plain")):
+        with pytest.raises(CorruptLogError, match="offsets must increase") as error:
+            call()
+        assert_corrupt_at(error, path, len(data))

@@ -371,6 +371,7 @@ typedef struct {
     int include_headers;
     Py_ssize_t rows;
     long long payload_bytes;
+    int64_t next_offset;     /* the lowest base offset the next entry may have */
     GrowBuf offsets;         /* int64 */
     GrowBuf timestamps;      /* int64, milliseconds */
     GrowBuf timestamp_types; /* int32 */
@@ -419,6 +420,7 @@ DecodedColumns_init(DecodedColumns *self, PyObject *args, PyObject *kwds)
         return -1;
     columns_free(self);
     self->include_headers = include_headers;
+    self->next_offset = INT64_MIN;
     return columns_start(self);
 }
 
@@ -973,6 +975,10 @@ DecodedColumns_decode_run(DecodedColumns *self, PyObject *const *args, Py_ssize_
             state = RUN_ENTRY_FOR_PYTHON; /* errors, torn tails, offsets at the int64 edge */
             break;
         }
+        if (base_offset < self->next_offset) {
+            state = RUN_ENTRY_FOR_PYTHON; /* offsets going backwards: the loop reports it */
+            break;
+        }
         int64_t entry_size = LOG_OVERHEAD + (int64_t)length;
         int skip = min_bound.above || last_offset < min_bound.value;
         int done = !skip && (end_bound.below || (!end_bound.above && base_offset >= end_bound.value));
@@ -993,6 +999,7 @@ DecodedColumns_decode_run(DecodedColumns *self, PyObject *const *args, Py_ssize_
             }
         }
         if (skip) {
+            self->next_offset = last_offset + 1;
             position += entry_size;
             continue;
         }
@@ -1005,6 +1012,7 @@ DecodedColumns_decode_run(DecodedColumns *self, PyObject *const *args, Py_ssize_
             break;
         }
         if ((attributes & ATTR_CONTROL) || count == 0) {
+            self->next_offset = last_offset + 1;
             position += entry_size; /* nothing to read; the range checks below do not run */
             continue;
         }
@@ -1024,6 +1032,7 @@ DecodedColumns_decode_run(DecodedColumns *self, PyObject *const *args, Py_ssize_
             state = RUN_ENTRY_FOR_PYTHON; /* malformed: add_v2_batch raises the error */
             break;
         }
+        self->next_offset = last_offset + 1;
         position += entry_size;
         state = 0;
         if (self->rows >= max_rows || self->payload_bytes >= max_bytes)
@@ -1179,6 +1188,22 @@ DecodedColumns_get_payload_bytes(DecodedColumns *self, void *Py_UNUSED(closure))
 }
 
 static PyObject *
+DecodedColumns_get_next_offset(DecodedColumns *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLongLong(self->next_offset);
+}
+
+static int
+DecodedColumns_set_next_offset(DecodedColumns *self, PyObject *value, void *Py_UNUSED(closure))
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "next_offset cannot be deleted");
+        return -1;
+    }
+    return as_int64(value, &self->next_offset);
+}
+
+static PyObject *
 DecodedColumns_get_include_headers(DecodedColumns *self, void *Py_UNUSED(closure))
 {
     return PyBool_FromLong(self->include_headers);
@@ -1197,6 +1222,10 @@ static PyMethodDef DecodedColumns_methods[] = {
 static PyGetSetDef DecodedColumns_getset[] = {
     {"payload_bytes", (getter)DecodedColumns_get_payload_bytes, NULL,
      "Key and value bytes accumulated since the last take.", NULL},
+    {"next_offset", (getter)DecodedColumns_get_next_offset,
+     (setter)DecodedColumns_set_next_offset,
+     "The lowest base offset the next entry may have: decode_run stops (for the scan loop\n"
+     "to report) at an entry below it, and raises it past each entry it walks.", NULL},
     {"include_headers", (getter)DecodedColumns_get_include_headers, NULL,
      "Whether header columns are collected.", NULL},
     {NULL},

@@ -24,6 +24,8 @@ class RecordAccumulator:
 
     def __init__(self, include_headers: bool):
         self.include_headers = include_headers
+        # The lowest base offset the next entry may have (see decode_run); kept by take().
+        self.next_offset = -(1 << 63)
         self._reset()
 
     def _reset(self):
@@ -87,6 +89,8 @@ class RecordAccumulator:
             if length < _MIN_V2_LENGTH or LOG_OVERHEAD + length > remaining or \
                     last_delta < 0 or count < 0 or last_offset >= MAX_OFFSET:
                 return position, RUN_ENTRY_FOR_PYTHON
+            if base_offset < self.next_offset:
+                return position, RUN_ENTRY_FOR_PYTHON  # backwards: the loop reports it
             entry_size = LOG_OVERHEAD + length
             skip = last_offset < min_offset
             done = not skip and base_offset >= end_offset
@@ -99,6 +103,7 @@ class RecordAccumulator:
                     crc32c(view[position + V2_CRC_START : position + entry_size]) != stored_crc:
                 return position, RUN_ENTRY_FOR_PYTHON
             if skip:
+                self.next_offset = last_offset + 1
                 position += entry_size
                 continue
             if done:
@@ -106,6 +111,7 @@ class RecordAccumulator:
             if for_python:
                 return position, RUN_ENTRY_FOR_PYTHON
             if attributes & ATTR_CONTROL or not count:
+                self.next_offset = last_offset + 1
                 position += entry_size
                 continue
             header = BatchHeader(position, base_offset, last_offset, entry_size, 2, attributes,
@@ -120,6 +126,7 @@ class RecordAccumulator:
                 # by the loop, raises the error with the segment's path.
                 self._rewind(rows, payload_bytes)
                 return position, RUN_ENTRY_FOR_PYTHON
+            self.next_offset = last_offset + 1
             position += entry_size
             state = 0
             if len(offsets) >= max_rows or self.payload_bytes >= max_bytes:
