@@ -41,7 +41,7 @@ from .publish import (
     publish, trash_path,
 )
 from .segments import SegmentPlan, plan_segments
-from .task import TaskResult, TaskSpec, TaskWriter
+from .task import TaskResult, TaskSpec, TaskWriter, check_inferred_count
 
 MODES = ("append", "overwrite")
 DEFAULT_LEADER_EPOCH = 0
@@ -279,6 +279,7 @@ class WriteJob:
                     f"topic {topic!r} does not exist in {self.logdir}: set the 'numPartitions' "
                     f"option to create it"
                 )
+            check_inferred_count(topic, highest, self.logdir)  # before any directory is made
             count = highest + 1
         if highest >= count:
             raise InvalidInputError(

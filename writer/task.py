@@ -24,6 +24,21 @@ from .options import WriteOptions
 from .partitioner import StickyRoundRobin, assign_partitions
 
 CHUNK_BYTES = 32 << 20  # input bytes gathered before a chunk is partitioned and encoded
+# A new topic written without numPartitions gets its partition count from the highest
+# 'partition' value; past this, a stray value would create that many directories.
+MAX_INFERRED_PARTITIONS = 10_000
+
+
+def check_inferred_count(topic: str, highest: int, logdir: str) -> None:
+    """Refuse a partition count learnt from the data that is beyond MAX_INFERRED_PARTITIONS."""
+    if highest >= MAX_INFERRED_PARTITIONS:
+        raise InvalidInputError(
+            f"column 'partition' holds {highest} for topic {topic!r}, which does not exist in "
+            f"{logdir}: without the 'numPartitions' option a new topic gets its partition "
+            f"count from the highest 'partition' value, and at most "
+            f"{MAX_INFERRED_PARTITIONS} partitions that way. Set 'numPartitions' to create it "
+            f"(every 'partition' value must be below it)"
+        )
 
 
 @dataclass
@@ -171,6 +186,7 @@ class TaskWriter:
                     f"topic {topic!r} does not exist in {self.spec.logdir}: set the "
                     f"'numPartitions' option to create it (or give every row a 'partition')"
                 )
+            check_inferred_count(topic, self._max_partition.get(topic, -1), self.spec.logdir)
             return explicit
         sticky = self._sticky.get(topic)
         if sticky is None:

@@ -39,9 +39,9 @@ def _write_with_file_size_limit(logdir, limit_bytes, rows):
     (RLIMIT_FSIZE: a write past it fails with EFBIG, as on a full disk)."""
     script = textwrap.dedent(f"""
         import resource, signal, pyarrow as pa
+        from segmentlog_datasource.writer import write_log  # imported before the limit
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # fail with EFBIG instead of dying
         resource.setrlimit(resource.RLIMIT_FSIZE, ({limit_bytes}, {limit_bytes}))
-        from segmentlog_datasource.writer import write_log
         try:
             write_log({logdir!r}, pa.table({{"value": [b"x" * 100] * {rows}}}), topic="t")
         except OSError as exc:
@@ -50,7 +50,8 @@ def _write_with_file_size_limit(logdir, limit_bytes, rows):
             print("written")
     """)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PYTHONDONTWRITEBYTECODE="1")
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -139,3 +140,63 @@ def test_a_killed_writers_unlinked_lock_content_is_cleared(logdir):
     write_log(logdir, pa.table({"value": [b"b"]}), topic="t")
     # the old one is gone; the fresh one may belong to a write in progress
     assert sorted(os.listdir(logdir)) == [os.path.basename(fresh), "t-0"]
+
+
+# ------------------------------------------------------- partition numbers
+
+def _rows(topic, partitions):
+    return pa.table({"topic": [topic] * len(partitions),
+                     "partition": pa.array(partitions, pa.int32()),
+                     "value": [b"v%d" % i for i in range(len(partitions))]})
+
+
+def test_a_huge_partition_for_a_new_topic_fails_before_any_directory(logdir):
+    from segmentlog_datasource.writer import InvalidInputError
+    from segmentlog_datasource.writer.task import MAX_INFERRED_PARTITIONS
+
+    write_log(logdir, pa.table({"value": [b"a"]}), topic="kept", num_partitions=1)
+    before = _snapshot(logdir)
+    started = time.monotonic()
+    with pytest.raises(InvalidInputError) as info:
+        write_log(logdir, _rows("fresh", [0, 2**31 - 1]))
+    assert time.monotonic() - started < 10
+    message = str(info.value)
+    assert "2147483647" in message and str(MAX_INFERRED_PARTITIONS) in message
+    assert "numPartitions" in message
+    assert _snapshot(logdir) == before and sorted(os.listdir(logdir)) == ["kept-0"]
+    with pytest.raises(InvalidInputError, match=str(MAX_INFERRED_PARTITIONS)):
+        write_log(logdir, _rows("fresh", [MAX_INFERRED_PARTITIONS]))
+    assert sorted(os.listdir(logdir)) == ["kept-0"]
+    # a count the data alone gives within the limit is fine
+    summary = write_log(logdir, _rows("small", [4, 0]))
+    assert sorted(summary.offsets()) == [("small", p) for p in range(5)]
+    # with numPartitions, the values are checked against it
+    with pytest.raises(InvalidInputError, match="which has 4 partitions"):
+        write_log(logdir, _rows("counted", [0, 2**31 - 1]), num_partitions=4)
+    assert not [n for n in os.listdir(logdir) if n.startswith("counted")]
+
+
+def test_the_commit_checks_the_inferred_count_too(logdir):
+    """A task's result that reached the driver with a huge partition (e.g. from an older
+    task) is refused before any directory is made."""
+    from segmentlog_datasource.writer import InvalidInputError
+    from segmentlog_datasource.writer.task import TaskResult
+
+    job = WriteJob(logdir).start()
+    result = TaskResult(job.job_id, 0, 0, None, max_partition={"fresh": 2**31 - 1},
+                        topic_counts={"fresh": None})
+    with pytest.raises(InvalidInputError, match="2147483647"):
+        job.commit([result])
+    job.abort()
+    assert not os.path.exists(logdir) or os.listdir(logdir) == []
+
+
+def test_partition_beyond_an_existing_topics_count_is_refused(logdir):
+    from segmentlog_datasource.writer import InvalidInputError
+
+    write_log(logdir, pa.table({"value": [b"a"]}), topic="t", num_partitions=3)
+    before = _snapshot(logdir)
+    with pytest.raises(InvalidInputError, match=r"which has 3 partitions \(0\.\.2\)"):
+        write_log(logdir, pa.table({"partition": pa.array([3], pa.int32()), "value": [b"b"]}),
+                  topic="t")
+    assert _snapshot(logdir) == before
