@@ -14,6 +14,22 @@ import zlib
 from ..errors import UnsupportedFormatError
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
+# The most one compressed batch may inflate to. Kafka bounds a batch's stored size
+# (message.max.bytes, 1 MiB by default, rarely set past tens of MiB), not its inflated
+# size; at the ratios real data compresses by (JSON, logs: 5-20x) such batches inflate to
+# well under 256 MiB, while a crafted one (an 80 KB zstd batch that inflates past 4 GB)
+# would exhaust a worker's memory. Reads set it with the maxBatchInflatedBytes option.
+DEFAULT_MAX_INFLATED_BYTES = 256 << 20
+_READ_SIZE = 1 << 20
+
+
+class InflatedSizeError(ValueError):
+    """Compressed data inflates past the allowed size; decompression stopped there."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        super().__init__(f"inflates to more than {limit} bytes (the maxBatchInflatedBytes "
+                         f"read option; raise it if such batches are expected)")
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 CODEC_IDS = {name: cid for cid, name in CODEC_NAMES.items()}
 
@@ -30,15 +46,17 @@ def codec_name(codec_id: int) -> str:
         raise UnsupportedFormatError(f"unknown compression codec id {codec_id}") from None
 
 
-def decompress(codec_id: int, data) -> bytes:
+def decompress(codec_id: int, data, max_size: int = DEFAULT_MAX_INFLATED_BYTES) -> bytes:
+    """`data` inflated; InflatedSizeError as soon as the output would pass `max_size`
+    bytes (each codec stops there, without producing the rest)."""
     if codec_id == GZIP:
-        return _gunzip(data)
+        return _gunzip(data, max_size)
     if codec_id == SNAPPY:
-        return _snappy_decompress(data)
+        return _snappy_decompress(data, max_size)
     if codec_id == LZ4:
-        return _lz4_decompress(data)
+        return _lz4_decompress(data, max_size)
     if codec_id == ZSTD:
-        return _zstd_decompress(data)
+        return _zstd_decompress(data, max_size)
     if codec_id == NONE:
         return bytes(data)
     raise UnsupportedFormatError(f"unknown compression codec id {codec_id}")
@@ -80,11 +98,16 @@ def _gzip_compress(data, level: int) -> bytes:
     return deflate.gzip_compress(bytes(data), level)
 
 
-def _gunzip(data) -> bytes:
+def _gunzip(data, max_size: int) -> bytes:
     # wbits 47 = auto-detect gzip/zlib header; a member may be followed by padding.
     decompressor = zlib.decompressobj(47)
-    out = decompressor.decompress(data)
+    out = decompressor.decompress(data, max_size + 1)
+    if len(out) > max_size:
+        raise InflatedSizeError(max_size)
+    # Under the bound, all input was consumed: what flush returns is what is left of it.
     out += decompressor.flush()
+    if len(out) > max_size:
+        raise InflatedSizeError(max_size)
     if not decompressor.eof:
         raise zlib.error("gzip stream is truncated")
     return out
@@ -100,11 +123,18 @@ def _snappy():
     return cramjam.snappy
 
 
-def _snappy_decompress(data) -> bytes:
+def _snappy_raw(snappy, block: bytes, max_size: int) -> bytes:
+    # A raw snappy block starts with its inflated length: check it before inflating.
+    if snappy.decompress_raw_len(block) > max_size:
+        raise InflatedSizeError(max_size)
+    return bytes(snappy.decompress_raw(block))
+
+
+def _snappy_decompress(data, max_size: int) -> bytes:
     snappy = _snappy()
     view = memoryview(data)
     if bytes(view[:8]) != _XERIAL_MAGIC:
-        return bytes(snappy.decompress_raw(bytes(view)))
+        return _snappy_raw(snappy, bytes(view), max_size)
     out = bytearray()
     pos = _XERIAL_HEADER.size
     end = len(view)
@@ -115,7 +145,7 @@ def _snappy_decompress(data) -> bytes:
         pos += 4
         if length < 0 or pos + length > end:
             raise zlib.error(f"xerial snappy block of {length} bytes runs past the data")
-        out += snappy.decompress_raw(bytes(view[pos : pos + length]))
+        out += _snappy_raw(snappy, bytes(view[pos : pos + length]), max_size - len(out))
         pos += length
     return bytes(out)
 
@@ -132,18 +162,34 @@ def _snappy_compress_xerial(data) -> bytes:
     return out.getvalue()
 
 
-def _lz4_decompress(data) -> bytes:
+def _lz4_decompress(data, max_size: int) -> bytes:
     import lz4.frame
 
-    try:
-        return lz4.frame.decompress(bytes(data))
-    except RuntimeError:
-        # Magic-0 messages carry a frame-header checksum Kafka computed over the magic
-        # number too; decode the blocks directly, which needs no header checksum.
-        return _lz4_decompress_blocks(memoryview(data))
+    # In pieces: the decompressor allocates the whole max_length it is given up front.
+    decompressor = lz4.frame.LZ4FrameDecompressor()
+    chunks = []
+    total = 0
+    pending = bytes(data)
+    while True:
+        try:
+            chunk = decompressor.decompress(
+                pending, max_length=min(_READ_SIZE, max_size + 1 - total))
+        except RuntimeError:
+            if chunks:
+                raise
+            # Magic-0 messages carry a frame-header checksum Kafka computed over the magic
+            # number too; decode the blocks directly, which needs no header checksum.
+            return _lz4_decompress_blocks(memoryview(data), max_size)
+        pending = b""
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > max_size:
+            raise InflatedSizeError(max_size)
+        if decompressor.eof or decompressor.needs_input:
+            return b"".join(chunks)
 
 
-def _lz4_decompress_blocks(view) -> bytes:
+def _lz4_decompress_blocks(view, max_size: int) -> bytes:
     import lz4.block
 
     if bytes(view[:4]) != _LZ4_FRAME_MAGIC:
@@ -171,16 +217,29 @@ def _lz4_decompress_blocks(view) -> bytes:
             raise zlib.error("LZ4 block runs past the data")
         pos += size + (4 if has_block_checksum else 0)
         out += block if stored else lz4.block.decompress(block, uncompressed_size=block_max)
+        if len(out) > max_size:  # blocks inflate to at most 4 MiB each
+            raise InflatedSizeError(max_size)
     return bytes(out)
 
 
-def _zstd_decompress(data) -> bytes:
+def _zstd_decompress(data, max_size: int) -> bytes:
     try:
         import zstandard
     except ImportError:  # pragma: no cover
         raise UnsupportedFormatError(
             "zstd-compressed data needs the 'zstandard' package: pip install segmentlog[zstd]"
         ) from None
-    # Kafka's streaming encoder does not record the content size, so stream it out.
-    decompressor = zstandard.ZstdDecompressor().decompressobj()
-    return decompressor.decompress(bytes(data)) + decompressor.flush()
+    # Kafka's streaming encoder does not record the content size, so stream it out, in
+    # pieces, up to the bound.
+    chunks = []
+    total = 0
+    with zstandard.ZstdDecompressor().stream_reader(bytes(data)) as reader:
+        while True:
+            chunk = reader.read(min(_READ_SIZE, max_size + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_size:
+                raise InflatedSizeError(max_size)
+    return b"".join(chunks)

@@ -12,8 +12,10 @@ from .layout import (
 
 
 def decode_legacy_message(view, pos: int, header: BatchHeader, sink, min_offset: int,
-                          end_offset: int, verify: bool, path=None) -> int:
-    """Decode one shallow magic-0/1 message, unwrapping compressed message sets."""
+                          end_offset: int, verify: bool, path=None,
+                          max_inflated: int = compression.DEFAULT_MAX_INFLATED_BYTES) -> int:
+    """Decode one shallow magic-0/1 message, unwrapping compressed message sets (that
+    inflate to at most `max_inflated` bytes)."""
     message = view[pos + LEGACY_CRC_START : pos + header.size]  # from magic on
     key, value, timestamp = _legacy_fields(message, header.magic, path, header.position)
     codec = header.attributes & ATTR_COMPRESSION_MASK
@@ -31,7 +33,7 @@ def decode_legacy_message(view, pos: int, header: BatchHeader, sink, min_offset:
             f"wrapper message at offset {header.base_offset} names unknown compression codec "
             f"id {codec}")
     try:
-        inner = memoryview(compression.decompress(codec, value))
+        inner = memoryview(compression.decompress(codec, value, max_inflated))
     except UnsupportedFormatError:
         raise
     except Exception as exc:

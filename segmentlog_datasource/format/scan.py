@@ -13,6 +13,7 @@ from typing import Dict, Iterable, Iterator, List, Optional
 import pyarrow as pa
 
 from ..errors import CorruptLogError
+from .compression import DEFAULT_MAX_INFLATED_BYTES
 from .crc import crc32c
 from .entries import BatchHeader, check_offset_order, read_entry_header, verify_checksum
 from .fastpath import RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH, make_accumulator
@@ -29,6 +30,7 @@ class ScanOptions:
     max_batch_rows: int = 10_000
     max_batch_bytes: int = 64 << 20
     use_fast_path: bool = True
+    max_batch_inflated_bytes: int = DEFAULT_MAX_INFLATED_BYTES  # per compressed batch
 
 
 class TransactionFilter:
@@ -202,12 +204,13 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
                 if transactions is not None and header.is_transactional and \
                         transactions.is_aborted(header):
                     continue
-                data = batch_records_payload(view, header.position, header, path)
+                data = batch_records_payload(view, header.position, header, path,
+                                             options.max_batch_inflated_bytes)
                 accumulator.add_v2_batch(data, header.record_count, header, min_offset,
                                          end_offset, path)
             else:
                 decode_legacy_message(view, header.position, header, accumulator, min_offset,
-                                      end_offset, verify, path)
+                                      end_offset, verify, path, options.max_batch_inflated_bytes)
             if len(accumulator) >= options.max_batch_rows or \
                     accumulator.payload_bytes >= options.max_batch_bytes:
                 yield accumulator.take(topic, partition)

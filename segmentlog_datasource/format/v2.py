@@ -11,8 +11,10 @@ from .varint import read_varint
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def batch_records_payload(view, pos: int, header: BatchHeader, path=None):
-    """The records section of a magic-2 batch, decompressed."""
+def batch_records_payload(view, pos: int, header: BatchHeader, path=None,
+                          max_inflated: int = compression.DEFAULT_MAX_INFLATED_BYTES):
+    """The records section of a magic-2 batch, decompressed (to at most `max_inflated`
+    bytes: past that, the batch is reported as damaged)."""
     payload = view[pos + V2_HEADER_SIZE : pos + header.size]
     codec = header.compression
     if codec == compression.NONE:
@@ -23,7 +25,7 @@ def batch_records_payload(view, pos: int, header: BatchHeader, path=None):
             f"record batch at offset {header.base_offset} names unknown compression codec "
             f"id {codec}")
     try:
-        return compression.decompress(codec, payload)
+        return compression.decompress(codec, payload, max_inflated)
     except UnsupportedFormatError:
         raise
     except Exception as exc:

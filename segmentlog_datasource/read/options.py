@@ -8,7 +8,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from ..format.paths import local_path
 from ..errors import InvalidOptionError
+from ..format.compression import DEFAULT_MAX_INFLATED_BYTES
 
 EARLIEST, LATEST = -2, -1
 TopicPartition = Tuple[str, int]
@@ -194,6 +196,7 @@ class ReadOptions:
     max_partition_bytes: int
     min_partitions: Optional[int]
     max_records_per_partition: Optional[int]
+    max_batch_inflated_bytes: int = DEFAULT_MAX_INFLATED_BYTES
 
 
 DEFAULT_MAX_PARTITION_BYTES = 128 << 20
@@ -204,7 +207,7 @@ READ_OPTIONS = {
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
     "startingOffsetsByTimestampStrategy", "includeHeaders", "isolationLevel",
     "verifyChecksums", "failOnDataLoss", "maxPartitionBytes", "minPartitions",
-    "maxRecordsPerPartition",
+    "maxRecordsPerPartition", "maxBatchInflatedBytes",
 }
 # Admission control of streaming reads (read.stream); a batch read ignores them, as
 # Spark's Kafka source does.
@@ -245,7 +248,7 @@ def parse_paths(options) -> List[str]:
         paths.append(raw_path)
     if not paths:
         raise InvalidOptionError.for_value("path", None, "a log dir or partition directory: .load(path)")
-    return [p[len("file:"):] if p.startswith("file:") else p for p in paths]
+    return [local_path(p) for p in paths]
 
 
 def parse_isolation(options) -> bool:
@@ -282,4 +285,6 @@ def parse_read_options(options) -> ReadOptions:
             options, "maxPartitionBytes", DEFAULT_MAX_PARTITION_BYTES),
         min_partitions=parse_positive_int(options, "minPartitions", None),
         max_records_per_partition=parse_positive_int(options, "maxRecordsPerPartition", None),
+        max_batch_inflated_bytes=parse_positive_int(
+            options, "maxBatchInflatedBytes", DEFAULT_MAX_INFLATED_BYTES),
     )

@@ -115,8 +115,10 @@ class SegmentLogReader(DataSourceReader):
         return [FragmentGroup(group) for group in group_fragments(fragments, self.read_options)]
 
     def read(self, partition) -> Iterator[pa.RecordBatch]:
-        options = ScanOptions(verify_checksums=self.read_options.verify_checksums,
-                              include_headers=self.read_options.include_headers)
+        options = ScanOptions(
+            verify_checksums=self.read_options.verify_checksums,
+            include_headers=self.read_options.include_headers,
+            max_batch_inflated_bytes=self.read_options.max_batch_inflated_bytes)
         # Spark passes a placeholder partition when planning found nothing to read.
         yield from scan_fragments(getattr(partition, "fragments", ()), options)
 

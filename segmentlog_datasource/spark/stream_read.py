@@ -25,7 +25,8 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         self.stream_options = parse_stream_options(options)
         read = self.stream_options.read
         self.scan_options = ScanOptions(verify_checksums=read.verify_checksums,
-                                        include_headers=read.include_headers)
+                                        include_headers=read.include_headers,
+                                        max_batch_inflated_bytes=read.max_batch_inflated_bytes)
         self._stream: Optional[LogStream] = None
 
     @property

@@ -29,7 +29,8 @@ def read_rows(logdir, use_fast_path=True, **options):
     fragments = plan_fragments(read, Constraints())
     return arrow_rows(scan_fragments(fragments, ScanOptions(
         verify_checksums=read.verify_checksums, include_headers=True,
-        use_fast_path=use_fast_path)))
+        use_fast_path=use_fast_path,
+        max_batch_inflated_bytes=read.max_batch_inflated_bytes)))
 
 
 def poke(path, position, data: bytes):
@@ -320,3 +321,65 @@ def test_a_valid_looking_batch_with_old_offsets_at_the_tail_is_an_error(
         with pytest.raises(CorruptLogError, match="offsets must increase") as error:
             call()
         assert_corrupt_at(error, path, len(data))
+
+
+# ------------------------------------------------------------- item: decompression bombs
+BOMB_CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+BOMB_BYTES = 16 << 20
+
+
+def write_bomb_log(logdir, codec_id):
+    """A partition `bomb-0` whose one batch, written by kafka-python, holds a record of
+    16 MiB of zeros (under 1 MiB compressed). Returns (log path, kafka-python's records)."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    from kafka.record.memory_records import MemoryRecords
+
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=codec_id, is_transactional=False, producer_id=-1,
+        producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
+    builder.append(0, 1700000000000, b"k", b"\0" * BOMB_BYTES, [])
+    builder.append(1, 1700000000001, b"small", b"v", [])
+    data = bytes(builder.build())
+    assert len(data) < BOMB_BYTES // 16  # snappy inflates at most about 21x
+    directory = os.path.join(logdir, "bomb-0")
+    os.makedirs(directory)
+    path = os.path.join(directory, f"{0:020d}.log")
+    with open(path, "wb") as handle:
+        handle.write(data)
+    records = [(r.offset, r.key, r.value) for r in MemoryRecords(data).next_batch()]
+    return path, records
+
+
+@FAST
+@pytest.mark.parametrize("codec", list(BOMB_CODECS))
+def test_a_batch_inflating_past_the_bound_is_an_error(tmp_path, kafka_python_codecs,
+                                                       use_fast_path, codec):
+    import tracemalloc
+
+    path, records = write_bomb_log(str(tmp_path), BOMB_CODECS[codec])
+    assert [len(value) for _, _, value in records] == [BOMB_BYTES, 1]
+    # Under the bound (the default is far above it), Kafka's records.
+    rows = read_rows(str(tmp_path), use_fast_path)
+    assert [(r["offset"], r["key"], r["value"]) for r in rows] == records
+    rows = read_rows(str(tmp_path), use_fast_path, maxBatchInflatedBytes=str(BOMB_BYTES + 64))
+    assert [(r["offset"], r["key"], r["value"]) for r in rows] == records
+
+    limit = 1 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(CorruptLogError, match="maxBatchInflatedBytes") as error:
+            read_rows(str(tmp_path), use_fast_path, maxBatchInflatedBytes=str(limit))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert_corrupt_at(error, path, 0)
+    # Decompression stopped near the bound instead of inflating the whole batch first.
+    assert peak < 4 * limit, peak
+
+
+def test_max_batch_inflated_bytes_must_be_a_positive_integer(tmp_path):
+    from segmentlog_datasource.errors import InvalidOptionError
+
+    for bad in ("0", "-1", "lots"):
+        with pytest.raises(InvalidOptionError, match="maxBatchInflatedBytes"):
+            parse_read_options({"path": str(tmp_path), "maxBatchInflatedBytes": bad})
