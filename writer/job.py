@@ -25,6 +25,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import InvalidOptionError
 from ..format.log import SEGMENT_NAME, partition_dir_name
+from ..format.paths import local_path
 
 from .assembly import StagedBatches, write_segment
 from .errors import ConcurrentWriteError, InvalidInputError, WriteAbortedError, WriteError
@@ -99,7 +100,8 @@ class WriteJob:
             )
         if not logdir:
             raise InvalidOptionError("no log dir given: pass a path (df.write...save(path))")
-        self.logdir = os.path.abspath(os.path.expanduser(str(logdir)))
+        # an s3:// path would otherwise become a local directory named "s3:"
+        self.logdir = os.path.abspath(os.path.expanduser(local_path(logdir)))
         self.mode = mode
         self.topic = validate_topic_name(topic) if topic is not None else None
         self.options = options or WriteOptions()

@@ -125,3 +125,22 @@ def test_segment_file_that_is_a_directory_is_named(tmp_path, suffix):
     with pytest.raises(CorruptLogError, match="is a directory"):
         discover_partitions([str(tmp_path)])
     shutil.rmtree(bad)
+
+
+@pytest.mark.parametrize("uri", ["s3://bucket/logs", "hdfs:///logs", "s3a://b/x"])
+def test_a_uri_the_reader_cannot_read_is_refused(uri):
+    from segmentlog_datasource.errors import InvalidOptionError
+
+    for options in ({"path": uri}, {"paths": '["/tmp", "%s"]' % uri}):
+        with pytest.raises(InvalidOptionError) as info:
+            parse_read_options(options)
+        assert uri in str(info.value) and "not supported" in str(info.value)
+        with pytest.raises(InvalidOptionError):
+            parse_stream_options(options)
+
+
+def test_a_file_uri_reads_its_path(tmp_path):
+    _write(tmp_path / "logs", partitions=1)
+    for uri in ("file:%s/logs" % tmp_path, "file://%s/logs" % tmp_path):
+        fragments = list(plan_fragments(parse_read_options({"path": uri}), Constraints()))
+        assert {f.topic for f in fragments} == {"events"}

@@ -200,3 +200,31 @@ def test_partition_beyond_an_existing_topics_count_is_refused(logdir):
         write_log(logdir, pa.table({"partition": pa.array([3], pa.int32()), "value": [b"b"]}),
                   topic="t")
     assert _snapshot(logdir) == before
+
+
+# ------------------------------------------------------------------- URIs
+
+@pytest.mark.parametrize("uri", ["s3://bucket/x", "hdfs://nn:8020/logs", "abfss://c@a.dfs/x",
+                                 "gs://b/x", "file://otherhost/tmp/x", "logs:2024"])
+def test_a_uri_the_writer_cannot_write_is_refused(tmp_path, monkeypatch, uri):
+    from segmentlog_datasource.errors import InvalidOptionError
+    from segmentlog_datasource.writer.stream import StreamSink
+
+    monkeypatch.chdir(tmp_path)  # where a local "s3:" directory would appear
+    with pytest.raises(InvalidOptionError) as info:
+        write_log(uri, pa.table({"value": [b"a"]}), topic="t", num_partitions=1)
+    assert uri in str(info.value) and info.value.option == "path"
+    with pytest.raises(InvalidOptionError, match="file: URI|local"):
+        WriteJob(uri, topic="t")
+    with pytest.raises(InvalidOptionError):
+        StreamSink(uri, "query-1", topic="t")
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("form", ["file:{}", "file://{}", "file://localhost{}"])
+def test_file_uris_are_written_as_paths(tmp_path, form):
+    logdir = str(tmp_path / "with space")
+    uri = form.format(logdir.replace(" ", "%20"))
+    summary = write_log(uri, pa.table({"value": [b"a"]}), topic="t", num_partitions=1)
+    assert summary.logdir == logdir
+    assert sorted(os.listdir(logdir)) == ["t-0"]
