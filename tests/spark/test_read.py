@@ -304,3 +304,18 @@ def test_spark_discovers_the_installed_source_without_registration():
         pos += 4 + length
     assert "segmentlog" in found
     assert found["segmentlog"].name() == "segmentlog"
+
+
+def test_a_damaged_batch_fails_a_range_read_naming_file_and_byte(utc_spark, kafka_logdir_copy):
+    # lastOffsetDelta of the zstd batch at byte 8789 (offsets 188-281, per the manifest)
+    # made 0: the batch seems to end before the range and used to be skipped unread.
+    path = os.path.join(kafka_logdir_copy, "codec-zstd-0", "00000000000000000000.log")
+    with open(path, "r+b") as handle:
+        handle.seek(8815)
+        handle.write(b"\x00")
+    df = (utc_spark.read.format("segmentlog").option("assign", '{"codec-zstd":[0]}')
+          .option("startingOffsets", '{"codec-zstd":{"0":200}}')
+          .option("endingOffsets", '{"codec-zstd":{"0":396}}').load(kafka_logdir_copy))
+    with pytest.raises(Exception) as error:
+        df.count()
+    assert f"{path} at byte 8789: checksum mismatch" in str(error.value)
