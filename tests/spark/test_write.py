@@ -224,6 +224,14 @@ def test_bad_options_and_save_mode(spark, tmp_path):
     assert not os.path.exists(path)
 
 
+def test_an_object_store_uri_is_refused(spark):
+    df = spark.range(3).select(F.col("id").cast("string").alias("value"))
+    with pytest.raises(Exception, match=r"option 'path' is 's3://bucket/x'.*'s3' scheme is not "
+                                        r"supported"):
+        df.write.format("segmentlog").mode("append").option("topic", "t") \
+            .option("numPartitions", 1).save("s3://bucket/x")
+
+
 def test_bad_values_found_in_tasks_leave_no_trace(spark, tmp_path):
     path = str(tmp_path / "logdir")
     spark.range(10).select(F.col("id").cast("string").alias("value")).write.format("segmentlog") \
