@@ -57,19 +57,31 @@ class TransactionFilter:
 
 
 class _MappedLog:
-    """The first `size` bytes of a segment file, mapped read-only."""
+    """The first `size` bytes of a segment file, mapped read-only.
+
+    Touching a mapped page past the file's end kills the process (SIGBUS), and a file
+    can shrink while it is read (retention, a follower truncating). So only the size
+    verified is mapped, and `check()` verifies it again before each run of decoding."""
 
     def __init__(self, path: str, size: int):
         self.path = path
+        self.size = size
         self._file = open(path, "rb")
-        actual = os.fstat(self._file.fileno()).st_size
-        if actual < size:
+        try:
+            self.check()
+        except CorruptLogError:
             self._file.close()
-            raise CorruptLogError(
-                path, actual, f"segment shrank to {actual} bytes after planning saw {size}"
-            )
+            raise
         self._map = mmap.mmap(self._file.fileno(), size, access=mmap.ACCESS_READ) if size else None
         self.view = memoryview(self._map) if self._map is not None else memoryview(b"")
+
+    def check(self) -> None:
+        actual = os.fstat(self._file.fileno()).st_size
+        if actual < self.size:
+            raise CorruptLogError(
+                self.path, actual,
+                f"segment shrank from {self.size} to {actual} bytes while being read "
+                "(retention or a truncating broker); read it again")
 
     def close(self):
         self._file.close()
@@ -114,6 +126,8 @@ def iter_segment_batches(path: str, size: int, start_position: int, end_position
         pos = start_position
         end_position = min(end_position, size)
         while pos < end_position:
+            if owned is not None:
+                owned.check()
             header = _entry_or_torn_tail(view, pos, size, path, allow_torn_tail)
             if header is None:
                 return
@@ -174,6 +188,7 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
         view = mapped.view
         pos = segment_range.start_position
         while pos < end_position:
+            mapped.check()  # after every yield too: the file may have shrunk meanwhile
             # The accumulator walks runs of plain batches itself and stops at entries
             # (compressed, legacy, transactional, damaged) that the rest of the loop handles.
             pos, state = accumulator.decode_run(
