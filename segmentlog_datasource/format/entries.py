@@ -3,7 +3,7 @@
 The byte layout is in `layout`; record decoding is in `v2` and `legacy`.
 """
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from ..errors import CorruptLogError
 from .crc import crc32, crc32c
@@ -68,15 +68,21 @@ def read_entry_header(view, pos: int, file_position: int, path=None,
     """Parse the entry at `pos` of `view` (file position `file_position`).
 
     `remaining` is how many bytes the file holds from the entry on (default: the rest
-    of `view`; `view` need only hold the header bytes). Returns None when fewer bytes
-    remain than the entry declares (a torn tail); the caller decides whether that is
-    acceptable. Raises on impossible lengths or an unknown magic.
+    of `view`; `view` need only hold the header bytes). Returns None where the data ends:
+    fewer bytes remain than an entry's prefix or than the entry declares (a torn tail), or
+    the prefix is all zeros (preallocated, zero-filled space); the caller decides
+    whether an end is acceptable there. Raises on other impossible lengths or an unknown
+    magic.
     """
     if remaining is None:
         remaining = len(view) - pos
     if remaining < ENTRY_PREFIX_SIZE:
         return None
     offset, length, epoch_or_crc, magic = ENTRY_PREFIX.unpack_from(view, pos)
+    if not (offset or length or epoch_or_crc or magic):
+        # Zero-filled space (a preallocated segment): nothing was written here. A zero
+        # length beside other non-zero bytes is damage, reported below.
+        return None
     if magic == 2:
         if length < V2_HEADER_SIZE - LOG_OVERHEAD:
             raise CorruptLogError(
@@ -115,17 +121,27 @@ def read_entry_header(view, pos: int, file_position: int, path=None,
     raise CorruptLogError(path, file_position, f"unknown magic byte {magic} at offset {offset}")
 
 
-def verify_checksum(view, pos: int, header: BatchHeader, path=None) -> None:
+def _computed_checksum(view, pos: int, header: BatchHeader) -> int:
     if header.magic == 2:
-        actual = crc32c(view[pos + V2_CRC_START : pos + header.size])
-    else:
-        actual = crc32(view[pos + LEGACY_CRC_START : pos + header.size])
-    if actual != header.crc:
-        raise CorruptLogError(
-            path, header.position,
-            f"checksum mismatch in {'record batch' if header.magic == 2 else 'message'} "
-            f"at offset {header.base_offset}: stored {header.crc:#010x}, computed {actual:#010x}",
-        )
+        return crc32c(view[pos + V2_CRC_START : pos + header.size])
+    return crc32(view[pos + LEGACY_CRC_START : pos + header.size])
+
+
+def verify_checksum(view, pos: int, header: BatchHeader, path=None,
+                    is_last: Optional[Callable[[], bool]] = None) -> bool:
+    """Raise unless the entry's checksum matches. Where `is_last()` says the entry is the
+    active segment's last, a mismatch ends the segment's data instead, as Kafka's
+    recovery truncates there: returns False."""
+    actual = _computed_checksum(view, pos, header)
+    if actual == header.crc:
+        return True
+    if is_last is not None and is_last():
+        return False
+    raise CorruptLogError(
+        path, header.position,
+        f"checksum mismatch in {'record batch' if header.magic == 2 else 'message'} "
+        f"at offset {header.base_offset}: stored {header.crc:#010x}, computed {actual:#010x}",
+    )
 
 
 def check_offset_order(header: BatchHeader, next_offset: int, path) -> None:
@@ -136,3 +152,12 @@ def check_offset_order(header: BatchHeader, next_offset: int, path) -> None:
             path, header.position,
             f"entry offset {header.base_offset} is below {next_offset}, "
             "where the segment's offsets had reached: offsets must increase")
+
+
+def ends_data(view, pos: int, remaining: int) -> bool:
+    """Whether nothing valid starts at `pos` (`remaining` bytes from there to the end of
+    the file): the end of the file, a torn entry or zero-filled space."""
+    try:
+        return remaining <= 0 or read_entry_header(view, pos, pos, remaining=remaining) is None
+    except CorruptLogError:
+        return False

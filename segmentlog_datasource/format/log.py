@@ -13,8 +13,9 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..errors import CorruptLogError, SegmentLogError
 from .indexes import AbortedTransaction, OffsetIndex, TimeIndex, read_transaction_index
-from .entries import BatchHeader, check_offset_order, read_entry_header, verify_checksum
-from .layout import MAX_OFFSET, V2_HEADER_SIZE
+from .entries import (BatchHeader, check_offset_order, ends_data, read_entry_header,
+                      verify_checksum)
+from .layout import V2_HEADER_SIZE
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -62,6 +63,7 @@ class Segment:
     active: bool = False  # the last segment, which a running broker may be appending to
     _offset_index: Optional[OffsetIndex] = field(default=None, repr=False)
     _time_index: Optional[TimeIndex] = field(default=None, repr=False)
+    _valid_ends: Dict[bool, int] = field(default_factory=dict, repr=False)
 
     @property
     def log_path(self) -> str:
@@ -96,27 +98,49 @@ class Segment:
         return read_transaction_index(self.txn_index_path)
 
     def iter_headers(self, start_position: int = 0, allow_torn_tail: bool = False,
-                     verify: bool = False) -> Iterator[BatchHeader]:
-        """Batch headers from `start_position` on, reading only the header bytes, or with
-        `verify` each whole entry, whose checksum must match before it is yielded."""
+                     verify: bool = False, end: Optional[int] = None) -> Iterator[BatchHeader]:
+        """Batch headers from `start_position` on (to `end`, default the size), reading
+        only the header bytes, or with `verify` each whole entry, whose checksum must
+        match before it is yielded."""
         with open(self.log_path, "rb") as handle:
-            yield from iter_file_headers(handle, self.log_path, start_position, self.size,
+            yield from iter_file_headers(handle, self.log_path, start_position,
+                                         self.size if end is None else end,
                                          allow_torn_tail, verify, self.base_offset)
+
+    def valid_end(self, verify: bool = False) -> int:
+        """Where the valid data of this segment, taken as the active one, ends: at the
+        first torn or zero-filled entry, or before a last entry that fails its checksum
+        (with `verify`). Planning cuts no split past it, so every split agrees on it.
+        Walks every header once (Kafka's recovery reads the whole active segment too)."""
+        if verify not in self._valid_ends:
+            last = None
+            for last in self.iter_headers(0, allow_torn_tail=True):
+                pass
+            end = 0 if last is None else last.end_position
+            if verify and last is not None:
+                with open(self.log_path, "rb") as handle:
+                    entry = os.pread(handle.fileno(), last.size, last.position)
+                if not verify_checksum(entry, 0, last, self.log_path, lambda: True):
+                    end = last.position
+            self._valid_ends[verify] = end
+        return self._valid_ends[verify]
 
     def last_entry(self, allow_torn_tail: bool = False, verify: bool = False
                    ) -> Optional[BatchHeader]:
         """The last complete entry, None when there is none; the log end offset is its
-        last offset + 1. Walks headers from the last offset index entry (Kafka's
-        recovery does likewise), so only the tail of a large segment is read."""
+        last offset + 1. A rolled segment is walked from its last offset index entry, so
+        only its tail is read; an active one up to its valid end (see valid_end)."""
         index = self.offset_index
-        start = index.lookup(MAX_OFFSET)[1] if len(index) else 0
+        end = self.valid_end(verify) if allow_torn_tail else self.size
+        below = bisect.bisect_left(index.positions, end) - 1  # the last entry before it
+        start = index.positions[below] if below >= 0 else 0
         last = None
-        for header in self.iter_headers(start, allow_torn_tail, verify):
+        for header in self.iter_headers(start, allow_torn_tail, verify, end):
             last = header
         if last is None and start:
             # The indexed entry is itself a torn tail (the index entry reached the disk,
             # the append did not): the complete entries end before it.
-            for header in self.iter_headers(0, allow_torn_tail, verify):
+            for header in self.iter_headers(0, allow_torn_tail, verify, end):
                 last = header
         return last
 
@@ -124,22 +148,30 @@ class Segment:
 def iter_file_headers(handle, path, position: int, end: int, allow_torn_tail: bool,
                       verify: bool = False, base_offset: Optional[int] = None
                       ) -> Iterator[BatchHeader]:
-    """Headers from `position` on; their offsets must increase from `base_offset`."""
+    """Headers from `position` on; their offsets must increase from `base_offset`. With
+    `allow_torn_tail` (the active segment), the data ends at the first torn or
+    zero-filled entry, or at a last entry that fails its checksum (see README)."""
     next_offset = -(1 << 63) if base_offset is None else base_offset
     fd = handle.fileno()
     while position < end:
         head = os.pread(fd, HEADER_READ_SIZE, position)
         header = read_entry_header(head, 0, position, path, remaining=end - position)
-        if header is not None and verify:
-            # Callers decide from the header's fields: the checksum comes first.
-            verify_checksum(os.pread(fd, header.size, position), 0, header, path)
         if header is None:
             if allow_torn_tail:
                 return
             raise CorruptLogError(
                 path, position,
-                f"batch runs past the end of the segment ({end - position} bytes remain)",
+                f"no complete entry here (torn or zero-filled; {end - position} bytes remain)"
+                " and this is not the last segment",
             )
+        if verify:
+            # Callers decide from the header's fields: the checksum comes first.
+            def is_last(after=header.end_position):
+                return ends_data(os.pread(fd, HEADER_READ_SIZE, after), 0, end - after)
+
+            if not verify_checksum(os.pread(fd, header.size, position), 0, header, path,
+                                   is_last if allow_torn_tail else None):
+                return  # the active segment's damaged last entry: its data ends here
         check_offset_order(header, next_offset, path)
         next_offset = header.last_offset + 1
         yield header

@@ -15,7 +15,8 @@ import pyarrow as pa
 from ..errors import CorruptLogError
 from .compression import DEFAULT_MAX_INFLATED_BYTES
 from .crc import crc32c
-from .entries import BatchHeader, check_offset_order, read_entry_header, verify_checksum
+from .entries import (BatchHeader, check_offset_order, ends_data, read_entry_header,
+                      verify_checksum)
 from .fastpath import RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH, make_accumulator
 from .indexes import AbortedTransaction
 from .layout import MAX_OFFSET
@@ -101,16 +102,24 @@ class _MappedLog:
 
 def _entry_or_torn_tail(view, pos: int, size: int, path, allow_torn_tail: bool
                         ) -> Optional[BatchHeader]:
-    """The entry at `pos`, or None for a torn tail where one is allowed (the last segment
-    of a live or crashed broker); a torn entry anywhere else is corruption."""
+    """The entry at `pos`, or None where the data ends (a torn or zero-filled entry) and an
+    end is allowed (the last segment, of a live, crashed or preallocating broker); such an
+    entry anywhere else is corruption."""
     header = read_entry_header(view, pos, pos, path, remaining=size - pos)
     if header is None and not allow_torn_tail:
         raise CorruptLogError(
             path, pos,
-            f"batch runs past the end of the segment ({size - pos} bytes remain) "
+            f"no complete entry here (torn or zero-filled; {size - pos} bytes remain) "
             "and this is not the last segment",
         )
     return header
+
+
+def _last_entry_test(view, header: BatchHeader, size: int, allow_torn_tail: bool):
+    """For verify_checksum: whether `header` is the last entry of an active segment."""
+    if not allow_torn_tail:
+        return None
+    return lambda: ends_data(view, header.end_position, size - header.end_position)
 
 
 def iter_segment_batches(path: str, size: int, start_position: int, end_position: int,
@@ -133,8 +142,10 @@ def iter_segment_batches(path: str, size: int, start_position: int, end_position
                 return
             check_offset_order(header, base_offset, path)
             base_offset = header.last_offset + 1
-            if verify_checksums:
-                verify_checksum(view, pos, header, path)
+            if verify_checksums and not verify_checksum(
+                    view, pos, header, path, _last_entry_test(view, header, size,
+                                                              allow_torn_tail)):
+                return  # the active segment's damaged last entry: its data ends here
             yield header, view
             pos += header.size
     finally:
@@ -207,8 +218,12 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
             pos += header.size
             check_offset_order(header, accumulator.next_offset, path)
             accumulator.next_offset = min(header.last_offset + 1, MAX_OFFSET)
-            if verify:  # before any decision is taken from the header
-                verify_checksum(view, header.position, header, path)
+            # Before any decision is taken from the header. A mismatch in the active
+            # segment's last entry ends its data, as Kafka's recovery does.
+            if verify and not verify_checksum(view, header.position, header, path,
+                                              _last_entry_test(view, header, size,
+                                                               allow_torn_tail)):
+                break
             if header.last_offset < min_offset:
                 continue
             if header.magic == 2 and header.base_offset >= end_offset:

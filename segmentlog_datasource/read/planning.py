@@ -208,7 +208,7 @@ def plan_ranges(logs: List[PartitionLog], ranges: Dict, read: ReadOptions,
                  if t.last_offset >= start and t.first_offset < end], lso)
         segments = {segment.log_path: segment for segment in log.segments}
         for fragment in _fragments_for_windows(log, _offset_windows(start, end, constraints),
-                                               constraints):
+                                               constraints, read.verify_checksums):
             pieces.append((segments[fragment.log_path],
                            replace(fragment, transactions=transactions)))
     max_bytes = _split_size(pieces, read)
@@ -229,12 +229,12 @@ def _offset_windows(start: int, end: int, constraints: Constraints) -> List[Tupl
     return [(v, v + 1) for v in sorted(values) if start <= v < end]
 
 
-def _fragments_for_windows(log: PartitionLog, windows, constraints: Constraints
-                           ) -> List[Fragment]:
+def _fragments_for_windows(log: PartitionLog, windows, constraints: Constraints,
+                           verify: bool = True) -> List[Fragment]:
     """Whole-segment-range fragments of every window, merging those that overlap."""
     merged: List[Fragment] = []
     for low, high in windows:
-        for fragment in _segment_fragments(log, low, high, constraints):
+        for fragment in _segment_fragments(log, low, high, constraints, verify):
             last = merged[-1] if merged else None
             if last is not None and last.log_path == fragment.log_path and \
                     fragment.start_position <= last.end_position:
@@ -270,8 +270,8 @@ def _split_size(pieces, read: ReadOptions) -> int:
     return max_bytes
 
 
-def _segment_fragments(log: PartitionLog, start: int, end: int, constraints: Constraints
-                       ) -> Iterator[Fragment]:
+def _segment_fragments(log: PartitionLog, start: int, end: int, constraints: Constraints,
+                       verify: bool = True) -> Iterator[Fragment]:
     """A fragment per segment that can hold offsets in [start, end), before cutting."""
     ts_low = constraints.timestamp_low_ms
     first = log.segment_index_for(start)
@@ -291,6 +291,10 @@ def _segment_fragments(log: PartitionLog, start: int, end: int, constraints: Con
             if older_through is not None:
                 start_position = max(start_position, index.lookup(older_through + 1)[1])
         end_position = segment.size
+        if is_last_segment and len(index):
+            # Splits could start at index entries past the end of the valid data (after a
+            # torn entry, in zero-filled space): no split reaches past that end.
+            end_position = segment.valid_end(verify)
         if i == last:
             bound = index.position_after(end - 1)
             if bound is not None:

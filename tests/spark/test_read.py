@@ -319,3 +319,24 @@ def test_a_damaged_batch_fails_a_range_read_naming_file_and_byte(utc_spark, kafk
     with pytest.raises(Exception) as error:
         df.count()
     assert f"{path} at byte 8789: checksum mismatch" in str(error.value)
+
+
+def test_a_huge_length_in_the_active_segment_ends_the_data_for_every_split(utc_spark,
+                                                                          kafka_logdir_copy):
+    # Batch 5 of live-0's active segment claims 2^31-1 bytes: as in Kafka's recovery, the
+    # segment's data ends there, even for the splits planned at index entries after it.
+    path = os.path.join(kafka_logdir_copy, "live-0", "00000000000000000093.log")
+    with open(path, "r+b") as handle:
+        data = handle.read()
+        position = 0
+        for _ in range(5):
+            position += 12 + int.from_bytes(data[position + 8:position + 12], "big")
+        base = int.from_bytes(data[position:position + 8], "big")
+        handle.seek(position + 8)
+        handle.write((2 ** 31 - 1).to_bytes(4, "big"))
+    df = (utc_spark.read.format("segmentlog").option("subscribe", "live")
+          .option("includeHeaders", "true").option("maxPartitionBytes", "4096")
+          .load(kafka_logdir_copy))
+    assert df.rdd.getNumPartitions() > 2
+    assert spark_rows(df) == {row for row in manifest_rows(kafka_logdir_copy)
+                              if row[0] == "live" and row[2] < base}
