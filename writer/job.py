@@ -13,8 +13,10 @@ Layout inside the log dir while a write runs:
 Commit orders the tasks' outputs by task index, gives each partition contiguous offsets
 from its log end offset, rolls segments and places index entries as a broker does
 (segments.py), copies the batches into final segment files (assembly.py) and publishes
-them with renames (publish.py). A failure before the last rename undoes the renames done
-so far; abort and every failure remove the staging directory.
+them with renames (publish.py), journaled first. A failure before the last rename undoes
+the renames done so far; abort and every failure remove the staging directory. A process
+killed while publishing leaves the journal: abort (Spark's, from another process) rolls
+that publish back, and a later write, once the owner is gone, finishes it (locks.py).
 """
 import os
 import re
@@ -31,7 +33,9 @@ from .assembly import StagedBatches, write_segment
 from .errors import ConcurrentWriteError, InvalidInputError, WriteAbortedError, WriteError
 from .fsops import remove_tree
 from .input import InputLayout
-from .locks import acquire_lock, clean_dead_writes, release_lock, write_owner_file
+from .locks import (
+    acquire_lock, clean_dead_writes, recover_dead_publishes, release_lock, write_owner_file,
+)
 from .logdir import (
     STAGING_PREFIX, check_num_partitions, inspect_tail, list_topics, partition_count,
     partition_dir, topic_fingerprint, validate_topic_name,
@@ -39,7 +43,7 @@ from .logdir import (
 from .options import WriteOptions
 from .publish import (
     AppendSegments, NewPartitionDir, PublishAction, RemovePartitionDir, ReplacePartitionDir,
-    publish, trash_path,
+    publish, recover, trash_path,
 )
 from .segments import SegmentPlan, plan_segments
 from .task import TaskResult, TaskSpec, TaskWriter, check_inferred_count
@@ -126,6 +130,9 @@ class WriteJob:
                 f"dir. Write to the directory that holds the <topic>-<partition> directories "
                 f"({os.path.dirname(self.logdir)})"
             )
+        if os.path.isdir(self.logdir):
+            # a killed writer's half-done publish is settled before anything is looked at
+            recover_dead_publishes(self.logdir)
         existing = list_topics(self.logdir)
         self.existing_partitions = existing
         # Fingerprints of what this write may touch, to notice concurrent changes at commit.
@@ -235,7 +242,7 @@ class WriteJob:
                 self._prepare_topic(topic, ordered, publish_root, summary, actions)
             if before_publish is not None:
                 before_publish(summary)
-            publish(actions)
+            publish(actions, self.staging_dir, self.logdir, self.job_id)
             if after_publish is not None:
                 after_publish(summary)
             self.finished = True
@@ -349,6 +356,10 @@ class WriteJob:
         self._cleanup()
 
     def _cleanup(self) -> None:
+        if os.path.isdir(self.staging_dir):
+            # a commit of this job killed while publishing (a Spark worker): the job
+            # failed, so its renames are undone; if that fails the journal stays
+            recover(self.staging_dir, self.logdir, roll_back=True)
         remove_tree(self.staging_dir)
         for topic in list(self.held_locks):
             release_lock(self.logdir, topic, self.job_id)

@@ -6,7 +6,8 @@ hard-linked into place (atomic, and fails if the lock exists), so a full disk or
 never leaves an empty lock behind. Lock files and staging directories
 record their owner (host, pid, the pid's start time, boot and PID namespace), so that the
 next write on the same machine can tell from /proc that a killed driver's leftovers are
-dead and remove them.
+dead and remove them. A dead write's staging directory is removed only once a publish it
+was killed in has been finished (or rolled back) from its journal (publish.py).
 """
 import errno
 import json
@@ -19,6 +20,7 @@ from typing import List, Optional, Tuple
 
 from .errors import ConcurrentWriteError
 from .logdir import LOCK_PREFIX, STAGING_PREFIX
+from .publish import JOURNAL, recover
 
 OWNER_FILE = "owner.json"  # inside a staging directory
 
@@ -257,8 +259,38 @@ def _break_stale_lock(logdir: str, path: str, holder: dict) -> bool:
     os.unlink(aside)
     staging = holder.get("staging")
     if staging and staging.startswith(STAGING_PREFIX) and os.sep not in staging:
-        shutil.rmtree(os.path.join(logdir, staging), ignore_errors=True)
+        remove_dead_staging(logdir, os.path.join(logdir, staging))
     return True
+
+
+def remove_dead_staging(logdir: str, staging: str) -> None:
+    """Remove a dead write's staging directory, first finishing (or rolling back, as its
+    journal says) a publish it was killed in."""
+    recover(staging, logdir)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def recover_dead_publishes(logdir: str) -> List[str]:
+    """Settle the publishes that dead writes left half done (their journals), leaving
+    their locks and staging directories to `clean_dead_writes`."""
+    settled = []
+    names = sorted(os.listdir(logdir))
+    for name in names:
+        path = os.path.join(logdir, name)
+        if name.startswith(STAGING_PREFIX) and os.path.exists(os.path.join(path, JOURNAL)):
+            info = read_lock(os.path.join(path, OWNER_FILE))
+            if not info:
+                continue
+            alive = owner_alive(info)
+            if alive is None:
+                # another machine's write: a live one holds its locks while publishing, so
+                # one whose locks are gone (deleted as the lock error says) is dead
+                holders = {read_lock(os.path.join(logdir, n)).get("job") for n in names
+                           if n.startswith(LOCK_PREFIX)}
+                alive = info.get("job") in holders
+            if alive is False and recover(path, logdir):
+                settled.append(name)
+    return settled
 
 
 def clean_dead_writes(logdir: str) -> List[str]:
@@ -282,6 +314,6 @@ def clean_dead_writes(logdir: str) -> List[str]:
         elif name.startswith(STAGING_PREFIX) and os.path.isdir(path):
             info = read_lock(os.path.join(path, OWNER_FILE))
             if info and owner_alive(info) is False:
-                shutil.rmtree(path, ignore_errors=True)
+                remove_dead_staging(logdir, path)
                 removed.append(name)
     return removed

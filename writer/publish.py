@@ -1,49 +1,279 @@
-"""Publishing a commit: the renames that make staged partitions visible, undone in reverse
-order when a later one fails.
+"""Publishing a commit: the renames that make staged partitions visible.
 
 * new segments of an existing partition: each segment's indexes before its `.log`;
 * a partition of a topic the write creates: the whole directory at once;
 * an overwritten partition: an atomic exchange of the directories where the kernel has
   one, the old directory going to the staging area's trash (deleted with it);
 * a partition an overwrite drops (fewer partitions): moved to the trash.
+
+Every rename is planned before the first one runs and written to a journal in the
+staging directory (fsynced, renamed into place). A failure undoes the renames done so far
+in reverse. A process killed in between undoes nothing, so whoever next finds the journal
+(`recover`: the next write, once the owner is gone, or the job's own abort) finishes the
+publish, or rolls it back when the journal says a rollback had begun. Each step is
+recognised as done or not by the inode at its source and destination, so recovery can
+run (and be killed) any number of times.
 """
+import fcntl
+import json
 import os
+import signal
+import time
+import uuid
 from abc import ABC, abstractmethod
-from typing import List, Tuple
+from typing import List, Optional
 
 from ..format.log import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, \
     partition_dir_name, segment_file_name
 
-from .errors import ConcurrentWriteError
+from .errors import ConcurrentWriteError, WriteError
 from .fsops import rename_exchange
+
+JOURNAL = "publish-journal.json"  # in the staging directory while publishing runs
+ROLLBACK = "publish-rollback"  # beside it: a rollback had begun, recovery rolls back
+JOURNAL_VERSION = 1
+# Test hook: the process SIGKILLs itself right after its Nth publishing rename (kill tests).
+KILL_HOOK = "SEGMENTLOG_TEST_KILL_AT_STEP"
 
 
 class PublishAction(ABC):
-    """One publishing step, undone in reverse order if a later step fails."""
+    """One publishing unit; `steps` plans its renames (checking what it can beforehand)."""
 
     @abstractmethod
-    def apply(self) -> None:
-        ...
-
-    @abstractmethod
-    def undo(self) -> None:
+    def steps(self) -> List[dict]:
         ...
 
 
-def publish(actions: List[PublishAction]) -> None:
-    """Apply every action in order; on failure undo those applied and re-raise."""
-    done: List[PublishAction] = []
+def _ino(path: str) -> Optional[int]:
     try:
-        for action in actions:
-            action.apply()
-            done.append(action)
+        return os.lstat(path).st_ino
+    except FileNotFoundError:
+        return None
+
+
+def _move(source: str, destination: str) -> dict:
+    ino = _ino(source)
+    if ino is None:
+        raise WriteError(f"{source} is missing; cannot publish it")
+    return {"kind": "move", "from": source, "to": destination, "ino": ino}
+
+
+class _Runner:
+    """Carries out steps (paths relative to the log dir), counting renames for the hook."""
+
+    def __init__(self, logdir: str):
+        self.logdir = logdir
+        self.renames = 0
+        hook = os.environ.get(KILL_HOOK)
+        self.kill_at = int(hook) if hook and hook.strip().isdigit() else None
+
+    def _path(self, relative: str) -> str:
+        return os.path.join(self.logdir, relative)
+
+    def _done_rename(self):
+        self.renames += 1
+        if self.kill_at is not None and self.renames == self.kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def rename(self, source: str, destination: str) -> None:
+        if os.path.lexists(destination):  # never replace what someone else put there
+            raise ConcurrentWriteError(f"{destination} appeared while this write ran")
+        os.rename(source, destination)
+        self._done_rename()
+
+    def exchange(self, a: str, b: str) -> bool:
+        if not rename_exchange(a, b):
+            return False
+        self._done_rename()
+        return True
+
+    def _broken(self, step, where):
+        raise WriteError(
+            f"cannot {where} the publishing step {json.dumps(step)} in {self.logdir}: its files "
+            f"are neither where the step started nor where it ends (changed by hand?)"
+        )
+
+    def forward(self, step: dict) -> None:
+        if step["kind"] == "move":
+            source, destination = self._path(step["from"]), self._path(step["to"])
+            if _ino(destination) == step["ino"]:
+                return
+            if _ino(source) != step["ino"]:
+                self._broken(step, "finish")
+            self.rename(source, destination)
+            return
+        staged, target, trash = (self._path(step[k]) for k in ("staged", "target", "trash"))
+        new, old = step["new"], step["old"]
+        if _ino(target) == new:
+            if _ino(staged) == old:  # exchanged, old directory not yet in the trash
+                self.rename(staged, trash)
+            return
+        if _ino(target) == old and _ino(staged) == new:
+            if self.exchange(staged, target):  # readers see old or new, never neither
+                self.rename(staged, trash)
+                return
+            self.rename(target, trash)
+        if _ino(target) is None and _ino(trash) == old and _ino(staged) == new:
+            self.rename(staged, target)
+            return
+        self._broken(step, "finish")
+
+    def backward(self, step: dict) -> None:
+        if step["kind"] == "move":
+            source, destination = self._path(step["from"]), self._path(step["to"])
+            if _ino(source) == step["ino"]:
+                return
+            if _ino(destination) != step["ino"]:
+                self._broken(step, "undo")
+            self.rename(destination, source)
+            return
+        staged, target, trash = (self._path(step[k]) for k in ("staged", "target", "trash"))
+        new, old = step["new"], step["old"]
+        if _ino(target) == old:
+            return
+        if _ino(target) == new and _ino(trash) == old and _ino(staged) is None:
+            self.rename(trash, staged)  # back to the exchanged state, then swap back
+        if _ino(target) == new and _ino(staged) == old:
+            if self.exchange(staged, target):
+                return
+            self.rename(staged, trash)
+            self.rename(target, staged)
+        if _ino(target) is None and _ino(trash) == old:
+            self.rename(trash, target)
+            return
+        self._broken(step, "undo")
+
+
+def _write_journal(path: str, data: dict) -> int:
+    """Write `data` to `path` atomically and durably; returns an fd holding its flock."""
+    temporary = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+    fd = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held while publishing: recovery waits for it
+        payload = json.dumps(data).encode("utf-8")
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+        os.rename(temporary, path)
+        _fsync_dir(os.path.dirname(path))
     except BaseException:
-        for action in reversed(done):
-            try:
-                action.undo()
-            except OSError:
-                pass
+        os.close(fd)
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
         raise
+    return fd
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _mark_rollback(staging_dir: str) -> None:
+    fd = os.open(os.path.join(staging_dir, ROLLBACK), os.O_CREAT | os.O_WRONLY, 0o644)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    _fsync_dir(staging_dir)
+
+
+def _finish_journal(staging_dir: str, fd: int) -> None:
+    """The publish is settled: the journal goes first, so nothing replays it."""
+    try:
+        os.unlink(os.path.join(staging_dir, JOURNAL))
+        try:
+            os.unlink(os.path.join(staging_dir, ROLLBACK))
+        except FileNotFoundError:
+            pass
+    finally:
+        os.close(fd)
+
+
+def publish(actions: List[PublishAction], staging_dir: str, logdir: str, job_id: str = "") -> None:
+    """Apply every action in order, journaled; on failure undo those applied and re-raise."""
+    steps = []
+    for action in actions:
+        steps.extend(action.steps())
+    relative = [{k: (os.path.relpath(v, logdir) if k in ("from", "to", "staged", "target",
+                                                         "trash") else v)
+                 for k, v in step.items()} for step in steps]
+    fd = _write_journal(os.path.join(staging_dir, JOURNAL),
+                        {"version": JOURNAL_VERSION, "job": job_id, "steps": relative})
+    runner = _Runner(logdir)
+    done = 0
+    try:
+        for step in relative:
+            runner.forward(step)
+            done += 1
+    except BaseException:
+        try:
+            _mark_rollback(staging_dir)
+            for step in reversed(relative[:done + 1]):  # the failed step may be half done
+                runner.backward(step)
+        except BaseException:
+            os.close(fd)  # the journal stays: the next recovery rolls back the rest
+            raise
+        _finish_journal(staging_dir, fd)
+        raise
+    _finish_journal(staging_dir, fd)
+
+
+def has_journal(staging_dir: str) -> bool:
+    return os.path.exists(os.path.join(staging_dir, JOURNAL))
+
+
+def recover(staging_dir: str, logdir: str, roll_back: bool = False,
+            wait_seconds: float = 60.0) -> Optional[str]:
+    """Settle an interrupted publish in `staging_dir`: finish it, or undo it when the
+    journal says a rollback had begun or `roll_back` asks for it (the job's own abort).
+    Returns "forward", "back" or None (no journal). Raises WriteError if a step can be
+    neither finished nor undone; the journal then stays."""
+    path = os.path.join(staging_dir, JOURNAL)
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # a live process is publishing or recovering it
+                if time.monotonic() > deadline:
+                    raise ConcurrentWriteError(
+                        f"{path} stays locked: another process is still publishing that write"
+                    ) from None
+                time.sleep(0.05)
+                continue
+            if os.fstat(fd).st_nlink == 0:
+                continue  # settled meanwhile (or replaced): look again
+            with os.fdopen(os.dup(fd), "rb") as handle:
+                journal = json.loads(handle.read().decode("utf-8"))
+            backward = roll_back or os.path.exists(os.path.join(staging_dir, ROLLBACK))
+            runner = _Runner(logdir)
+            runner.kill_at = None  # the hook is for publishing, not recovery
+            if backward:
+                _mark_rollback(staging_dir)
+                for step in reversed(journal["steps"]):
+                    runner.backward(step)
+            else:
+                for step in journal["steps"]:
+                    runner.forward(step)
+            os.unlink(path)
+            try:
+                os.unlink(os.path.join(staging_dir, ROLLBACK))
+            except FileNotFoundError:
+                pass
+            return "back" if backward else "forward"
+        finally:
+            os.close(fd)
 
 
 def trash_path(staging_dir: str, topic: str, partition: int) -> str:
@@ -59,13 +289,10 @@ class NewPartitionDir(PublishAction):
     def __init__(self, staged: str, target: str):
         self.staged, self.target = staged, target
 
-    def apply(self):
-        if os.path.exists(self.target):
+    def steps(self):
+        if os.path.lexists(self.target):
             raise ConcurrentWriteError(f"{self.target} appeared while this write ran")
-        os.rename(self.staged, self.target)
-
-    def undo(self):
-        os.rename(self.target, self.staged)
+        return [_move(self.staged, self.target)]
 
 
 class ReplacePartitionDir(PublishAction):
@@ -73,27 +300,13 @@ class ReplacePartitionDir(PublishAction):
 
     def __init__(self, staged: str, target: str, trash: str):
         self.staged, self.target, self.trash = staged, target, trash
-        self.exchanged = False
 
-    def apply(self):
-        if rename_exchange(self.staged, self.target):  # readers see old or new, never neither
-            self.exchanged = True
-            os.rename(self.staged, self.trash)
-        else:
-            os.rename(self.target, self.trash)
-            try:
-                os.rename(self.staged, self.target)
-            except BaseException:
-                os.rename(self.trash, self.target)
-                raise
-
-    def undo(self):
-        if self.exchanged:
-            os.rename(self.trash, self.staged)
-            rename_exchange(self.staged, self.target)
-        else:
-            os.rename(self.target, self.staged)
-            os.rename(self.trash, self.target)
+    def steps(self):
+        new, old = _ino(self.staged), _ino(self.target)
+        if new is None or old is None:
+            raise ConcurrentWriteError(f"{self.target} disappeared while this write ran")
+        return [{"kind": "replace", "staged": self.staged, "target": self.target,
+                 "trash": self.trash, "new": new, "old": old}]
 
 
 class RemovePartitionDir(PublishAction):
@@ -102,11 +315,8 @@ class RemovePartitionDir(PublishAction):
     def __init__(self, target: str, trash: str):
         self.target, self.trash = target, trash
 
-    def apply(self):
-        os.rename(self.target, self.trash)
-
-    def undo(self):
-        os.rename(self.trash, self.target)
+    def steps(self):
+        return [_move(self.target, self.trash)]
 
 
 class AppendSegments(PublishAction):
@@ -114,15 +324,14 @@ class AppendSegments(PublishAction):
 
     A reader listing the directory only sees a segment once its .log is there, and by
     then its indexes are complete. An empty last segment with the same base offset (one
-    that never got data) is moved aside first and restored on undo.
+    that never got data) is moved aside first (restored on undo).
     """
 
     def __init__(self, staged: str, target: str, bases: List[int]):
         self.staged, self.target, self.bases = staged, target, bases
-        self.moved: List[Tuple[str, str]] = []  # (from, to) renames done, in order
 
-    def apply(self):
-        suffixes = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX)
+    def steps(self):
+        steps = []
         aside = os.path.join(self.staged, ".replaced")
         for base in self.bases:
             old_log = os.path.join(self.target, segment_file_name(base, LOG_SUFFIX))
@@ -136,19 +345,9 @@ class AppendSegments(PublishAction):
                 for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                     path = os.path.join(self.target, segment_file_name(base, suffix))
                     if os.path.exists(path):
-                        self._move(path, os.path.join(aside, os.path.basename(path)))
-            for suffix in suffixes:
+                        steps.append(_move(path, os.path.join(aside, os.path.basename(path))))
+            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX):
                 name = segment_file_name(base, suffix)
-                self._move(os.path.join(self.staged, name), os.path.join(self.target, name))
-
-    def _move(self, source: str, destination: str):
-        os.rename(source, destination)
-        self.moved.append((source, destination))
-
-    def undo(self):
-        # Exact reverse order: each new .log leaves before its indexes, and a replaced
-        # empty segment comes back .log last.
-        for source, destination in reversed(self.moved):
-            if os.path.exists(destination):
-                os.rename(destination, source)
-        self.moved = []
+                steps.append(_move(os.path.join(self.staged, name),
+                                   os.path.join(self.target, name)))
+        return steps

@@ -49,6 +49,7 @@ from .job import CommitSummary, WriteJob
 from .locks import OWNER_FILE, acquire_lock, clean_dead_writes, owner_info, release_lock
 from .logdir import STAGING_PREFIX, inspect_tail, list_topics, partition_dir
 from .options import WriteOptions
+from .publish import recover
 from .task import TaskResult, TaskSpec, TaskWriter
 
 SINK_PREFIX = ".segmentlog-sink-"
@@ -413,6 +414,9 @@ class StreamSink:
     def _sweep(self, which: Callable[[int], bool]) -> None:
         for batch, name in self._staging_batches():
             if which(batch):
+                # a commit killed while publishing left its journal: undo it, so the
+                # pending intent settles as "not published"
+                recover(os.path.join(self.logdir, name), self.logdir, roll_back=True)
                 remove_tree(os.path.join(self.logdir, name))
         for name in os.listdir(self.logdir) if os.path.isdir(self.logdir) else ():
             if name.startswith(os.path.basename(self.record_path) + ".tmp-"):
