@@ -12,9 +12,10 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import InvalidOptionError, SegmentLogError
+from ..format.entries import BatchHeader
 from ..format.log import PartitionLog, discover_partitions
 from .fragments import Fragment
 from .options import LATEST, ReadOptions, _get, parse_positive_int, parse_read_options
@@ -392,29 +393,35 @@ def _prorate(begin: Offsets, available: Offsets, backlog: Dict[TopicPartition, i
     return ends
 
 
+def _headers_from(log: PartitionLog, start: int, limit: int) -> Iterator[BatchHeader]:
+    """Batch headers of `log` that hold offsets at or past `start`, in order, from the
+    segments that start below `limit` (the index entry below `start` is the way in)."""
+    for segment in log.segments[log.segment_index_for(start):]:
+        if segment.base_offset >= limit:
+            return
+        position = segment.offset_index.lookup(max(start, segment.base_offset))[1]
+        for header in segment.iter_headers(position, allow_torn_tail=log.is_last(segment)):
+            if header.last_offset >= start:
+                yield header
+
+
 def _walk_offsets(log: PartitionLog, start: int, limit: int, count: int) -> int:
     """The end offset after `count` offsets held by batches from `start` on, not past
     `limit`."""
     current, left = start, count
-    for segment in log.segments[log.segment_index_for(start):]:
-        if segment.base_offset >= limit:
-            break
-        position = segment.offset_index.lookup(max(current, segment.base_offset))[1]
-        for header in segment.iter_headers(position, allow_torn_tail=log.is_last(segment)):
-            if header.last_offset < current:
-                continue
-            # A compressed legacy wrapper knows only its last offset: it follows on.
-            exact = header.magic == 2 or header.compression == 0
-            first = max(header.base_offset if exact else current, current)
-            if first >= limit:
-                return limit
-            span = header.last_offset + 1 - first
-            if span >= left:
-                return min(first + left, limit)
-            left -= span
-            current = header.last_offset + 1
-            if current >= limit:
-                return limit
+    for header in _headers_from(log, start, limit):
+        # A compressed legacy wrapper knows only its last offset: it follows on.
+        exact = header.magic == 2 or header.compression == 0
+        first = max(header.base_offset if exact else current, current)
+        if first >= limit:
+            return limit
+        span = header.last_offset + 1 - first
+        if span >= left:
+            return min(first + left, limit)
+        left -= span
+        current = header.last_offset + 1
+        if current >= limit:
+            return limit
     return min(current, limit)
 
 
@@ -471,20 +478,13 @@ def _walk_bytes(log: PartitionLog, start: int, limit: int, budget: int,
     end, used = start, 0
     if start >= limit:
         return end, used
-    for segment in log.segments[log.segment_index_for(start):]:
-        if segment.base_offset >= limit:
+    for header in _headers_from(log, start, limit):
+        if header.base_offset >= limit and header.last_offset >= limit:
             break
-        position = segment.offset_index.lookup(max(end, segment.base_offset))[1]
-        for header in segment.iter_headers(position, allow_torn_tail=log.is_last(segment)):
-            if header.last_offset < end:
-                continue
-            if header.base_offset >= limit and header.last_offset >= limit:
-                return end, used
-            if used + header.size > budget and not (at_least_one and used == 0):
-                return end, used
-            used += header.size
-            end = min(header.last_offset + 1, limit)
-            if end >= limit:
-                return end, used
+        if used + header.size > budget and not (at_least_one and used == 0):
+            break
+        used += header.size
+        end = min(header.last_offset + 1, limit)
+        if end >= limit:
+            break
     return end, used
-
