@@ -2,6 +2,7 @@
 
 The byte layout is in `layout`; record decoding is in `v2` and `legacy`.
 """
+import logging
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -121,6 +122,39 @@ def read_entry_header(view, pos: int, file_position: int, path=None,
     raise CorruptLogError(path, file_position, f"unknown magic byte {magic} at offset {offset}")
 
 
+_log = logging.getLogger("segmentlog_datasource.format")
+_warned_ends = set()
+
+
+def read_entry_or_end(view, pos: int, file_position: int, path, remaining: int,
+                      active: bool) -> Optional[BatchHeader]:
+    """The entry at `pos`, or None where an active segment's data ends.
+
+    Kafka's recovery truncates the active segment at the first entry that is short,
+    zero-filled or cannot be framed (an impossible length, an unknown magic): so does the
+    reader, with a warning for damage that is not a plain torn tail. Such an entry in any
+    other segment is corruption, reported with file and position.
+    """
+    try:
+        header = read_entry_header(view, pos, file_position, path, remaining=remaining)
+    except CorruptLogError as damage:
+        if not active:
+            raise
+        if (path, file_position) not in _warned_ends:
+            _warned_ends.add((path, file_position))
+            _log.warning("%s: the active segment's data ends at byte %d, where %s; the %d "
+                         "bytes from there on are not read (Kafka's recovery would truncate "
+                         "them)", path, file_position, damage.reason, remaining)
+        return None
+    if header is None and not active:
+        raise CorruptLogError(
+            path, file_position,
+            f"no complete entry here (torn or zero-filled; {remaining} bytes remain)"
+            " and this is not the last segment",
+        )
+    return header
+
+
 def _computed_checksum(view, pos: int, header: BatchHeader) -> int:
     if header.magic == 2:
         return crc32c(view[pos + V2_CRC_START : pos + header.size])
@@ -155,9 +189,10 @@ def check_offset_order(header: BatchHeader, next_offset: int, path) -> None:
 
 
 def ends_data(view, pos: int, remaining: int) -> bool:
-    """Whether nothing valid starts at `pos` (`remaining` bytes from there to the end of
-    the file): the end of the file, a torn entry or zero-filled space."""
+    """Whether an active segment's data ends at `pos` (`remaining` bytes from there to the
+    end of the file): the end of the file, or an entry that is torn, zero-filled or cannot
+    be framed (see read_entry_or_end)."""
     try:
         return remaining <= 0 or read_entry_header(view, pos, pos, remaining=remaining) is None
     except CorruptLogError:
-        return False
+        return True

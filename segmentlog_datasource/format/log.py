@@ -13,7 +13,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..errors import CorruptLogError, SegmentLogError
 from .indexes import AbortedTransaction, OffsetIndex, TimeIndex, read_transaction_index
-from .entries import (BatchHeader, check_offset_order, ends_data, read_entry_header,
+from .entries import (BatchHeader, check_offset_order, ends_data, read_entry_or_end,
                       verify_checksum)
 from .layout import V2_HEADER_SIZE
 
@@ -109,8 +109,8 @@ class Segment:
 
     def valid_end(self, verify: bool = False) -> int:
         """Where the valid data of this segment, taken as the active one, ends: at the
-        first torn or zero-filled entry, or before a last entry that fails its checksum
-        (with `verify`). Planning cuts no split past it, so every split agrees on it.
+        first torn, zero-filled or unframeable entry, or before a last entry that fails
+        its checksum (with `verify`). Planning cuts no split past it, so every split agrees on it.
         Walks every header once (Kafka's recovery reads the whole active segment too)."""
         if verify not in self._valid_ends:
             last = None
@@ -149,21 +149,15 @@ def iter_file_headers(handle, path, position: int, end: int, allow_torn_tail: bo
                       verify: bool = False, base_offset: Optional[int] = None
                       ) -> Iterator[BatchHeader]:
     """Headers from `position` on; their offsets must increase from `base_offset`. With
-    `allow_torn_tail` (the active segment), the data ends at the first torn or
-    zero-filled entry, or at a last entry that fails its checksum (see README)."""
+    `allow_torn_tail` (the active segment), the data ends at the first torn, zero-filled
+    or unframeable entry, or at a last entry that fails its checksum (see README)."""
     next_offset = -(1 << 63) if base_offset is None else base_offset
     fd = handle.fileno()
     while position < end:
         head = os.pread(fd, HEADER_READ_SIZE, position)
-        header = read_entry_header(head, 0, position, path, remaining=end - position)
+        header = read_entry_or_end(head, 0, position, path, end - position, allow_torn_tail)
         if header is None:
-            if allow_torn_tail:
-                return
-            raise CorruptLogError(
-                path, position,
-                f"no complete entry here (torn or zero-filled; {end - position} bytes remain)"
-                " and this is not the last segment",
-            )
+            return
         if verify:
             # Callers decide from the header's fields: the checksum comes first.
             def is_last(after=header.end_position):

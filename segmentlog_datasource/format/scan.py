@@ -16,7 +16,7 @@ from ..errors import CorruptLogError
 from .compression import DEFAULT_MAX_INFLATED_BYTES
 from .crc import crc32c
 from .entries import (BatchHeader, check_offset_order, ends_data, read_entry_header,
-                      verify_checksum)
+                      read_entry_or_end, verify_checksum)
 from .fastpath import RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH, make_accumulator
 from .indexes import AbortedTransaction
 from .layout import MAX_OFFSET
@@ -102,17 +102,9 @@ class _MappedLog:
 
 def _entry_or_torn_tail(view, pos: int, size: int, path, allow_torn_tail: bool
                         ) -> Optional[BatchHeader]:
-    """The entry at `pos`, or None where the data ends (a torn or zero-filled entry) and an
-    end is allowed (the last segment, of a live, crashed or preallocating broker); such an
-    entry anywhere else is corruption."""
-    header = read_entry_header(view, pos, pos, path, remaining=size - pos)
-    if header is None and not allow_torn_tail:
-        raise CorruptLogError(
-            path, pos,
-            f"no complete entry here (torn or zero-filled; {size - pos} bytes remain) "
-            "and this is not the last segment",
-        )
-    return header
+    """The entry at `pos`, or None where the last segment's data ends (see
+    entries.read_entry_or_end)."""
+    return read_entry_or_end(view, pos, pos, path, size - pos, allow_torn_tail)
 
 
 def _last_entry_test(view, header: BatchHeader, size: int, allow_torn_tail: bool):
@@ -173,7 +165,11 @@ class SegmentRange:
     end_offset: int
     allow_torn_tail: bool
     transactions: Optional[TransactionFilter] = None  # read_committed: what to hide
-    segment_base_offset: Optional[int] = None  # no entry of the segment starts below it
+    # What the offset index tells of the entries around the range, so that offsets are
+    # checked to increase across range boundaries too (planning fills them in):
+    min_entry_offset: Optional[int] = None  # no entry of the range starts below it
+    start_entry_last_offset: Optional[int] = None  # the index entry at start_position
+    entry_follows: bool = False  # a valid entry starts at end_position
 
     @property
     def bytes(self) -> int:
@@ -191,13 +187,16 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
     if transactions is not None:
         end_offset = min(end_offset, transactions.last_stable_offset)
     accumulator = make_accumulator(options.include_headers, options.use_fast_path)
-    if segment_range.segment_base_offset is not None:
-        accumulator.next_offset = segment_range.segment_base_offset
+    if segment_range.min_entry_offset is not None:
+        accumulator.next_offset = segment_range.min_entry_offset
     verify = options.verify_checksums
     end_position = min(segment_range.end_position, size)
     with _MappedLog(path, size) as mapped:
         view = mapped.view
         pos = segment_range.start_position
+        if segment_range.start_entry_last_offset is not None and pos < end_position:
+            _check_indexed_entry(view, pos, size, path, segment_range.start_entry_last_offset)
+        reached_end = False
         while pos < end_position:
             mapped.check()  # after every yield too: the file may have shrunk meanwhile
             # The accumulator walks runs of plain batches itself and stops at entries
@@ -209,6 +208,7 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
             if state & RUN_FLUSH:
                 yield accumulator.take(topic, partition)
             if state & (RUN_DONE | RUN_END):
+                reached_end = not state & RUN_DONE
                 break
             if state != RUN_ENTRY_FOR_PYTHON:
                 continue
@@ -246,8 +246,38 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
                 yield accumulator.take(topic, partition)
             if header.last_offset >= end_offset - 1:
                 break
+        else:
+            reached_end = True
+        if reached_end and segment_range.entry_follows and end_position < size:
+            mapped.check()
+            _check_next_entry(view, end_position, size, path, accumulator.next_offset)
     if len(accumulator):
         yield accumulator.take(topic, partition)
+
+
+def _check_indexed_entry(view, pos: int, size: int, path, indexed_offset: int) -> None:
+    """The entry at an offset index position holds no offset past the index entry's, which
+    is the last offset of the append starting there."""
+    try:
+        header = read_entry_header(view, pos, pos, path, remaining=size - pos)
+    except CorruptLogError:
+        return  # the scan reports it, or ends the active segment's data there
+    if header is not None and header.last_offset > indexed_offset:
+        raise CorruptLogError(
+            path, pos,
+            f"entry with offsets {header.base_offset}..{header.last_offset} is past "
+            f"offset {indexed_offset}, which the offset index gives for this position")
+
+
+def _check_next_entry(view, pos: int, size: int, path, next_offset: int) -> None:
+    """The entry just past a range starts above the range's last offset: another range
+    reads it, and offsets increase across range boundaries too."""
+    try:
+        header = read_entry_header(view, pos, pos, path, remaining=size - pos)
+    except CorruptLogError:
+        return  # the range that starts there reports it
+    if header is not None:
+        check_offset_order(header, next_offset, path)
 
 
 def first_offset_at_or_after_time(log, segment, timestamp: int) -> Optional[int]:

@@ -3,6 +3,7 @@
 Free of Spark. Fragments (read.fragments) are cut at offset index entries to about
 maxPartitionBytes / maxRecordsPerPartition, then packed into groups, one per task.
 """
+import bisect
 import math
 from dataclasses import dataclass, replace
 from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
@@ -238,8 +239,9 @@ def _fragments_for_windows(log: PartitionLog, windows, constraints: Constraints,
             last = merged[-1] if merged else None
             if last is not None and last.log_path == fragment.log_path and \
                     fragment.start_position <= last.end_position:
-                merged[-1] = replace(last, end_position=max(last.end_position,
-                                                            fragment.end_position),
+                further = fragment if fragment.end_position > last.end_position else last
+                merged[-1] = replace(last, end_position=further.end_position,
+                                     entry_follows=further.entry_follows,
                                      end_offset=max(last.end_offset, fragment.end_offset))
             else:
                 merged.append(fragment)
@@ -290,11 +292,11 @@ def _segment_fragments(log: PartitionLog, start: int, end: int, constraints: Con
             older_through = segment.time_index.offset_below(ts_low)
             if older_through is not None:
                 start_position = max(start_position, index.lookup(older_through + 1)[1])
-        end_position = segment.size
+        end_position = data_end = segment.size
         if is_last_segment and len(index):
             # Splits could start at index entries past the end of the valid data (after a
             # torn entry, in zero-filled space): no split reaches past that end.
-            end_position = segment.valid_end(verify)
+            end_position = data_end = segment.valid_end(verify)
         if i == last:
             bound = index.position_after(end - 1)
             if bound is not None:
@@ -305,7 +307,7 @@ def _segment_fragments(log: PartitionLog, start: int, end: int, constraints: Con
             topic=log.topic, partition=log.partition, log_path=segment.log_path,
             log_size=segment.size, start_position=start_position, end_position=end_position,
             min_offset=start, end_offset=end, allow_torn_tail=is_last_segment,
-            segment_base_offset=segment.base_offset,
+            entry_follows=end_position < data_end, **_entry_bounds(segment, start_position),
             offset_values=constraints.offset_values,
             timestamp_low_us=constraints.timestamp_low_us,
             timestamp_high_us=constraints.timestamp_high_us)
@@ -327,9 +329,24 @@ def _cut(segment: Segment, fragment: Fragment, max_bytes: int, max_records: Opti
         bytes_so_far = position - piece_start
         records_so_far = offset - piece_first_offset
         if bytes_so_far >= max_bytes or (max_records is not None and records_so_far >= max_records):
-            yield replace(fragment, start_position=piece_start, end_position=position)
+            yield replace(fragment, start_position=piece_start, end_position=position,
+                          entry_follows=True, **_entry_bounds(segment, piece_start))
             piece_start, piece_first_offset = position, offset
-    yield replace(fragment, start_position=piece_start, end_position=fragment.end_position)
+    yield replace(fragment, start_position=piece_start, end_position=fragment.end_position,
+                  **_entry_bounds(segment, piece_start))
+
+
+def _entry_bounds(segment: Segment, position: int) -> dict:
+    """What the offset index says of the entries from `position` (an entry boundary) on:
+    they start past the previous index entry's offset (the last offset of an earlier
+    append), and the entry at an index position holds no offset past that entry's."""
+    index = segment.offset_index
+    at = bisect.bisect_left(index.positions, position)
+    indexed = at < len(index) and index.positions[at] == position
+    return {
+        "min_entry_offset": index.offsets[at - 1] + 1 if at else segment.base_offset,
+        "start_entry_last_offset": index.offsets[at] if indexed else None,
+    }
 
 
 def group_fragments(fragments: List[Fragment], read: ReadOptions) -> List[List[Fragment]]:

@@ -244,35 +244,50 @@ def _legacy_plain_entry(offset):
 
 # ------------------------------------------------------------------ entry framing
 
+def _assert_active_data_ends_at(log, segment, manifest, batch, caplog):
+    """Kafka's recovery rule for the active segment: its data ends at the entry that
+    cannot be framed, with a warning naming the file and byte; the rows before it read."""
+    caplog.clear()
+    for use_fast_path in (True, False):
+        rows = _scan(log, segment, allow_torn_tail=True, use_fast_path=use_fast_path)
+        assert rows == expected_rows(manifest, segment=segment.base_offset,
+                                     hi=batch["base_offset"])
+    assert any(segment.log_path in message and f"at byte {batch['position']}" in message
+               for message in caplog.messages), caplog.messages
+
+
 @pytest.mark.parametrize("length", [-1, -2**31, 0, 48, 16])
-def test_impossible_batch_length(kafka_logdir, copy_of, length):
+def test_impossible_batch_length(kafka_logdir, copy_of, length, caplog):
     manifest = load_manifest(kafka_logdir, "plain-0")
-    for index in (0, -1):  # a middle segment and the last one (torn tails allowed there)
+    for index in (0, -1):  # a middle segment and the last one (its data may end there)
         log = _open(copy_of("plain-0"), "plain-0")
         segment = log.segments[index]
         batch = manifest["segments"][index]["batches"][1]
         original = _read(segment.log_path)
         _patch(segment.log_path, batch["position"] + 8, struct.pack(">i", length))
-        for allow_torn_tail in (False, True):
-            with pytest.raises(CorruptLogError) as info:
-                _scan(log, segment, allow_torn_tail=allow_torn_tail)
-            _assert_names(info.value, segment.log_path, batch["position"])
+        with pytest.raises(CorruptLogError) as info:
+            _scan(log, segment, allow_torn_tail=False)
+        _assert_names(info.value, segment.log_path, batch["position"])
         with pytest.raises(CorruptLogError):
-            list(segment.iter_headers(0, allow_torn_tail=True))
+            list(segment.iter_headers(0, allow_torn_tail=False))
+        _assert_active_data_ends_at(log, segment, manifest, batch, caplog)
+        assert [h.position for h in segment.iter_headers(0, allow_torn_tail=True)] == \
+            [b["position"] for b in manifest["segments"][index]["batches"][:1]]
         _write(segment.log_path, original)
 
 
 @pytest.mark.parametrize("name,length", [("legacy-v0-0", 13), ("legacy-v0-0", -7),
                                          ("legacy-v1-0", 21), ("legacy-v1-0", 0)])
-def test_impossible_legacy_message_length(kafka_logdir, copy_of, name, length):
+def test_impossible_legacy_message_length(kafka_logdir, copy_of, name, length, caplog):
     manifest = load_manifest(kafka_logdir, name)
     log = _open(copy_of(name), name)
     segment = log.segments[-1]
     batch = manifest["segments"][-1]["batches"][2]
     _patch(segment.log_path, batch["position"] + 8, struct.pack(">i", length))
     with pytest.raises(CorruptLogError) as info:
-        _scan(log, segment)
+        _scan(log, segment, allow_torn_tail=False)
     _assert_names(info.value, segment.log_path, batch["position"])
+    _assert_active_data_ends_at(log, segment, manifest, batch, caplog)
 
 
 def test_length_running_past_a_non_last_segment(kafka_logdir, copy_of):
@@ -287,16 +302,17 @@ def test_length_running_past_a_non_last_segment(kafka_logdir, copy_of):
 
 
 @pytest.mark.parametrize("magic", [3, 0x7F, 0x80, 0xFF])
-def test_unknown_magic(kafka_logdir, copy_of, magic):
+def test_unknown_magic(kafka_logdir, copy_of, magic, caplog):
     manifest = load_manifest(kafka_logdir, "codec-snappy-0")
     log = _open(copy_of("codec-snappy-0"), "codec-snappy-0")
     for index, segment in enumerate(log.segments):  # non-last and last
         batch = manifest["segments"][index]["batches"][-1]
         _patch(segment.log_path, batch["position"] + 16, bytes([magic]))
         with pytest.raises(CorruptLogError) as info:
-            _scan(log, segment, verify=False)
+            _scan(log, segment, verify=False, allow_torn_tail=False)
         _assert_names(info.value, segment.log_path, batch["position"])
         assert "magic" in info.value.reason
+        _assert_active_data_ends_at(log, segment, manifest, batch, caplog)
 
 
 def test_negative_record_count(kafka_logdir, copy_of):

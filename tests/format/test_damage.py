@@ -322,6 +322,91 @@ def test_a_valid_looking_batch_with_old_offsets_at_the_tail_is_an_error(
         assert_corrupt_at(error, path, len(data))
 
 
+# Offsets increase across split boundaries too: each split checks the entry at its start
+# against the offset index and the entry just past its end against its own last offset.
+def index_entries(path_of, segment):
+    """[(offset, position)] of the segment's .index, as Kafka wrote it."""
+    with open(path_of(segment["base_offset"])[:-len(".log")] + ".index", "rb") as handle:
+        data = handle.read()
+    return [(segment["base_offset"] + relative, position)
+            for relative, position in struct.iter_unpack(">ii", data) if relative or position]
+
+
+def indexed_batch_after_unindexed(manifest, path_of):
+    """(segment, index entries, j): the batch at entry j's position follows a batch that
+    no index entry points at, and which lies past entry j - 1's offset."""
+    for segment in manifest["segments"]:
+        entries = index_entries(path_of, segment)
+        positions = [b["position"] for b in segment["batches"]]
+        for j in range(1, len(entries)):
+            at = positions.index(entries[j][1])
+            before = segment["batches"][at - 1]
+            if before["position"] != entries[j - 1][1] and \
+                    before["base_offset"] > entries[j - 1][0]:
+                return segment, entries, j
+    raise AssertionError("no indexed batch after an unindexed one")
+
+
+def split_at(logdir, name, position):
+    """Every split of a read cut at every index entry, and the one that starts at
+    `position` (a read that planned no such split would test nothing)."""
+    read = parse_read_options({"path": logdir, "subscribe": name.rsplit("-", 1)[0],
+                               "maxPartitionBytes": "1"})
+    fragments = plan_fragments(read, Constraints())
+    assert any(f.start_position == position for f in fragments), fragments
+    return fragments
+
+
+def scan_each(fragments, use_fast_path):
+    """Each split scanned on its own, as separate Spark tasks scan them; the errors."""
+    errors = []
+    for fragment in fragments:
+        try:
+            list(fragment.scan(ScanOptions(use_fast_path=use_fast_path)))
+        except CorruptLogError as error:
+            errors.append(error)
+    return errors
+
+
+@FAST
+def test_an_indexed_batch_moved_back_across_a_split_boundary_is_an_error(
+        kafka_logdir_copy, use_fast_path):
+    name = "plain-0"
+    manifest = load_manifest(kafka_logdir_copy, name)
+    path_of = lambda base: segment_path(kafka_logdir_copy, name, base)  # noqa: E731
+    segment, entries, j = indexed_batch_after_unindexed(manifest, path_of)
+    position = entries[j][1]
+    before = next(b for b in reversed(segment["batches"]) if b["position"] < position)
+    # Back onto the previous batch's offsets, yet past the index entry before it: only
+    # the split that ends here sees that its own offsets went past this batch's.
+    poke(path_of(segment["base_offset"]), position + BASE_OFFSET,
+         struct.pack(">q", before["base_offset"]))
+    fragments = split_at(kafka_logdir_copy, name, position)
+    errors = scan_each(fragments, use_fast_path)
+    assert len(errors) == 1 and "offsets must increase" in errors[0].reason
+    assert errors[0].path == path_of(segment["base_offset"])
+    assert errors[0].position == position
+    with pytest.raises(CorruptLogError, match="offsets must increase"):
+        read_rows(kafka_logdir_copy, use_fast_path, subscribe="plain", maxPartitionBytes="1")
+
+
+@FAST
+def test_an_indexed_batch_moved_past_its_index_entry_is_an_error(kafka_logdir_copy,
+                                                                 use_fast_path):
+    name = "plain-0"
+    manifest = load_manifest(kafka_logdir_copy, name)
+    path_of = lambda base: segment_path(kafka_logdir_copy, name, base)  # noqa: E731
+    segment, entries, j = indexed_batch_after_unindexed(manifest, path_of)
+    indexed_offset, position = entries[j]
+    batch = next(b for b in segment["batches"] if b["position"] == position)
+    moved = batch["base_offset"] + 1000
+    poke(path_of(segment["base_offset"]), position + BASE_OFFSET, struct.pack(">q", moved))
+    errors = scan_each(split_at(kafka_logdir_copy, name, position), use_fast_path)
+    assert errors and errors[0].position == position
+    assert errors[0].path == path_of(segment["base_offset"])
+    assert f"past offset {indexed_offset}" in errors[0].reason
+
+
 # ------------------------------------------------------------- item: decompression bombs
 BOMB_CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 BOMB_BYTES = 16 << 20

@@ -30,7 +30,7 @@ SHRINK_SCRIPT = textwrap.dedent("""
     directory, fast = sys.argv[1], sys.argv[2] == "1"
     segment = PartitionLog.open(directory).segments[0]
     scan = scan_segment(SegmentRange("t", 0, segment.log_path, segment.size, 0, segment.size,
-                                     0, 1 << 62, True, segment_base_offset=0),
+                                     0, 1 << 62, True, min_entry_offset=0),
                         ScanOptions(max_batch_rows=100, use_fast_path=fast))
     first = next(scan)
     # Another process (retention, a truncating follower) cuts the file between batches, at
@@ -64,8 +64,8 @@ def test_a_segment_that_shrinks_during_a_scan_is_an_error_not_a_crash(tmp_path, 
 
 # ------------------------------------------- where the active segment's valid data ends
 # The rule (README, "What is read"), Kafka's recovery of an active segment: its data ends
-# at the first entry that is short (torn), zero-filled (preallocated space), or is its
-# last entry and fails its checksum. Planning, every split, header walks and the
+# at the first entry that is short (torn), zero-filled (preallocated space), cannot be
+# framed (impossible length, unknown magic), or is its last entry and fails its checksum. Planning, every split, header walks and the
 # streaming tail all stop there; the same damage anywhere else is a CorruptLogError.
 SPLIT_BYTES = 6000  # several splits per segment
 
@@ -186,6 +186,25 @@ def test_zero_filled_space_after_the_last_batch_ends_the_data(partition):
     os.truncate(path, position + size + 300_000)  # then preallocate, as log.preallocate
     assert _every_way(directory) == rows
     assert _every_way(directory, verify=False) == rows
+
+
+@pytest.mark.parametrize("damage", ["unknown magic", "zero length"])
+def test_an_unframeable_entry_in_the_active_segment_ends_its_data_for_every_split(
+        partition, damage, caplog):
+    directory, rows = partition
+    path = _last_log(directory)
+    position, base, _ = _batches(path)[len(_batches(path)) // 3]  # before index entries
+    with open(path, "r+b") as handle:
+        if damage == "unknown magic":
+            handle.seek(position + 16)
+            handle.write(bytes([7]))
+        else:
+            handle.seek(position + 8)
+            handle.write(struct.pack(">i", 0))
+    assert _every_way(directory) == [r for r in rows if r[0] < base]
+    assert _every_way(directory, verify=False) == [r for r in rows if r[0] < base]
+    assert any(f"{path}: the active segment's data ends at byte {position}" in message
+               for message in caplog.messages)
 
 
 def test_a_checksum_failure_in_the_active_segments_last_entry_ends_its_data(partition):
