@@ -395,7 +395,11 @@ def _prorate(begin: Offsets, available: Offsets, backlog: Dict[TopicPartition, i
 
 def _headers_from(log: PartitionLog, start: int, limit: int) -> Iterator[BatchHeader]:
     """Batch headers of `log` that hold offsets at or past `start`, in order, from the
-    segments that start below `limit` (the index entry below `start` is the way in)."""
+    segments that start below `limit` (the index entry below `start` is the way in).
+
+    The headers are not checksummed here: they only pick where a micro-batch ends, below
+    `limit` (from verified headers), and every batch of [start, limit) is verified when a
+    micro-batch reads it, so a damaged header fails that read instead of hiding rows."""
     for segment in log.segments[log.segment_index_for(start):]:
         if segment.base_offset >= limit:
             return
