@@ -6,7 +6,8 @@ driver and task halves the Spark adapter (`segmentlog_datasource.spark.write`) r
 from .engine import SegmentLogWriter, rows_to_table, write_log
 from ..errors import InvalidOptionError
 from .errors import (
-    ConcurrentWriteError, InvalidInputError, TopicLayoutError, WriteAbortedError, WriteError,
+    ConcurrentWriteError, InvalidInputError, OutOfSpaceError, TopicLayoutError, WriteAbortedError,
+    WriteError,
 )
 from .input import InputLayout
 from .job import CommitSummary, PartitionSummary, WriteJob
@@ -18,5 +19,5 @@ __all__ = [
     "SegmentLogWriter", "write_log", "rows_to_table", "WriteJob", "TaskWriter", "TaskSpec",
     "TaskResult", "CommitSummary", "PartitionSummary", "WriteOptions", "InputLayout",
     "murmur2", "partitions_for_keys", "WriteError", "InvalidInputError", "InvalidOptionError",
-    "TopicLayoutError", "ConcurrentWriteError", "WriteAbortedError",
+    "TopicLayoutError", "ConcurrentWriteError", "WriteAbortedError", "OutOfSpaceError",
 ]

@@ -13,7 +13,7 @@ import numpy as np
 from ..format.log import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file_name
 from ..format.v2_encode import patch_batch_headers, placement_fields
 
-from .errors import WriteError
+from .errors import WriteError, raise_out_of_space
 from .fsops import copy_range, read_at
 from .segments import SegmentPlan
 from .task import PartitionBatches
@@ -63,10 +63,15 @@ def write_segment(directory: str, plan: SegmentPlan, staging_dir: str, batches: 
     """Write the segment `plan` describes into `directory`: its indexes, and its .log from
     the batches `plan` covers, renumbered to `offsets` with leader epoch `epoch`."""
     base = plan.base_offset
-    with open(os.path.join(directory, segment_file_name(base, INDEX_SUFFIX)), "wb") as out:
-        out.write(plan.offset_index_bytes())
-    with open(os.path.join(directory, segment_file_name(base, TIME_INDEX_SUFFIX)), "wb") as out:
-        out.write(plan.time_index_bytes())
+    for suffix, content in ((INDEX_SUFFIX, plan.offset_index_bytes),
+                            (TIME_INDEX_SUFFIX, plan.time_index_bytes)):
+        path = os.path.join(directory, segment_file_name(base, suffix))
+        try:
+            with open(path, "wb") as out:
+                out.write(content())
+        except OSError as exc:
+            raise_out_of_space(exc, path)
+            raise
     file_ids, file_names = batches.file_ids, batches.file_names
     positions, sizes = batches.positions, batches.sizes
     handles: Dict[int, int] = {}
@@ -102,6 +107,9 @@ def write_segment(directory: str, plan: SegmentPlan, staging_dir: str, batches: 
                 raw, width = fields.tobytes(), fields.itemsize
                 for i, at in enumerate((relative + written).tolist()):
                     os.pwrite(out.fileno(), raw[width * i : width * (i + 1)], at)
+    except OSError as exc:
+        raise_out_of_space(exc, log_path)
+        raise
     finally:
         for fd in handles.values():
             os.close(fd)

@@ -2,6 +2,9 @@
 
 Bad options raise the InvalidOptionError that reads raise too (segmentlog_datasource.errors).
 """
+import errno
+import os
+
 from ..errors import SegmentLogError
 
 
@@ -28,3 +31,42 @@ class WriteAbortedError(WriteError):
 
 class SinkStateError(WriteError):
     """A streaming sink's record of its micro-batches does not match the log (writer/stream.py)."""
+
+
+# A write that needs more room than the filesystem (or a quota, or RLIMIT_FSIZE) allows.
+SPACE_ERRNOS = frozenset(
+    e for e in (errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", None)) if e is not None
+)
+
+
+class OutOfSpaceError(WriteError, OSError):
+    """A write ran out of space (ENOSPC, EDQUOT, or EFBIG from a file size limit) and was
+    abandoned; the log dir is left as it was.
+
+    An OSError: `errno`, `strerror` and `filename` (the file being written) are those of
+    the original error, which is also its `__cause__`.
+    """
+
+    def __init__(self, code, strerror, filename, action: str = "writing"):
+        OSError.__init__(self, code, strerror or os.strerror(code), filename)
+        self.action = action
+
+    def __str__(self) -> str:
+        reason = self.strerror or os.strerror(self.errno)
+        reason = reason[:1].lower() + reason[1:]
+        return (f"{reason} while {self.action} {self.filename}: the write was abandoned and "
+                f"the log dir was left as it was; free space on that filesystem (or raise "
+                f"the quota or file size limit) and retry the write")
+
+
+def raise_out_of_space(exc: BaseException, path: str, action: str = "writing") -> None:
+    """Raise `exc` as an OutOfSpaceError about `path` (its cause: `exc`) if it is a space
+    error not converted yet; otherwise return, for the caller to re-raise `exc`:
+
+        except OSError as exc:
+            raise_out_of_space(exc, path)
+            raise
+    """
+    if isinstance(exc, OSError) and not isinstance(exc, OutOfSpaceError) and \
+            exc.errno in SPACE_ERRNOS:
+        raise OutOfSpaceError(exc.errno, exc.strerror, path, action) from exc

@@ -30,7 +30,9 @@ from ..format.log import SEGMENT_NAME, partition_dir_name
 from ..format.paths import local_path
 
 from .assembly import StagedBatches, write_segment
-from .errors import ConcurrentWriteError, InvalidInputError, WriteAbortedError, WriteError
+from .errors import (
+    ConcurrentWriteError, InvalidInputError, WriteAbortedError, WriteError, raise_out_of_space,
+)
 from .fsops import remove_tree
 from .input import InputLayout
 from .locks import (
@@ -161,13 +163,18 @@ class WriteJob:
             if self.topic is not None:
                 acquire_lock(self.logdir, self.topic, self.job_id, self.mode, self.under_jvm)
                 self.held_locks.append(self.topic)
-            if self.adopted:
-                os.makedirs(self.staging_dir, exist_ok=True)
-            else:
-                os.mkdir(self.staging_dir)
+            try:
+                if self.adopted:
+                    os.makedirs(self.staging_dir, exist_ok=True)
+                else:
+                    os.mkdir(self.staging_dir)
+            except OSError as exc:  # no inode left
+                raise_out_of_space(exc, self.staging_dir, "creating")
+                raise
             write_owner_file(self.staging_dir, self.job_id, self.under_jvm)
-        except BaseException:
+        except BaseException as exc:
             self.abort()
+            raise_out_of_space(exc, self.logdir, "creating")  # the log dir
             raise
         return self
 
@@ -229,20 +236,24 @@ class WriteJob:
             topics.add(self.topic)
         locked_here = []
         try:
-            for topic in sorted(topics):
-                if topic not in self.held_locks:
-                    acquire_lock(self.logdir, topic, self.job_id, self.mode, self.under_jvm)
-                    locked_here.append(topic)
-            self._check_unchanged(sorted(topics))
-            publish_root = os.path.join(self.staging_dir, "publish")
-            os.makedirs(publish_root, exist_ok=True)
-            summary = CommitSummary(self.logdir, self.mode)
-            actions: List[PublishAction] = []
-            for topic in sorted(topics):
-                self._prepare_topic(topic, ordered, publish_root, summary, actions)
-            if before_publish is not None:
-                before_publish(summary)
-            publish(actions, self.staging_dir, self.logdir, self.job_id)
+            try:
+                for topic in sorted(topics):
+                    if topic not in self.held_locks:
+                        acquire_lock(self.logdir, topic, self.job_id, self.mode, self.under_jvm)
+                        locked_here.append(topic)
+                self._check_unchanged(sorted(topics))
+                publish_root = os.path.join(self.staging_dir, "publish")
+                _make_dirs(publish_root)
+                summary = CommitSummary(self.logdir, self.mode)
+                actions: List[PublishAction] = []
+                for topic in sorted(topics):
+                    self._prepare_topic(topic, ordered, publish_root, summary, actions)
+                if before_publish is not None:
+                    before_publish(summary)
+                publish(actions, self.staging_dir, self.logdir, self.job_id)
+            except OSError as exc:  # one the steps above have not named (before_publish's)
+                raise_out_of_space(exc, self.staging_dir, "writing into")
+                raise
             if after_publish is not None:
                 after_publish(summary)
             self.finished = True
@@ -325,7 +336,7 @@ class WriteJob:
                 segment_index_bytes=options.segment_index_bytes,
                 index_interval_bytes=options.index_interval_bytes,
             )
-            os.makedirs(staged)
+            _make_dirs(staged, exist_ok=False)
             if not plans:  # a partition of a new or rewritten topic that got no rows
                 plans = [SegmentPlan(start, 0, 0, 0, start)]
             offsets = batches.base_offsets(start)
@@ -368,3 +379,11 @@ class WriteJob:
                 os.rmdir(self.logdir)  # only if nothing was published into it
             except OSError:
                 pass
+
+
+def _make_dirs(path: str, exist_ok: bool = True) -> None:
+    try:
+        os.makedirs(path, exist_ok=exist_ok)
+    except OSError as exc:  # no inode left
+        raise_out_of_space(exc, path, "creating")
+        raise

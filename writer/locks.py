@@ -18,7 +18,7 @@ import time
 import uuid
 from typing import List, Optional, Tuple
 
-from .errors import ConcurrentWriteError
+from .errors import ConcurrentWriteError, raise_out_of_space
 from .logdir import LOCK_PREFIX, STAGING_PREFIX
 from .publish import JOURNAL, recover
 
@@ -101,8 +101,13 @@ def owner_alive(info: dict) -> Optional[bool]:
 
 
 def write_owner_file(staging_dir: str, job_id: str, under_jvm: bool = False) -> None:
-    with open(os.path.join(staging_dir, OWNER_FILE), "w") as handle:
-        json.dump(dict(owner_info(under_jvm), job=job_id), handle)
+    path = os.path.join(staging_dir, OWNER_FILE)
+    try:
+        with open(path, "w") as handle:
+            json.dump(dict(owner_info(under_jvm), job=job_id), handle)
+    except OSError as exc:
+        raise_out_of_space(exc, path)
+        raise
 
 
 # ------------------------------------------------------------------------ locks
@@ -123,7 +128,15 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def _create_lock(path: str, content: bytes) -> bool:
     """Put a complete lock file at `path`; False if one is there. On any error (a full
-    disk), nothing is left behind."""
+    disk: OutOfSpaceError), nothing is left behind."""
+    try:
+        return _link_lock(path, content)
+    except OSError as exc:
+        raise_out_of_space(exc, path)
+        raise
+
+
+def _link_lock(path: str, content: bytes) -> bool:
     temp = f"{path}{_TEMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
     fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     try:

@@ -26,7 +26,7 @@ from typing import List, Optional
 from ..format.log import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, \
     partition_dir_name, segment_file_name
 
-from .errors import ConcurrentWriteError, WriteError
+from .errors import SPACE_ERRNOS, ConcurrentWriteError, WriteError, raise_out_of_space
 from .fsops import rename_exchange
 
 JOURNAL = "publish-journal.json"  # in the staging directory while publishing runs
@@ -147,7 +147,11 @@ class _Runner:
 def _write_journal(path: str, data: dict) -> int:
     """Write `data` to `path` atomically and durably; returns an fd holding its flock."""
     temporary = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-    fd = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+    try:
+        fd = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o644)
+    except OSError as exc:
+        raise_out_of_space(exc, path)
+        raise
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # held while publishing: recovery waits for it
         payload = json.dumps(data).encode("utf-8")
@@ -157,12 +161,13 @@ def _write_journal(path: str, data: dict) -> int:
         os.fsync(fd)
         os.rename(temporary, path)
         _fsync_dir(os.path.dirname(path))
-    except BaseException:
+    except BaseException as exc:
         os.close(fd)
         try:
             os.unlink(temporary)
         except FileNotFoundError:
             pass
+        raise_out_of_space(exc, path)
         raise
     return fd
 
@@ -176,7 +181,14 @@ def _fsync_dir(path: str) -> None:
 
 
 def _mark_rollback(staging_dir: str) -> None:
-    fd = os.open(os.path.join(staging_dir, ROLLBACK), os.O_CREAT | os.O_WRONLY, 0o644)
+    """Best effort where space is short: a rollback killed without its mark is finished
+    forwards by recovery instead, which leaves each partition whole too."""
+    try:
+        fd = os.open(os.path.join(staging_dir, ROLLBACK), os.O_CREAT | os.O_WRONLY, 0o644)
+    except OSError as exc:
+        if exc.errno in SPACE_ERRNOS:  # no inode left; the undo itself needs none
+            return
+        raise
     try:
         os.fsync(fd)
     finally:
@@ -212,7 +224,7 @@ def publish(actions: List[PublishAction], staging_dir: str, logdir: str, job_id:
         for step in relative:
             runner.forward(step)
             done += 1
-    except BaseException:
+    except BaseException as exc:
         try:
             _mark_rollback(staging_dir)
             for step in reversed(relative[:done + 1]):  # the failed step may be half done
@@ -221,6 +233,7 @@ def publish(actions: List[PublishAction], staging_dir: str, logdir: str, job_id:
             os.close(fd)  # the journal stays: the next recovery rolls back the rest
             raise
         _finish_journal(staging_dir, fd)
+        raise_out_of_space(exc, logdir, "publishing into")  # undone: the log is as it was
         raise
     _finish_journal(staging_dir, fd)
 

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from ..format.v2_encode import RecordColumns, RecordTooLargeError, encode_batches
 
-from .errors import InvalidInputError, WriteAbortedError
+from .errors import InvalidInputError, WriteAbortedError, raise_out_of_space
 from .input import InputLayout, NormalizedRows, approximate_sizes, normalize, slice_rows, take_rows
 from .logdir import check_num_partitions, partition_count, validate_topic_name
 from .options import WriteOptions
@@ -269,11 +269,18 @@ class TaskWriter:
                     f"the write's staging directory {self.spec.staging_dir} is gone: the job "
                     f"was aborted or has already finished"
                 ) from None
+            except OSError as exc:  # no inode left
+                raise_out_of_space(exc, path)
+                raise
         position = self._file_pos
         view = memoryview(data)
         written = 0
-        while written < len(view):
-            written += os.write(self._fd, view[written:])
+        try:
+            while written < len(view):
+                written += os.write(self._fd, view[written:])
+        except OSError as exc:
+            raise_out_of_space(exc, os.path.join(self.spec.staging_dir, self._file_name))
+            raise
         self._file_pos += len(view)
         return position
 

@@ -45,7 +45,9 @@ def _write_with_file_size_limit(logdir, limit_bytes, rows):
         try:
             write_log({logdir!r}, pa.table({{"value": [b"x" * 100] * {rows}}}), topic="t")
         except OSError as exc:
-            print("OSError", exc.errno)
+            print(type(exc).__name__, exc.errno, type(exc.__cause__).__name__)
+            print(exc.filename)
+            print(exc)
         else:
             print("written")
     """)
@@ -59,12 +61,23 @@ def _write_with_file_size_limit(logdir, limit_bytes, rows):
 
 
 @pytest.mark.parametrize("limit", [0, 2048])
-def test_a_full_disk_leaves_the_log_as_it_was_and_the_next_write_works(logdir, limit):
+def test_a_file_size_limit_leaves_the_log_as_it_was_and_the_next_write_works(logdir, limit):
+    """RLIMIT_FSIZE: one file cannot grow past the limit. A real full disk is in
+    test_full_disk.py."""
     import errno
     write_log(logdir, pa.table({"value": [b"kept"] * 3}), topic="t", num_partitions=1)
     before = _snapshot(logdir)
-    # 0: not even the lock's content fits; 2048: the lock does, the segment does not
-    assert _write_with_file_size_limit(logdir, limit, rows=200) == f"OSError {errno.EFBIG}"
+    kind, filename, message = _write_with_file_size_limit(logdir, limit, rows=200).split("\n")
+    # the writer's error, still an OSError with the errno, the original as its cause
+    assert kind == f"OutOfSpaceError {errno.EFBIG} OSError"
+    # 0: not even the lock's content fits; 2048: the lock does, the staged batches do not
+    if limit == 0:
+        assert filename == os.path.join(logdir, ".segmentlog-lock-t")
+    else:
+        assert filename.startswith(os.path.join(logdir, ".segmentlog-staging-"))
+        assert filename.endswith(".batches")
+    assert message.startswith(f"file too large while writing {filename}: ")
+    assert "log dir was left as it was" in message and "retry" in message
     assert _snapshot(logdir) == before
     assert sorted(os.listdir(logdir)) == ["t-0"]  # no lock, temp file or staging left
     summary = write_log(logdir, pa.table({"value": [b"new"]}), topic="t")
