@@ -79,6 +79,7 @@ setup(
             "pyspark>=4.3",
             "pandas>=2.2,<3",
             "pytest>=8",
+            "hypothesis>=6",  # tests/format/test_fuzz.py
             "kafka-python>=2.0.2",
             "deflate>=0.7",
             "python-snappy>=0.7",  # kafka-python's snappy codec
