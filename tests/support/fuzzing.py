@@ -8,7 +8,8 @@ or zeros; entries of `.index`, `.timeindex` and `.txnindex` moved off batch boun
 out of order, past the log's end, or cut to a size that is not whole entries), and reads
 it as Spark's reader does (parse_read_options, plan_fragments, scan_fragments) with
 verifyChecksums on, with the compiled and the pure decoder, read_uncommitted or
-read_committed, the whole partition or an offset range (startingOffsets/endingOffsets).
+read_committed, the whole partition or an offset range (startingOffsets/endingOffsets),
+or, when only an `.index` or `.timeindex` is damaged, from a startingTimestamp.
 
 The oracle accepts, for each read, only:
 
@@ -16,6 +17,8 @@ a) a SegmentLogError naming an existing file of the damaged partition (or the pa
    directory); a CorruptLogError carries it as `.path`, its message contains it, and for a
    `.log` its `.position` is a byte position within the file;
 b) the rows Kafka's reader gives for the undamaged log (the manifest's), in the range;
+   for a start by timestamp (the manifests hold no offsetsForTimes answers), the rows the
+   reader gives for the undamaged partition;
 c) when the damage is in the last (active) segment's `.log`: the rows of the log up to
    the damaged entry, exactly, and only where the README's end rule lets the data end
    there: the entry at that position is short (fewer bytes left than its 17-byte prefix
@@ -499,14 +502,17 @@ def draw_mutation(chooser, part: Partition) -> Tuple[str, List[dict]]:
 
 def draw_reads(chooser, part: Partition, edits: List[dict]) -> List[dict]:
     """Both decoders, with one isolation level and sometimes an offset range that starts
-    in the damaged segment (so its index is looked up)."""
+    in the damaged segment (so its index is looked up), or, for damaged indexes, a start
+    by timestamp (so the time index is looked up too)."""
     isolation = pick(chooser, ["read_uncommitted", "read_committed"])
-    offset_range = None
-    if chooser.integer(0, 1):
+    offset_range, timestamp = None, None
+    segment = part.segment_of(edits[0]["file"])
+    batches = part.segment_batches(segment)
+    only_indexes = all(e["file"].endswith((".index", ".timeindex")) for e in edits)
+    how = chooser.integer(0, 3 if only_indexes else 1)
+    if how == 1:
         summary = part.manifest["summary"]
         first, end = summary["first_offset"], summary["log_end_offset"]
-        segment = part.segment_of(edits[0]["file"])
-        batches = part.segment_batches(segment)
         if batches and chooser.integer(0, 2):
             batch = pick(chooser, batches)
             low = chooser.integer(batch.info["base_offset"], batch.info["last_offset"])
@@ -516,9 +522,15 @@ def draw_reads(chooser, part: Partition, edits: List[dict]) -> List[dict]:
         if high != -1 and high <= low:
             high = -1
         offset_range = [low, high]
+    elif how >= 2:
+        stamps = [r["timestamp"] for b in (batches or part.batches) for r in b.info["records"]
+                  if r["timestamp"] >= 0] or [1_700_000_000_000]  # magic 0 has none
+        timestamp = max(0, pick(chooser, stamps)
+                        + pick(chooser, [0, 0, 1, -1, chooser.integer(-60_000, 60_000)]))
     fail_on_data_loss = bool(chooser.integer(0, 1))
     return [{"fast": fast, "isolation": isolation, "range": offset_range,
-             "failOnDataLoss": fail_on_data_loss} for fast in (True, False)]
+             "failOnDataLoss": fail_on_data_loss, "timestamp": timestamp}
+            for fast in (True, False)]
 
 
 def draw_case(chooser, fixtures: Fixtures) -> dict:
@@ -563,6 +575,9 @@ def read_options(part: Partition, logdir: str, read: dict) -> dict:
         low, high = read["range"]
         options["startingOffsets"] = json.dumps({part.topic: {str(part.partition): low}})
         options["endingOffsets"] = json.dumps({part.topic: {str(part.partition): high}})
+    if read.get("timestamp") is not None:
+        options["startingTimestamp"] = str(read["timestamp"])
+        options["startingOffsetsByTimestampStrategy"] = "latest"
     return options
 
 
@@ -793,6 +808,20 @@ def judge(part: Partition, case: dict, read: dict, outcome, logdir: str
     for file_name in {e["file"] for e in case["edits"]}:
         with open(os.path.join(logdir, part.name, file_name), "rb") as handle:
             damaged[file_name] = handle.read()
+    if read.get("timestamp") is not None:
+        # The manifests hold no offsetsForTimes answers: the reference is the reader's own
+        # rows of the undamaged partition (only index damage is read this way, which
+        # must not change them).
+        kind, value = outcome
+        if kind == "error":
+            problem = judge_error(value, os.path.join(logdir, part.name), False)
+            return problem, "" if problem else f"error {type(value).__name__}"
+        undamaged = read_rows(read_options(part, os.path.dirname(part.directory), read),
+                              read["fast"])
+        if value == undamaged:
+            return None, "the rows of the undamaged partition, by timestamp"
+        return ("wrong rows without an error: vs the rows of the undamaged partition, by "
+                "timestamp: " + _rows_differ(value, undamaged)), ""
     whole = [(b, 0) for b in part.batches]
     expected, _ = visible_rows(part, whole, read["isolation"], read["range"])
     accepted = [("Kafka's rows", expected)]
@@ -831,6 +860,7 @@ def run_case(fixtures: Fixtures, case: dict, workdir: str) -> dict:
         if problem is not None:
             decoder = "compiled" if read["fast"] else "pure"
             problems.append(f"[{decoder}, {read['isolation']}, range {read['range']}, "
+                            f"startingTimestamp {read.get('timestamp')}, "
                             f"failOnDataLoss {read['failOnDataLoss']}] {problem}")
     return {"status": "wrong" if problems else "ok", "detail": "\n".join(problems),
             "outcomes": outcomes}
