@@ -22,7 +22,7 @@ from support.fuzzing import (  # noqa: E402
 )
 from support.manifest import expected_rows  # noqa: E402
 
-CI_EXAMPLES = 500
+CI_EXAMPLES = 400
 
 
 @pytest.fixture(scope="module")
