@@ -7,6 +7,7 @@ import errno
 import os
 import shutil
 import time
+import uuid
 
 from .errors import WriteError
 
@@ -106,3 +107,21 @@ def remove_tree(path: str) -> None:
         except OSError:
             time.sleep(0.05)
     shutil.rmtree(path, ignore_errors=True)
+
+
+# A staging directory being deleted is renamed to `<name>~removing-<nonce>` first ('~' is
+# in no job id): whatever a process killed while deleting it leaves is then known to be
+# garbage, rather than a staging directory whose owner file is already gone.
+REMOVING_MARK = "~removing-"
+
+
+def remove_staging(path: str) -> None:
+    """Delete a staging directory (see REMOVING_MARK)."""
+    aside = f"{path}{REMOVING_MARK}{uuid.uuid4().hex[:8]}"
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return
+    except OSError:
+        aside = path
+    remove_tree(aside)

@@ -33,7 +33,7 @@ from .assembly import StagedBatches, write_segment
 from .errors import (
     ConcurrentWriteError, InvalidInputError, WriteAbortedError, WriteError, raise_out_of_space,
 )
-from .fsops import remove_tree
+from .fsops import remove_staging
 from .input import InputLayout
 from .locks import (
     acquire_lock, clean_dead_writes, recover_dead_publishes, release_lock, write_owner_file,
@@ -371,7 +371,7 @@ class WriteJob:
             # a commit of this job killed while publishing (a Spark worker): the job
             # failed, so its renames are undone; if that fails the journal stays
             recover(self.staging_dir, self.logdir, roll_back=True)
-        remove_tree(self.staging_dir)
+        remove_staging(self.staging_dir)
         for topic in list(self.held_locks):
             release_lock(self.logdir, topic, self.job_id)
         if self.created_logdir:

@@ -12,13 +12,13 @@ was killed in has been finished (or rolled back) from its journal (publish.py).
 import errno
 import json
 import os
-import shutil
 import socket
 import time
 import uuid
 from typing import List, Optional, Tuple
 
 from .errors import ConcurrentWriteError, raise_out_of_space
+from .fsops import REMOVING_MARK, remove_staging, remove_tree
 from .logdir import LOCK_PREFIX, STAGING_PREFIX
 from .publish import JOURNAL, recover
 
@@ -101,10 +101,21 @@ def owner_alive(info: dict) -> Optional[bool]:
 
 
 def write_owner_file(staging_dir: str, job_id: str, under_jvm: bool = False) -> None:
+    """Put the owner file in place whole (a temp file renamed), so that a staging directory
+    has a readable owner or none (see clean_dead_writes)."""
     path = os.path.join(staging_dir, OWNER_FILE)
+    content = json.dumps(dict(owner_info(under_jvm), job=job_id)).encode("utf-8")
+    temp = f"{path}{_TEMP_MARK}{uuid.uuid4().hex[:8]}"
     try:
-        with open(path, "w") as handle:
-            json.dump(dict(owner_info(under_jvm), job=job_id), handle)
+        try:
+            fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            try:
+                _write_all(fd, content)
+            finally:
+                os.close(fd)
+            os.rename(temp, path)
+        finally:
+            _unlink(temp)
     except OSError as exc:
         raise_out_of_space(exc, path)
         raise
@@ -280,7 +291,7 @@ def remove_dead_staging(logdir: str, staging: str) -> None:
     """Remove a dead write's staging directory, first finishing (or rolling back, as its
     journal says) a publish it was killed in."""
     recover(staging, logdir)
-    shutil.rmtree(staging, ignore_errors=True)
+    remove_staging(staging)
 
 
 def recover_dead_publishes(logdir: str) -> List[str]:
@@ -290,7 +301,8 @@ def recover_dead_publishes(logdir: str) -> List[str]:
     names = sorted(os.listdir(logdir))
     for name in names:
         path = os.path.join(logdir, name)
-        if name.startswith(STAGING_PREFIX) and os.path.exists(os.path.join(path, JOURNAL)):
+        if name.startswith(STAGING_PREFIX) and REMOVING_MARK not in name and \
+                os.path.exists(os.path.join(path, JOURNAL)):
             info = read_lock(os.path.join(path, OWNER_FILE))
             if not info:
                 continue
@@ -304,6 +316,14 @@ def recover_dead_publishes(logdir: str) -> List[str]:
             if alive is False and recover(path, logdir):
                 settled.append(name)
     return settled
+
+
+def _ownerless_age(staging: str) -> float:
+    """Seconds since a staging directory without a readable owner file last changed."""
+    try:
+        return max(0.0, time.time() - os.stat(staging).st_mtime)
+    except FileNotFoundError:
+        return 0.0
 
 
 def clean_dead_writes(logdir: str) -> List[str]:
@@ -324,9 +344,17 @@ def clean_dead_writes(logdir: str) -> List[str]:
             holder = read_lock(path)
             if _is_stale(path, holder) and _break_stale_lock(logdir, path, holder):
                 removed.append(name)
+        elif name.startswith(STAGING_PREFIX) and REMOVING_MARK in name:
+            remove_tree(path)  # its deletion was begun, by a process since killed
+            removed.append(name)
         elif name.startswith(STAGING_PREFIX) and os.path.isdir(path):
             info = read_lock(os.path.join(path, OWNER_FILE))
             if info and owner_alive(info) is False:
+                remove_dead_staging(logdir, path)
+                removed.append(name)
+            elif not info and _ownerless_age(path) >= TORN_LOCK_SECONDS:
+                # a live write puts its owner file in right after creating the directory:
+                # this one's writer was killed in between
                 remove_dead_staging(logdir, path)
                 removed.append(name)
     return removed

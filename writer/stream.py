@@ -43,7 +43,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 from ..errors import InvalidOptionError
 
 from .errors import ConcurrentWriteError, SinkStateError, WriteError
-from .fsops import remove_tree
+from .fsops import remove_staging
 from .input import InputLayout
 from .job import CommitSummary, WriteJob
 from .locks import OWNER_FILE, acquire_lock, clean_dead_writes, owner_info, release_lock
@@ -417,7 +417,7 @@ class StreamSink:
                 # a commit killed while publishing left its journal: undo it, so the
                 # pending intent settles as "not published"
                 recover(os.path.join(self.logdir, name), self.logdir, roll_back=True)
-                remove_tree(os.path.join(self.logdir, name))
+                remove_staging(os.path.join(self.logdir, name))
         for name in os.listdir(self.logdir) if os.path.isdir(self.logdir) else ():
             if name.startswith(os.path.basename(self.record_path) + ".tmp-"):
                 try:  # a record write that was killed half way

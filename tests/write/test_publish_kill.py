@@ -3,13 +3,18 @@ finishes the interrupted publish from its journal, so every partition then holds
 the killed job's records or none, the job as a whole all or none, and that write works.
 
 The kill comes from the test hook SEGMENTLOG_TEST_KILL_AT_STEP=N (writer/publish.py): the
-process kills itself right after its Nth publishing rename.
+process kills itself right after its Nth publishing rename. At the end of the file, the
+same writes are killed from outside after random delays instead, over the whole life of
+the process (starting Python, imports, staging, segment writing, publishing).
 """
 import os
 import pickle
+import random
+import re
 import subprocess
 import sys
 import textwrap
+import time
 
 import pyarrow as pa
 import pytest
@@ -261,3 +266,207 @@ def test_a_stream_commit_killed_while_publishing_settles_as_committed(tmp_path):
         assert leftovers(logdir) == []
         step += 1
     assert step > 6
+
+
+# --------------------------------------------------------- kills at random moments
+
+RANDOM_KILL_SEED = 20261123
+BIG = {"segment_bytes": 4096, "batch_size": 1024}  # dozens of segments per partition
+BIG_ROWS = ROWS + """
+def big_append_job():
+    # three partitions of t (one of them empty so far) and a new topic n
+    return pa.concat_tables([rows("job", 700, [0, 1, 2], topic="t"),
+                             rows("job", 700, [0, 1], topic="n")])
+
+def big_overwrite_job():
+    return rows("job", 700, [0, 1])
+"""
+exec(BIG_ROWS)
+
+# The child prints "<phase> <time.time()>" as it goes; an unkilled run gives the phases'
+# times, and kills are then spread over each of them.
+RANDOM_KILL_CHILD = """
+import time
+def phase(name):
+    print(name, time.time(), flush=True)
+phase("python")
+""" + BIG_ROWS + """
+import sys
+from segmentlog_datasource.writer import WriteJob, WriteOptions, write_log
+phase("imported")
+logdir, how = sys.argv[1], sys.argv[2]
+if how == "engine":
+    write_log(logdir, big_append_job(), mode="append", segment_bytes=4096, batch_size=1024)
+elif how == "tasks":  # a WriteJob with three tasks, as Spark runs one
+    table = big_append_job()
+    job = WriteJob(logdir, mode="append",
+                   options=WriteOptions(segment_bytes=4096, batch_size=1024)).start()
+    phase("started")
+    results = []
+    size = -(-table.num_rows // 3)
+    for index in range(3):
+        task = job.task_writer(index)
+        task.write(table.slice(index * size, size))
+        results.append(task.finish())
+    phase("staged")
+    job.commit(results, before_publish=lambda summary: phase("segments"))
+else:
+    write_log(logdir, big_overwrite_job(), topic="t", mode="overwrite", num_partitions=2,
+              segment_bytes=4096, batch_size=1024)
+phase("done")
+"""
+SEGMENT_FILE = re.compile(r"^\d{20}\.(log|index|timeindex)$")
+
+
+def spawn_writer(logdir, how):
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env.pop(KILL_HOOK, None)
+    started = time.time()
+    process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(RANDOM_KILL_CHILD),
+                                logdir, how], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    return started, process
+
+
+def phase_times(logdir, how):
+    """[(phase, seconds since the spawn)] of an unkilled run."""
+    started, process = spawn_writer(logdir, how)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    return [(name, float(at) - started) for name, at in (line.split() for line in out.split("\n")
+                                                        if line)]
+
+
+def kill_after(logdir, how, anchor, delay):
+    """Run the write and SIGKILL it `delay` s after it reports phase `anchor` ("spawn":
+    after its spawn). Returns where it was: the last phase it reported, "publishing" if it
+    left a journal, "finished" if it exited first."""
+    started, process = spawn_writer(logdir, how)
+    reported = []
+    base = started
+    if anchor != "spawn":
+        for line in process.stdout:
+            name, at = line.split()
+            reported.append(name)
+            if name == anchor:
+                base = float(at)
+                break
+    time.sleep(max(0.0, base + delay - time.time()))
+    process.kill()
+    out, err = process.communicate(timeout=60)
+    reported += [line.split()[0] for line in out.split("\n") if line]
+    if process.returncode == 0:
+        return "finished"
+    assert process.returncode == -9, err
+    staging = [n for n in os.listdir(logdir) if n.startswith(".segmentlog-staging-")]
+    if any(os.path.exists(os.path.join(logdir, n, JOURNAL)) for n in staging):
+        return "publishing"
+    return reported[-1] if reported else "spawned"
+
+
+def killed_job_wanted(where):
+    """What the next write must leave of a job killed at `where`: all of it once its
+    publish had begun (finished from the journal), none of it before its commit could
+    publish, and all or none for a kill in between (a write_log's commit, or after the
+    journal was settled)."""
+    if where in ("publishing", "finished"):
+        return {"all"}
+    if where in ("spawned", "python", "started", "staged"):
+        return {"none"}
+    return {"all", "none"}
+
+
+def kill_delays(phases, rng, per_phase=2, anywhere=2):
+    """[(anchor, delay)]: `per_phase` kills at random within each phase (timed from the
+    report that begins it, so that a short phase is hit however the run's pace varies),
+    and `anywhere` more at random over the whole run (timed from the spawn)."""
+    kills = []
+    anchor, begins = "spawn", 0.0
+    for name, ends in phases:
+        kills += [(anchor, rng.uniform(0, ends - begins)) for _ in range(per_phase)]
+        anchor, begins = name, ends
+    return kills + [("spawn", rng.uniform(0, phases[-1][1])) for _ in range(anywhere)]
+
+
+def check_no_leftovers(logdir):
+    assert [n for n in os.listdir(logdir) if n.startswith(".")] == []
+    for name in os.listdir(logdir):
+        strays = [f for f in os.listdir(os.path.join(logdir, name)) if not SEGMENT_FILE.match(f)]
+        assert strays == [], (name, strays)
+
+
+@pytest.mark.parametrize("how", ["engine", "tasks"])
+def test_an_append_killed_at_random_moments(tmp_path, how):
+    rng = random.Random(f"{RANDOM_KILL_SEED}-{how}")
+    job = expected_job_values(big_append_job())
+    seed_append(str(tmp_path / "calibration"))
+    phases = phase_times(str(tmp_path / "calibration"), how)
+    assert len(phases) == (6 if how == "tasks" else 3), phases
+    seed_append(str(tmp_path / "seeded"))
+    before = values_by_partition(str(tmp_path / "seeded"))
+    kills = kill_delays(phases, rng)
+    landed = []
+    publish_time = phases[-1][1] - phases[-2][1]
+    while kills:
+        anchor, delay = kills.pop(0)
+        logdir = str(tmp_path / f"log-{len(landed)}")
+        seed_append(logdir)
+        where = kill_after(logdir, how, anchor, delay)
+        landed.append((anchor, round(delay, 3), where))
+        # a reader sees each partition valid: its old records, then whole segments of the
+        # killed job's (a prefix of them), nothing else
+        now = values_by_partition(logdir)
+        for key in set(now) | set(job):
+            got, old = now.get(key, []), before.get(key, [])
+            assert got[:len(old)] == old and got[len(old):] == job[key][:len(got) - len(old)], \
+                (delay, where, key)
+        extra = next_write(logdir)  # settles the killed write, then appends: it works
+        outcomes = killed_job_outcome(before, values_by_partition(logdir), job, extra)
+        assert len(set(outcomes.values())) == 1, (delay, where, outcomes)  # the job: all or none
+        assert set(outcomes.values()) <= killed_job_wanted(where), (delay, where, outcomes)
+        check_no_leftovers(logdir)
+        if how == "tasks" and not kills and len(landed) < 25 and \
+                "publishing" not in {where for _, _, where in landed}:
+            # the publish is the shortest phase: aim at it until one kill lands there
+            kills.append(("segments", rng.uniform(0, publish_time)))
+    wheres = {where for _, _, where in landed}
+    assert {"python", "imported"} <= wheres, landed
+    if how == "tasks":
+        assert {"started", "staged", "segments", "publishing"} & wheres, landed
+        assert "publishing" in wheres, landed
+
+
+def test_an_overwrite_killed_at_random_moments(tmp_path):
+    rng = random.Random(f"{RANDOM_KILL_SEED}-overwrite")
+    table = big_overwrite_job()
+    job = {}
+    for partition, value in zip(table.column("partition").to_pylist(),
+                                table.column("value").to_pylist()):
+        job.setdefault(partition, []).append(value)
+
+    def seed(logdir):
+        write_log(logdir, rows("old", 10, [0, 1, 2, 3], topic="t"), num_partitions=4, **SMALL)
+
+    seed(str(tmp_path / "calibration"))
+    phases = phase_times(str(tmp_path / "calibration"), "overwrite")
+    seed(str(tmp_path / "seeded"))
+    before = values_by_partition(str(tmp_path / "seeded"))
+    landed = []
+    for anchor, delay in kill_delays(phases, rng):
+        logdir = str(tmp_path / f"log-{len(landed)}")
+        seed(logdir)
+        where = kill_after(logdir, "overwrite", anchor, delay)
+        landed.append((anchor, round(delay, 3), where))
+        for (_, partition), values in values_by_partition(logdir).items():  # old or new, whole
+            assert values in (before[("t", partition)], job.get(partition)), (delay, where)
+        write_log(logdir, pa.table({"value": [b"next"], "partition": pa.array([0], pa.int32())}),
+                  topic="t", **SMALL)
+        after = values_by_partition(logdir)
+        outcomes = set()
+        if after == {("t", 0): job[0] + [b"next"], ("t", 1): job[1]}:
+            outcomes.add("all")
+        if after == {**before, ("t", 0): before[("t", 0)] + [b"next"]}:
+            outcomes.add("none")
+        assert len(outcomes) == 1 and outcomes <= killed_job_wanted(where), (delay, where)
+        check_no_leftovers(logdir)
+    assert {"python", "imported"} <= {where for _, _, where in landed}, landed

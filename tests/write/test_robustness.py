@@ -155,6 +155,38 @@ def test_a_killed_writers_unlinked_lock_content_is_cleared(logdir):
     assert sorted(os.listdir(logdir)) == [os.path.basename(fresh), "t-0"]
 
 
+def test_a_staging_directory_whose_deletion_was_cut_short_is_cleared(logdir):
+    """A writer killed while deleting its staging directory (after publishing, its owner
+    file perhaps already gone) leaves it renamed aside; the next write deletes it."""
+    from segmentlog_datasource.writer.fsops import REMOVING_MARK
+
+    write_log(logdir, pa.table({"value": [b"a"]}), topic="t", num_partitions=1)
+    aside = os.path.join(logdir, ".segmentlog-staging-20260101000000-0123456789ab" +
+                         REMOVING_MARK + "deadbeef")
+    os.makedirs(os.path.join(aside, "publish", "t-0"))
+    with open(os.path.join(aside, "task-00000-attempt-0-0badf00d.batches"), "wb") as handle:
+        handle.write(b"x" * 100)
+    write_log(logdir, pa.table({"value": [b"b"]}), topic="t")
+    assert sorted(os.listdir(logdir)) == ["t-0"]
+    assert [r[4] for r in decode_partition(os.path.join(logdir, "t-0"))] == [b"a", b"b"]
+
+
+def test_a_staging_directory_without_an_owner_is_cleared_once_old(logdir):
+    """A writer killed between creating its staging directory and putting its owner file
+    in (written whole, so it is there or not) leaves a directory nobody can judge: it goes
+    once it is as old as a torn lock may be."""
+    write_log(logdir, pa.table({"value": [b"a"]}), topic="t", num_partitions=1)
+    old = os.path.join(logdir, ".segmentlog-staging-20260101000000-0123456789ab")
+    fresh = os.path.join(logdir, ".segmentlog-staging-20260101000001-0123456789ac")
+    os.mkdir(old)
+    os.mkdir(fresh)
+    then = time.time() - TORN_LOCK_SECONDS - 5
+    os.utime(old, (then, then))
+    write_log(logdir, pa.table({"value": [b"b"]}), topic="t")
+    # the fresh one may belong to a write starting right now
+    assert sorted(os.listdir(logdir)) == [os.path.basename(fresh), "t-0"]
+
+
 # ------------------------------------------------------- partition numbers
 
 def _rows(topic, partitions):
