@@ -18,6 +18,28 @@ class CorruptLogError(SegmentLogError):
             where = f"{where} at byte {position}"
         super().__init__(f"{where}: {reason}")
 
+    @property
+    def remedy(self) -> Optional[str]:
+        """What a user can do about it, by the kind of file at fault."""
+        path = self.path or ""
+        if path.endswith((".index", ".timeindex")):
+            return ("move the damaged index file aside: segmentlog then reads the segment "
+                    "without it (as one split), and Kafka rebuilds it when it recovers the log")
+        if path.endswith(".txnindex"):
+            return ("copy the file again from another replica or a backup; without it "
+                    "read_committed cannot tell which transactions aborted")
+        return ("copy the segment again from another replica or a backup, or read only the "
+                "offsets before and after the damage (startingOffsets/endingOffsets or an "
+                "offset filter)")
+
+
+class SegmentShrankError(CorruptLogError):
+    """A segment file got shorter while it was read: nothing is damaged, it changed."""
+
+    @property
+    def remedy(self) -> Optional[str]:
+        return None  # the message says to read it again
+
 
 class UnsupportedFormatError(SegmentLogError):
     """Bytes that are valid Kafka but use something this library cannot decode here."""

@@ -13,6 +13,7 @@ from ..format.scan import ScanOptions
 from ..read.fragments import Fragment, scan_fragments
 from ..read.options import parse_read_options
 from ..read.planning import Constraints, group_fragments, plan_fragments
+from .errors import short_errors
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -110,10 +111,12 @@ class SegmentLogReader(DataSourceReader):
         self.constraints = Constraints()
         self.schema = schema
 
+    @short_errors
     def partitions(self) -> List[InputPartition]:
         fragments = plan_fragments(self.read_options, self.constraints)
         return [FragmentGroup(group) for group in group_fragments(fragments, self.read_options)]
 
+    @short_errors
     def read(self, partition) -> Iterator[pa.RecordBatch]:
         options = ScanOptions(
             verify_checksums=self.read_options.verify_checksums,
@@ -126,6 +129,7 @@ class SegmentLogReader(DataSourceReader):
 class SegmentLogPushdownReader(SegmentLogReader):
     """Reads with pushed filters (spark.sql.python.filterPushdown.enabled=true)."""
 
+    @short_errors
     def pushFilters(self, filters):
         for f in filters:
             if not apply_filter(self.constraints, f):

@@ -18,6 +18,7 @@ from ..read.stream import (
     LogStream, TriggerLimits, offsets_from_json, offsets_to_json, parse_stream_options,
 )
 from .reader import FragmentGroup
+from .errors import short_errors
 
 
 class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -43,6 +44,7 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         return state
 
     # ------------------------------------------------------------------ offsets
+    @short_errors
     def initialOffset(self) -> dict:
         return offsets_to_json(self.stream.initial_offsets())
 
@@ -69,23 +71,28 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
             limits.min_offsets = limit.min_rows
         return limits
 
+    @short_errors
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = offsets_from_json(start, "start offset")
         return offsets_to_json(self.stream.latest_offsets(begin, self._limits(limit)))
 
+    @short_errors
     def reportLatestOffset(self) -> Optional[dict]:
         latest = self.stream.latest
         return None if latest is None else offsets_to_json(latest)
 
+    @short_errors
     def prepareForTriggerAvailableNow(self) -> None:
         self.stream.prepare_available_now()
 
     # ----------------------------------------------------------------- planning
+    @short_errors
     def partitions(self, start: dict, end: dict) -> List[InputPartition]:
         groups = self.stream.plan(offsets_from_json(start, "start offset"),
                                   offsets_from_json(end, "end offset"))
         return [FragmentGroup(group) for group in groups]
 
+    @short_errors
     def read(self, partition) -> Iterator[pa.RecordBatch]:
         yield from scan_fragments(getattr(partition, "fragments", ()), self.scan_options)
 

@@ -15,6 +15,7 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMess
 from ..writer.errors import WriteError
 from ..writer.stream import StagedTask, StreamSink, read_query_id
 from .write import write_settings
+from .errors import short_errors
 
 # Options the sink reads beside the write options (Spark passes them lowercased).
 STREAM_OPTIONS = {"checkpointlocation"}
@@ -27,6 +28,7 @@ class SegmentLogStreamCommitMessage(WriterCommitMessage):
 
 
 class SegmentLogStreamWriter(DataSourceStreamArrowWriter):
+    @short_errors
     def __init__(self, options, schema, overwrite: bool):
         settings = write_settings(
             options, schema,
@@ -37,6 +39,7 @@ class SegmentLogStreamWriter(DataSourceStreamArrowWriter):
                                options=settings.options, layout=settings.layout,
                                under_jvm=True, checkpoint_location=checkpoint)
 
+    @short_errors
     def write(self, iterator: Iterator) -> SegmentLogStreamCommitMessage:
         from pyspark import TaskContext
 
@@ -50,10 +53,12 @@ class SegmentLogStreamWriter(DataSourceStreamArrowWriter):
         return SegmentLogStreamCommitMessage(self.sink.stage(
             int(batch), iterator, context.partitionId(), context.attemptNumber()))
 
+    @short_errors
     def commit(self, messages: List[Optional[SegmentLogStreamCommitMessage]],
                batchId: int) -> None:
         self.sink.commit(batchId, [m.staged if m is not None else None for m in messages])
 
+    @short_errors
     def abort(self, messages: List[Optional[SegmentLogStreamCommitMessage]],
               batchId: int) -> None:
         self.sink.abort(batchId)

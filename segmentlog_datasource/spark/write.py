@@ -16,6 +16,7 @@ from ..writer.input import InputLayout, check_column_names
 from ..writer.job import WriteJob
 from ..writer.options import WriteOptions
 from ..writer.task import TaskResult, TaskWriter
+from .errors import short_errors
 
 
 @dataclass
@@ -79,6 +80,7 @@ class SegmentLogSparkWriter(DataSourceArrowWriter):
                             topic=settings.topic, options=settings.options,
                             layout=settings.layout, under_jvm=True).start()
 
+    @short_errors
     def write(self, iterator: Iterator) -> SegmentLogCommitMessage:
         from pyspark import TaskContext
 
@@ -94,8 +96,10 @@ class SegmentLogSparkWriter(DataSourceArrowWriter):
             task.discard()
             raise
 
+    @short_errors
     def commit(self, messages: List[Optional[SegmentLogCommitMessage]]) -> None:
         self.job.commit([m.result for m in messages if m is not None])
 
+    @short_errors
     def abort(self, messages: List[Optional[SegmentLogCommitMessage]]) -> None:
         self.job.abort()
