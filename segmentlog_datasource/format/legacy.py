@@ -1,5 +1,6 @@
 """Magic-0/1 messages (Kafka before 0.11), including compressed wrapper messages."""
 import struct
+from typing import Optional
 
 from ..errors import CorruptLogError, UnsupportedFormatError
 from . import compression
@@ -13,9 +14,12 @@ from .layout import (
 
 def decode_legacy_message(view, pos: int, header: BatchHeader, sink, min_offset: int,
                           end_offset: int, verify: bool, path=None,
-                          max_inflated: int = compression.DEFAULT_MAX_INFLATED_BYTES) -> int:
+                          max_inflated: int = compression.DEFAULT_MAX_INFLATED_BYTES,
+                          lowest_offset: Optional[int] = None) -> int:
     """Decode one shallow magic-0/1 message, unwrapping compressed message sets (that
-    inflate to at most `max_inflated` bytes)."""
+    inflate to at most `max_inflated` bytes). A wrapper's messages must have increasing
+    offsets from `lowest_offset` (where the segment's offsets had reached) up to the
+    wrapper's own: its offset is outside the checksum and may be damaged."""
     message = view[pos + LEGACY_CRC_START : pos + header.size]  # from magic on
     key, value, timestamp = _legacy_fields(message, header.magic, path, header.position)
     codec = header.attributes & ATTR_COMPRESSION_MASK
@@ -84,9 +88,21 @@ def decode_legacy_message(view, pos: int, header: BatchHeader, sink, min_offset:
             )
     else:
         shift = 0
+    previous = lowest_offset - 1 if lowest_offset is not None else None
+    # A magic-1 wrapper's offset of 0 leaves the inner offsets absolute, with no bound.
+    highest = header.last_offset if header.magic == 0 or header.last_offset else MAX_OFFSET
     kept = 0
     for inner_offset, its, ikey, ivalue in messages:
         offset = inner_offset + shift
+        if (previous is not None and offset <= previous) or offset > highest:
+            reached = ("the wrapper's offset" if offset > highest else
+                       f"{previous + 1}, where the offsets had reached")
+            raise CorruptLogError(
+                path, header.position,
+                f"message offset {offset} inside the wrapper at offset {header.last_offset} "
+                f"is out of order (must increase, up to the wrapper's offset; "
+                f"compared with {reached})")
+        previous = offset
         if header.magic == 1 and ts_type == LOG_APPEND_TIME:
             its = timestamp
         if min_offset <= offset < end_offset:

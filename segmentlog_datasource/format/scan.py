@@ -12,7 +12,7 @@ from typing import Dict, Iterable, Iterator, List, Optional
 
 import pyarrow as pa
 
-from ..errors import CorruptLogError
+from ..errors import CorruptLogError, SegmentShrankError
 from .compression import DEFAULT_MAX_INFLATED_BYTES
 from .crc import crc32c
 from .entries import (BatchHeader, check_offset_order, ends_data, read_entry_header,
@@ -79,7 +79,7 @@ class _MappedLog:
     def check(self) -> None:
         actual = os.fstat(self._file.fileno()).st_size
         if actual < self.size:
-            raise CorruptLogError(
+            raise SegmentShrankError(
                 self.path, actual,
                 f"segment shrank from {self.size} to {actual} bytes while being read "
                 "(retention or a truncating broker); read it again")
@@ -217,6 +217,7 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
                 break
             pos += header.size
             check_offset_order(header, accumulator.next_offset, path)
+            lowest_offset = accumulator.next_offset
             accumulator.next_offset = min(header.last_offset + 1, MAX_OFFSET)
             # Before any decision is taken from the header. A mismatch in the active
             # segment's last entry ends its data, as Kafka's recovery does.
@@ -240,7 +241,8 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
                                          end_offset, path)
             else:
                 decode_legacy_message(view, header.position, header, accumulator, min_offset,
-                                      end_offset, verify, path, options.max_batch_inflated_bytes)
+                                      end_offset, verify, path, options.max_batch_inflated_bytes,
+                                      lowest_offset)
             if len(accumulator) >= options.max_batch_rows or \
                     accumulator.payload_bytes >= options.max_batch_bytes:
                 yield accumulator.take(topic, partition)

@@ -407,6 +407,45 @@ def test_an_indexed_batch_moved_past_its_index_entry_is_an_error(kafka_logdir_co
     assert f"past offset {indexed_offset}" in errors[0].reason
 
 
+@FAST
+def test_a_rolled_segments_last_batch_moved_into_the_next_segment_fails_planning(
+        kafka_logdir_copy, use_fast_path):
+    # Found by the fuzz test: nothing follows a rolled segment's last batch inside its
+    # segment, and its base offset is outside the checksum; the next segment's base
+    # offset bounds it.
+    name = "codec-snappy-0"
+    manifest = load_manifest(kafka_logdir_copy, name)
+    segment, following = manifest["segments"][0], manifest["segments"][1]
+    batch = segment["batches"][-1]
+    moved = following["base_offset"] - (batch["last_offset"] - batch["base_offset"])
+    assert moved > batch["base_offset"]
+    path = segment_path(kafka_logdir_copy, name, segment["base_offset"])
+    poke(path, batch["position"] + BASE_OFFSET, struct.pack(">q", moved))
+    with pytest.raises(CorruptLogError, match="runs into the next segment") as error:
+        plan_fragments(parse_read_options({"path": kafka_logdir_copy, "subscribe": "codec-snappy"}),
+                       Constraints())
+    assert_corrupt_at(error, path, batch["position"])
+    with pytest.raises(CorruptLogError, match="runs into the next segment"):
+        read_rows(kafka_logdir_copy, use_fast_path, subscribe="codec-snappy")
+
+
+def test_a_legacy_wrapper_whose_messages_go_back_is_an_error(kafka_logdir_copy):
+    # Found by the fuzz test: a magic-0 message's offset is outside its checksum; moved
+    # onto the first offset of the compressed wrapper after it, that wrapper's messages
+    # (offsets inside it, also unchecked by the wrapper's offset) repeat it.
+    name = "legacy-v0-0"
+    manifest = load_manifest(kafka_logdir_copy, name)
+    segment = manifest["segments"][0]
+    first, wrapper = segment["batches"][0], segment["batches"][1]
+    assert first["compression"] == "none" and wrapper["compression"] != "none"
+    path = segment_path(kafka_logdir_copy, name, segment["base_offset"])
+    poke(path, first["position"] + BASE_OFFSET, struct.pack(">q", wrapper["base_offset"]))
+    for use_fast_path in (True, False):
+        with pytest.raises(CorruptLogError, match="out of order") as error:
+            read_rows(kafka_logdir_copy, use_fast_path, subscribe="legacy-v0")
+        assert_corrupt_at(error, path, wrapper["position"])
+
+
 # ------------------------------------------------------------- item: decompression bombs
 BOMB_CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 BOMB_BYTES = 16 << 20
