@@ -125,6 +125,11 @@ class Segment:
             self._valid_ends[verify] = end
         return self._valid_ends[verify]
 
+    def found_valid_end(self, verify: bool, position: int) -> None:
+        """Record where a walk of every header under the same rule (a streaming tail scan)
+        found the valid data to end, so that valid_end need not walk them again."""
+        self._valid_ends[verify] = position
+
     def last_entry(self, allow_torn_tail: bool = False, verify: bool = False
                    ) -> Optional[BatchHeader]:
         """The last complete entry, None when there is none; the log end offset is its

@@ -232,6 +232,10 @@ class LogStream:
                 tail = self._tails[log.topic_partition] = _TailScan(self.read.read_committed,
                                                                   self.read.verify_checksums)
             end, available = tail.advance(log)
+            if log.segments and tail.segment_base == log.segments[-1].base_offset:
+                # The tail scan has walked the active segment to where its data ends:
+                # planning this trigger's micro-batch need not walk it again.
+                log.segments[-1].found_valid_end(tail.verify, tail.position)
             views[log.topic_partition] = PartitionView(log, end, available)
         for tp in list(self._tails):
             if tp not in views:

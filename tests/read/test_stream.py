@@ -454,3 +454,34 @@ def test_the_tail_scan_follows_appends_rolls_and_a_rewritten_log(tmp_path, isola
     append(logdir, "u", 0, 3)
     os.rename(os.path.join(logdir, "u-0"), os.path.join(logdir, "t-1"))
     assert s.partitions_now()[("t", 1)].end == 3
+
+
+def test_planning_a_trigger_reuses_the_tail_scans_end_of_the_active_segment(
+        tmp_path, monkeypatch):
+    # Finding where the active segment's data ends walks all its headers; each trigger's
+    # tail scan has just walked the new ones, so planning must not walk them all again.
+    from segmentlog_datasource.format.log import Segment
+
+    logdir = str(tmp_path)
+    append(logdir, "t", 0, 2000, batch_size=512, index_interval_bytes=1024)
+    s = stream(logdir)
+    start = s.initial_offsets()
+    walks = []
+    original = Segment.valid_end
+
+    def counting(self, verify=False):
+        if verify not in self._valid_ends:
+            walks.append(self.log_path)
+        return original(self, verify)
+
+    monkeypatch.setattr(Segment, "valid_end", counting)
+    offsets = []
+    for _ in range(3):
+        end = s.latest_offsets(start, TriggerLimits(max_offsets=700))
+        offsets.extend(o for _, _, o in delivered(s, start, end))
+        start = end
+    append(logdir, "t", 0, 100, batch_size=512, index_interval_bytes=1024)
+    end = s.latest_offsets(start, None)
+    offsets.extend(o for _, _, o in delivered(s, start, end))
+    assert offsets == list(range(2100))
+    assert walks == []
