@@ -724,8 +724,8 @@ def undetectable_variants(part: Partition, edits: List[dict], damaged: Dict[str,
                     above = in_segment[k + 1].info["base_offset"]
                 elif segment + 1 < len(part.segment_files):
                     above = part.manifest["segments"][segment + 1]["base_offset"]
-                else:
-                    above = 1 << 63
+                else:  # nothing follows: any forward move (even past 2^63 - 1) is unseen
+                    above = float("inf")
                 if shift and below < info["base_offset"] + shift and \
                         info["last_offset"] + shift < above:
                     variants.append((f"offset field moved by {shift} within its gap",
