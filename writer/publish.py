@@ -229,9 +229,17 @@ def publish(actions: List[PublishAction], staging_dir: str, logdir: str, job_id:
             _mark_rollback(staging_dir)
             for step in reversed(relative[:done + 1]):  # the failed step may be half done
                 runner.backward(step)
-        except BaseException:
+        except BaseException as undo_error:
             os.close(fd)  # the journal stays: the next recovery rolls back the rest
-            raise
+            if not isinstance(exc, Exception) or not isinstance(undo_error, Exception):
+                raise
+            # (moving a file back can need room too: a directory block on ext4)
+            raise WriteError(
+                f"publishing into {logdir} failed ({exc}), and undoing the renames done so "
+                f"far failed too ({undo_error}). The journal {os.path.join(staging_dir, JOURNAL)} "
+                f"stays: aborting the write undoes the rest, and so does the next write in "
+                f"{logdir} once this process is gone"
+            ) from undo_error
         _finish_journal(staging_dir, fd)
         raise_out_of_space(exc, logdir, "publishing into")  # undone: the log is as it was
         raise
