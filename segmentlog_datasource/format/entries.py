@@ -10,7 +10,7 @@ from ..errors import CorruptLogError
 from .crc import crc32, crc32c
 from .layout import (
     ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE,
-    ATTR_TRANSACTIONAL, CREATE_TIME, ENTRY_PREFIX, ENTRY_PREFIX_SIZE, LEGACY_ATTRIBUTES,
+    ATTR_TRANSACTIONAL, CREATE_TIME, INT64_MAX, ENTRY_PREFIX, ENTRY_PREFIX_SIZE, LEGACY_ATTRIBUTES,
     LEGACY_CRC_START, LEGACY_TIMESTAMP, LOG_APPEND_TIME, LOG_OVERHEAD, MIN_LEGACY_MESSAGE_SIZE,
     NO_TIMESTAMP_TYPE, V1_TIMESTAMP, V2_CRC_START, V2_HEADER, V2_HEADER_SIZE,
 )
@@ -180,7 +180,13 @@ def verify_checksum(view, pos: int, header: BatchHeader, path=None,
 
 def check_offset_order(header: BatchHeader, next_offset: int, path) -> None:
     """Offsets of a segment's entries increase and start at its base offset; an entry
-    below `next_offset` (the base offset, or one past the previous entry) is damage."""
+    below `next_offset` (the base offset, or one past the previous entry), or one whose
+    offsets pass Kafka's largest (2^63 - 1), is damage."""
+    if header.last_offset > INT64_MAX:
+        raise CorruptLogError(
+            path, header.position,
+            f"entry offsets {header.base_offset}..{header.last_offset} pass the largest "
+            f"offset, {INT64_MAX}")
     if header.base_offset < next_offset:
         raise CorruptLogError(
             path, header.position,

@@ -111,10 +111,12 @@ def decode_legacy_message(view, pos: int, header: BatchHeader, sink, min_offset:
     return kept
 
 
-def legacy_first_offset(view, pos: int, header: BatchHeader, path=None) -> int:
+def legacy_first_offset(view, pos: int, header: BatchHeader, path=None,
+                        max_inflated: int = compression.DEFAULT_MAX_INFLATED_BYTES) -> int:
     """First inner offset of a compressed legacy wrapper (decompresses it)."""
     counter = _FirstOffset()
-    decode_legacy_message(view, pos, header, counter, -MAX_OFFSET - 1, MAX_OFFSET + 1, False, path)
+    decode_legacy_message(view, pos, header, counter, -MAX_OFFSET - 1, MAX_OFFSET + 1, False,
+                          path, max_inflated)
     return counter.first if counter.first is not None else header.base_offset
 
 

@@ -7,8 +7,8 @@ aborted transactional batches, and keeps the records inside an offset range.
 import bisect
 import mmap
 import os
-from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Optional
+from dataclasses import dataclass, replace
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import pyarrow as pa
 
@@ -20,7 +20,7 @@ from .entries import (BatchHeader, check_offset_order, ends_data, read_entry_hea
 from .fastpath import RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH, make_accumulator
 from .indexes import AbortedTransaction
 from .layout import MAX_OFFSET
-from .legacy import decode_legacy_message
+from .legacy import decode_legacy_message, legacy_first_offset
 from .v2 import batch_records_payload, decode_v2_records
 
 
@@ -168,7 +168,8 @@ class SegmentRange:
     # What the offset index tells of the entries around the range, so that offsets are
     # checked to increase across range boundaries too (planning fills them in):
     min_entry_offset: Optional[int] = None  # no entry of the range starts below it
-    start_entry_last_offset: Optional[int] = None  # the index entry at start_position
+    # (offset, entry number) of the offset index entry at start_position, if any
+    start_index_entry: Optional[Tuple[int, int]] = None
     entry_follows: bool = False  # a valid entry starts at end_position
 
     @property
@@ -194,9 +195,10 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
     with _MappedLog(path, size) as mapped:
         view = mapped.view
         pos = segment_range.start_position
-        if segment_range.start_entry_last_offset is not None and pos < end_position:
-            _check_indexed_entry(view, pos, size, path, segment_range.start_entry_last_offset)
-        reached_end = False
+        if segment_range.start_index_entry is not None and pos < end_position:
+            _check_indexed_entry(view, pos, size, path, segment_range.start_index_entry,
+                                 verify)
+        stopped_at = None  # where the scan stopped before its range ended, or the end
         while pos < end_position:
             mapped.check()  # after every yield too: the file may have shrunk meanwhile
             # The accumulator walks runs of plain batches itself and stops at entries
@@ -207,8 +209,17 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
                 transactions is not None)
             if state & RUN_FLUSH:
                 yield accumulator.take(topic, partition)
-            if state & (RUN_DONE | RUN_END):
-                reached_end = not state & RUN_DONE
+            if state & RUN_DONE:
+                if accumulator.next_offset < end_offset:
+                    # The run stopped at the entry at `pos` (verified), which starts at or
+                    # past the end of the offset range; otherwise it read one that reaches it.
+                    done = read_entry_header(view, pos, pos, path, remaining=size - pos)
+                    accumulator.next_offset = min(done.last_offset + 1, MAX_OFFSET)
+                    pos = done.end_position
+                stopped_at = pos
+                break
+            if state & RUN_END:
+                stopped_at = pos
                 break
             if state != RUN_ENTRY_FOR_PYTHON:
                 continue
@@ -228,6 +239,7 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
             if header.last_offset < min_offset:
                 continue
             if header.magic == 2 and header.base_offset >= end_offset:
+                stopped_at = pos
                 break
             if header.magic == 2:
                 if header.is_control or not header.record_count:
@@ -247,39 +259,63 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
                     accumulator.payload_bytes >= options.max_batch_bytes:
                 yield accumulator.take(topic, partition)
             if header.last_offset >= end_offset - 1:
+                stopped_at = pos
                 break
         else:
-            reached_end = True
-        if reached_end and segment_range.entry_follows and end_position < size:
+            stopped_at = pos
+        # The entry after the last one read holds higher offsets: its base offset is outside
+        # the checksum, and a moved one would hide the rows of the entries it skipped. It is
+        # known to be an entry when it starts inside the range, or where another range does.
+        if stopped_at is not None and stopped_at < size and (
+                stopped_at < end_position or
+                (stopped_at == end_position and segment_range.entry_follows)):
             mapped.check()
-            _check_next_entry(view, end_position, size, path, accumulator.next_offset)
+            _check_next_entry(view, stopped_at, size, path, accumulator.next_offset,
+                              options.max_batch_inflated_bytes)
     if len(accumulator):
         yield accumulator.take(topic, partition)
 
 
-def _check_indexed_entry(view, pos: int, size: int, path, indexed_offset: int) -> None:
-    """The entry at an offset index position holds no offset past the index entry's, which
-    is the last offset of the append starting there."""
+def _check_indexed_entry(view, pos: int, size: int, path, index_entry: Tuple[int, int],
+                         verify: bool) -> None:
+    """An offset index entry points at a whole, valid entry (planning starts no range at
+    or past the end of the data), which holds no offset past the index entry's: that is
+    the last offset of the append starting there."""
+    indexed_offset, number = index_entry
+    index_path = path[:-len(".log")] + ".index" if path.endswith(".log") else path
     try:
         header = read_entry_header(view, pos, pos, path, remaining=size - pos)
-    except CorruptLogError:
-        return  # the scan reports it, or ends the active segment's data there
-    if header is not None and header.last_offset > indexed_offset:
+        if header is None:
+            raise CorruptLogError(path, pos, "the entry is torn or zero-filled")
+    except CorruptLogError as damage:
+        raise CorruptLogError(
+            index_path, number * 8,
+            f"offset index entry {number} (offset {indexed_offset}, position {pos}) does "
+            f"not point at an entry of {os.path.basename(path)}: {damage.reason}"
+        ) from None
+    if verify:
+        verify_checksum(view, pos, header, path)  # not the active segment's end: see above
+    if header.last_offset > indexed_offset:
         raise CorruptLogError(
             path, pos,
             f"entry with offsets {header.base_offset}..{header.last_offset} is past "
             f"offset {indexed_offset}, which the offset index gives for this position")
 
 
-def _check_next_entry(view, pos: int, size: int, path, next_offset: int) -> None:
-    """The entry just past a range starts above the range's last offset: another range
-    reads it, and offsets increase across range boundaries too."""
+def _check_next_entry(view, pos: int, size: int, path, next_offset: int,
+                      max_inflated: int) -> None:
+    """The entry at `pos` (after a range's last entry read) starts at `next_offset` or
+    later; a compressed legacy wrapper is opened for its first offset."""
     try:
         header = read_entry_header(view, pos, pos, path, remaining=size - pos)
+        if header is None:
+            return
+        if header.magic < 2 and header.compression:
+            first = legacy_first_offset(view, pos, header, path, max_inflated)
+            header = replace(header, base_offset=first)
     except CorruptLogError:
         return  # the range that starts there reports it
-    if header is not None:
-        check_offset_order(header, next_offset, path)
+    check_offset_order(header, next_offset, path)
 
 
 def first_offset_at_or_after_time(log, segment, timestamp: int) -> Optional[int]:

@@ -359,7 +359,7 @@ def _entry_bounds(segment: Segment, position: int) -> dict:
     indexed = at < len(index) and index.positions[at] == position
     return {
         "min_entry_offset": index.offsets[at - 1] + 1 if at else segment.base_offset,
-        "start_entry_last_offset": index.offsets[at] if indexed else None,
+        "start_index_entry": (index.offsets[at], at) if indexed else None,
     }
 
 

@@ -4,6 +4,7 @@ and byte position, or (where noted) the rows Kafka's reader gives.
 The damage is done to copies of the Kafka-written fixtures (kafka_logdir_copy) at named
 byte positions; expected rows and batch positions come from the fixtures' manifests.
 """
+import json
 import os
 import struct
 
@@ -444,6 +445,85 @@ def test_a_legacy_wrapper_whose_messages_go_back_is_an_error(kafka_logdir_copy):
         with pytest.raises(CorruptLogError, match="out of order") as error:
             read_rows(kafka_logdir_copy, use_fast_path, subscribe="legacy-v0")
         assert_corrupt_at(error, path, wrapper["position"])
+
+
+def index_entry_file(logdir, name, base_offset):
+    return segment_path(logdir, name, base_offset)[:-len(".log")] + ".index"
+
+
+@FAST
+def test_an_index_entry_off_a_batch_boundary_in_the_active_segment_is_an_error(
+        kafka_logdir_copy, use_fast_path):
+    # Found by the fuzz test: the split starting at such an entry took the bytes there for
+    # the active segment's torn end and returned nothing more, without an error.
+    name = "compacted-0"
+    manifest = load_manifest(kafka_logdir_copy, name)
+    segment = manifest["segments"][-1]
+    inside = segment["batches"][0]["position"] + 300
+    assert not any(b["position"] == inside for b in segment["batches"])
+    index = index_entry_file(kafka_logdir_copy, name, segment["base_offset"])
+    assert os.path.getsize(index) == 0 or not any(open(index, "rb").read())
+    with open(index, "wb") as handle:  # one entry: (relative offset 0, position 300)
+        handle.write(struct.pack(">ii", 0, inside))
+    with pytest.raises(CorruptLogError, match="does not point at an entry") as error:
+        read_rows(kafka_logdir_copy, use_fast_path, subscribe="compacted")
+    assert error.value.path == index and error.value.position == 0
+
+
+@FAST
+def test_a_range_read_checks_the_batch_after_the_one_it_stops_at(kafka_logdir_copy,
+                                                                  use_fast_path):
+    # Found by the fuzz test: a batch whose base offset (outside the checksum) was moved
+    # past the range's end stopped the read, hiding the rows of the batches after it.
+    name = "logappend-0"
+    manifest = load_manifest(kafka_logdir_copy, name)
+    segment = manifest["segments"][0]
+    assert len(manifest["segments"]) > 1
+    batch, after = segment["batches"][1], segment["batches"][2]
+    path = segment_path(kafka_logdir_copy, name, segment["base_offset"])
+    poke(path, batch["position"] + BASE_OFFSET, struct.pack(">q", after["last_offset"] + 100))
+    ending = after["last_offset"] + 1
+    with pytest.raises(CorruptLogError, match="offsets must increase") as error:
+        read_rows(kafka_logdir_copy, use_fast_path, subscribe="logappend",
+                  startingOffsets=json.dumps({"logappend": {"0": batch["base_offset"]}}),
+                  endingOffsets=json.dumps({"logappend": {"0": ending}}))
+    assert_corrupt_at(error, path, after["position"])
+
+
+def test_a_legacy_wrapper_moved_forward_is_seen_by_a_range_read_that_ends_in_it(
+        kafka_logdir_copy):
+    # Found by the fuzz test: a magic-1 wrapper's offset moved forward by one shifts its
+    # messages' offsets; a range ending in it returned a wrong record.
+    name = "legacy-v1-0"
+    manifest = load_manifest(kafka_logdir_copy, name)
+    segment, wrapper, after = next(
+        (s, b, s["batches"][i + 1]) for s in manifest["segments"]
+        for i, b in enumerate(s["batches"][:-1])
+        if b["compression"] != "none" and s["batches"][i + 1]["compression"] != "none")
+    path = segment_path(kafka_logdir_copy, name, segment["base_offset"])
+    moved = wrapper["last_offset"] + 1
+    poke(path, wrapper["position"] + BASE_OFFSET, struct.pack(">q", moved))
+    for use_fast_path in (True, False):
+        with pytest.raises(CorruptLogError, match="offsets must increase") as error:
+            read_rows(kafka_logdir_copy, use_fast_path, subscribe="legacy-v1",
+                      startingOffsets=json.dumps({"legacy-v1": {"0": moved}}),
+                      endingOffsets=json.dumps({"legacy-v1": {"0": moved + 1}}))
+        assert_corrupt_at(error, path, after["position"])
+
+
+@FAST
+def test_offsets_past_the_largest_offset_are_an_error(kafka_logdir_copy, use_fast_path):
+    # Found by the fuzz test: the batch's records were dropped without an error.
+    name = "compacted-0"
+    manifest = load_manifest(kafka_logdir_copy, name)
+    segment = manifest["segments"][-1]
+    batch = segment["batches"][0]
+    assert batch["last_offset"] > batch["base_offset"]
+    path = segment_path(kafka_logdir_copy, name, segment["base_offset"])
+    poke(path, batch["position"] + BASE_OFFSET, struct.pack(">q", 2**63 - 1))
+    with pytest.raises(CorruptLogError, match="pass the largest offset") as error:
+        read_rows(kafka_logdir_copy, use_fast_path, subscribe="compacted")
+    assert_corrupt_at(error, path, batch["position"])
 
 
 # ------------------------------------------------------------- item: decompression bombs
