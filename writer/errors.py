@@ -39,27 +39,32 @@ SPACE_ERRNOS = frozenset(
 )
 
 
+ABANDONED = "the write was abandoned and the log dir was left as it was"
+
+
 class OutOfSpaceError(WriteError, OSError):
     """A write ran out of space (ENOSPC, EDQUOT, or EFBIG from a file size limit) and was
-    abandoned; the log dir is left as it was.
+    abandoned; the log dir is left as it was (unless `outcome` says otherwise).
 
     An OSError: `errno`, `strerror` and `filename` (the file being written) are those of
     the original error, which is also its `__cause__`.
     """
 
-    def __init__(self, code, strerror, filename, action: str = "writing"):
+    def __init__(self, code, strerror, filename, action: str = "writing",
+                 outcome: str = ABANDONED):
         OSError.__init__(self, code, strerror or os.strerror(code), filename)
         self.action = action
+        self.outcome = outcome
 
     def __str__(self) -> str:
         reason = self.strerror or os.strerror(self.errno)
         reason = reason[:1].lower() + reason[1:]
-        return (f"{reason} while {self.action} {self.filename}: the write was abandoned and "
-                f"the log dir was left as it was; free space on that filesystem (or raise "
-                f"the quota or file size limit) and retry the write")
+        return (f"{reason} while {self.action} {self.filename}: {self.outcome}; free space "
+                f"on that filesystem (or raise the quota or file size limit) and retry")
 
 
-def raise_out_of_space(exc: BaseException, path: str, action: str = "writing") -> None:
+def raise_out_of_space(exc: BaseException, path: str, action: str = "writing",
+                       outcome: str = ABANDONED) -> None:
     """Raise `exc` as an OutOfSpaceError about `path` (its cause: `exc`) if it is a space
     error not converted yet; otherwise return, for the caller to re-raise `exc`:
 
@@ -69,4 +74,4 @@ def raise_out_of_space(exc: BaseException, path: str, action: str = "writing") -
     """
     if isinstance(exc, OSError) and not isinstance(exc, OutOfSpaceError) and \
             exc.errno in SPACE_ERRNOS:
-        raise OutOfSpaceError(exc.errno, exc.strerror, path, action) from exc
+        raise OutOfSpaceError(exc.errno, exc.strerror, path, action, outcome) from exc

@@ -42,7 +42,9 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import InvalidOptionError
 
-from .errors import ConcurrentWriteError, SinkStateError, WriteError
+from .errors import (
+    ABANDONED, ConcurrentWriteError, SinkStateError, WriteError, raise_out_of_space,
+)
 from .fsops import remove_staging
 from .input import InputLayout
 from .job import CommitSummary, WriteJob
@@ -233,9 +235,17 @@ class StreamSink:
         owner = os.path.join(staging, OWNER_FILE)
         if not os.path.exists(owner):
             temporary = f"{owner}.tmp-{uuid.uuid4().hex[:8]}"
-            with open(temporary, "w") as handle:
-                json.dump(dict(self.owner, job=job_id), handle)
-            os.replace(temporary, owner)
+            try:
+                with open(temporary, "w") as handle:
+                    json.dump(dict(self.owner, job=job_id), handle)
+                os.replace(temporary, owner)
+            except OSError as exc:
+                try:
+                    os.unlink(temporary)
+                except FileNotFoundError:
+                    pass
+                raise_out_of_space(exc, owner)
+                raise
         spec = TaskSpec(job_id, self.logdir, staging, "append", self.options, self.topic,
                         list_topics(self.logdir), int(time.time() * 1000), self.layout)
         return TaskWriter(spec, task_index, attempt)
@@ -314,7 +324,10 @@ class StreamSink:
             record.committed_batch = batch_id
             record.last_commit = {"batch": batch_id, "partitions": record.pending["partitions"]}
             record.pending = None
-            self._store(record)
+            self._store(record, outcome=(
+                f"micro-batch {batch_id} of query {self.query_id} was published, but the "
+                f"sink's record still has it pending: the next commit finds it published and "
+                f"records it, without writing it again"))
 
         try:
             job.start()
@@ -397,10 +410,14 @@ class StreamSink:
                 f"way (is the query running twice from one checkpoint?): {exc}"
             ) from None
 
-    def _store(self, record: SinkRecord) -> None:
+    def _store(self, record: SinkRecord, outcome: str = ABANDONED) -> None:
         extra = {"checkpoint_location": self.checkpoint_location} \
             if self.checkpoint_location else None
-        record.store(self.record_path, extra)
+        try:
+            record.store(self.record_path, extra)
+        except OSError as exc:
+            raise_out_of_space(exc, self.record_path, outcome=outcome)
+            raise
 
     def _staging_batches(self) -> List[Tuple[int, str]]:
         prefix = f"{STAGING_PREFIX}stream-{self.query_id}-"

@@ -27,7 +27,6 @@ import textwrap
 from dataclasses import dataclass
 from typing import Optional
 
-import pyarrow as pa
 import pytest
 
 from segmentlog_datasource.writer import write_log
@@ -164,7 +163,8 @@ def small_fs(tmp_path):
 
 WORKER = ROWS + """
 import json, resource, signal, sys, traceback
-from segmentlog_datasource.writer import write_log
+from segmentlog_datasource.writer import WriteOptions, write_log
+from segmentlog_datasource.writer.stream import StreamSink
 
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past RLIMIT_FSIZE: EFBIG, not death
 hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
@@ -173,8 +173,14 @@ for line in sys.stdin:
     limit = request["file_size_limit"]
     resource.setrlimit(resource.RLIMIT_FSIZE, (hard if limit is None else limit, hard))
     try:
-        summary = write_log(request["logdir"], job_rows(), topic="t", **request["options"])
-        reply = {"ok": True, "records": summary.records}
+        if request.get("stream"):  # micro-batch 0 of query q1, staged and committed
+            sink = StreamSink(request["logdir"], "q1", topic="t",
+                              options=WriteOptions(**request["options"]))
+            outcome = sink.commit(0, [sink.stage(0, [job_rows()])])
+            reply = {"ok": True, "status": outcome.status}
+        else:
+            summary = write_log(request["logdir"], job_rows(), topic="t", **request["options"])
+            reply = {"ok": True, "records": summary.records}
     except Exception as exc:
         reply = {"ok": False, "type": type(exc).__name__, "oserror": isinstance(exc, OSError),
                  "errno": getattr(exc, "errno", None), "filename": getattr(exc, "filename", None),
@@ -197,9 +203,9 @@ class WriterProcess:
                                         env=env, text=True)
 
     def write(self, logdir: str, file_size_limit: Optional[int] = None,
-              options: Optional[dict] = None) -> dict:
+              options: Optional[dict] = None, stream: bool = False) -> dict:
         request = {"logdir": logdir, "file_size_limit": file_size_limit,
-                   "options": options or JOB_OPTIONS}
+                   "options": options or JOB_OPTIONS, "stream": stream}
         self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
         line = self.process.stdout.readline()
@@ -367,6 +373,59 @@ def test_a_write_fails_cleanly_whichever_inode_runs_out(small_fs, writer_process
     assert stages["journal"] == [max(k for ks in stages.values() for k in ks)], stages
     assert set(stages) == {"lock", "owner", "staged batches", "publish directories", "index",
                            "timeindex", "log", "journal"}, stages
+
+
+# ---------------------------------------------------------------- streaming sink
+
+def test_a_full_disk_never_loses_or_doubles_a_micro_batch(small_fs, writer_process):
+    """A streaming sink's micro-batch against every k: committed, or failed with
+    OutOfSpaceError saying whether it was published; then, with room again, the query
+    commits the batch again and the log holds it exactly once.
+
+    (Recording the batch as committed, after publishing, needs no more room than the
+    journal it follows just freed, so on tmpfs every failure comes before publishing.)"""
+    from support.stream_sink import leftovers, sink_records, tree_bytes
+
+    if small_fs.kind == "rlimit":
+        pytest.fail("no tmpfs could be mounted here (neither directly nor in a user "
+                    "namespace)")
+    logdir = os.path.join(small_fs.root, "log")
+    published_at, abandoned_at = [], []
+    k = 0
+    while True:
+        small_fs.free_filler()
+        seed(logdir)
+        before = tree_bytes(logdir)  # the partitions (dot-names aside)
+        small_fs.fill_bytes(k)
+        reply = writer_process.write(logdir, stream=True)
+        if reply["ok"]:
+            assert reply["status"] == "committed"
+            assert values_by_partition(logdir) == expected_after_job()
+            break
+        assert reply["type"] == "OutOfSpaceError" and reply["errno"] == errno.ENOSPC, \
+            (reply["message"], reply["where"])
+        assert reply["filename"].startswith(logdir + os.sep), reply
+        assert "\n" not in reply["message"] and "free space" in reply["message"]
+        if "was published, but the sink's record still has it pending" in reply["message"]:
+            published_at.append(k)
+            assert reply["filename"] == os.path.join(logdir, ".segmentlog-sink-q1.json")
+            assert values_by_partition(logdir) == expected_after_job()
+        else:
+            abandoned_at.append(k)
+            assert "the log dir was left as it was" in reply["message"], reply
+            assert tree_bytes(logdir) == before
+        small_fs.free_filler()
+        reply = writer_process.write(logdir, stream=True)  # the query runs the batch again
+        assert reply["ok"] and reply["status"] == ("replay" if published_at[-1:] == [k]
+                                                   else "committed"), (k, reply)
+        assert values_by_partition(logdir) == expected_after_job()  # exactly once
+        record = sink_records(logdir)["q1"]
+        assert record["committed_batch"] == 0 and record["pending"] is None
+        assert leftovers(logdir) == []
+        k += PAGE
+        assert k < 300 * PAGE
+    assert len(abandoned_at) > 10, (abandoned_at, published_at)
+    assert not published_at or max(abandoned_at) < min(published_at)
 
 
 # ------------------------------------------------------------------- the renames
