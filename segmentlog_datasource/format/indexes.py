@@ -13,7 +13,7 @@ it must be zeros.
 import bisect
 import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from ..errors import CorruptLogError
@@ -209,9 +209,12 @@ class TimeIndex:
 class AbortedTransaction:
     producer_id: int
     first_offset: int
-    last_offset: int
+    last_offset: int  # of the transaction's ABORT marker
     last_stable_offset: int
     version: int = 0
+    # where the entry was read from: the .txnindex file and byte
+    path: Optional[str] = field(default=None, compare=False)
+    position: Optional[int] = field(default=None, compare=False)
 
 
 def read_transaction_index(path) -> List[AbortedTransaction]:
@@ -235,5 +238,5 @@ def parse_transaction_index(data: bytes, path=None) -> List[AbortedTransaction]:
             raise CorruptLogError(
                 path, pos, f"aborted transaction ends at {last} before it begins at {first}"
             )
-        entries.append(AbortedTransaction(pid, first, last, lso, version))
+        entries.append(AbortedTransaction(pid, first, last, lso, version, path, pos))
     return entries

@@ -259,6 +259,51 @@ class PartitionLog:
             aborted.extend(segment.aborted_transactions())
         return aborted
 
+    def check_abort_marker(self, aborted: AbortedTransaction, end_offset: int) -> None:
+        """An aborted transaction entry ends at its producer's transaction marker: Kafka
+        writes the entry, in the marker's segment, when it appends the marker. A damaged
+        producer id or last offset would hide other records from read_committed. Entries
+        of a marker at or past `end_offset` (one a live broker appended since the log was
+        sized) are right while the data read holds no marker of that producer's after the
+        entry's first offset."""
+        last = aborted.last_offset
+        if last < self.start_offset:
+            return
+        if last >= end_offset:
+            for header in self._headers_from(max(aborted.first_offset, self.start_offset)):
+                if header.base_offset >= end_offset:
+                    return
+                if header.is_control and header.producer_id == aborted.producer_id and \
+                        header.base_offset >= aborted.first_offset:
+                    raise CorruptLogError(
+                        aborted.path, aborted.position,
+                        f"aborted transaction entry (producer {aborted.producer_id}, offsets "
+                        f"{aborted.first_offset}..{last}) ends past the log's end, but that "
+                        f"transaction ends with the marker at offset {header.base_offset} in "
+                        f"{self.directory}")
+            return
+        segment = self.segments[self.segment_index_for(last)]
+        position = segment.offset_index.lookup(last)[1]
+        for header in segment.iter_headers(position, allow_torn_tail=self.is_last(segment)):
+            if header.last_offset < last:
+                continue
+            if header.base_offset == last and header.is_control and \
+                    header.producer_id == aborted.producer_id:
+                return
+            break
+        raise CorruptLogError(
+            aborted.path, aborted.position,
+            f"aborted transaction entry (producer {aborted.producer_id}, offsets "
+            f"{aborted.first_offset}..{last}) has no transaction marker of that producer at "
+            f"offset {last} in {self.directory}")
+
+    def _headers_from(self, offset: int) -> Iterator[BatchHeader]:
+        """Headers of the entries from the one holding `offset` to the end of the log."""
+        first = self.segment_index_for(offset)
+        for number, segment in enumerate(self.segments[first:], first):
+            position = segment.offset_index.lookup(offset)[1] if number == first else 0
+            yield from segment.iter_headers(position, allow_torn_tail=self.is_last(segment))
+
     def last_stable_offset(self, verify: bool = False) -> int:
         """First offset of the earliest transaction still open at the end of the log.
 

@@ -39,15 +39,28 @@ class TransactionFilter:
 
     def __init__(self, aborted: Iterable[AbortedTransaction], last_stable_offset: int):
         self.last_stable_offset = last_stable_offset
-        ranges: Dict[int, List] = {}
+        ranges: Dict[int, List[AbortedTransaction]] = {}
         for txn in aborted:
-            ranges.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+            ranges.setdefault(txn.producer_id, []).append(txn)
         self._firsts = {}
         self._lasts = {}
         for pid, spans in ranges.items():
-            spans.sort()
-            self._firsts[pid] = [first for first, _ in spans]
-            self._lasts[pid] = [last for _, last in spans]
+            spans.sort(key=lambda txn: (txn.first_offset, txn.last_offset))
+            for before, after in zip(spans, spans[1:]):
+                # A producer's transactions follow one another: overlapping entries are
+                # damage, and would hide records of its other transactions.
+                if after.first_offset <= before.last_offset:
+                    # Named: the one written later, whose offsets went back.
+                    other, named = sorted((before, after),
+                                          key=lambda txn: (txn.path or "", txn.position or 0))
+                    raise CorruptLogError(
+                        named.path, named.position,
+                        f"aborted transaction entry of producer {pid} with offsets "
+                        f"{named.first_offset}..{named.last_offset} overlaps the one with "
+                        f"{other.first_offset}..{other.last_offset} (at byte {other.position} "
+                        f"of {os.path.basename(other.path or '')})")
+            self._firsts[pid] = [txn.first_offset for txn in spans]
+            self._lasts[pid] = [txn.last_offset for txn in spans]
 
     def is_aborted(self, header: BatchHeader) -> bool:
         firsts = self._firsts.get(header.producer_id)
@@ -321,7 +334,14 @@ def _check_next_entry(view, pos: int, size: int, path, next_offset: int,
 def first_offset_at_or_after_time(log, segment, timestamp: int) -> Optional[int]:
     """In one segment, the offset of the first record with timestamp >= `timestamp`."""
     _, indexed_offset = segment.time_index.lookup(timestamp)
-    _, position = segment.offset_index.lookup(indexed_offset)
+    index = segment.offset_index
+    entry_offset, position = index.lookup(indexed_offset)
+    number = bisect.bisect_left(index.positions, position)
+    if number < len(index) and index.positions[number] == position and \
+            index.offsets[number] == entry_offset:
+        with _MappedLog(segment.log_path, segment.size) as mapped:
+            _check_indexed_entry(mapped.view, position, segment.size, segment.log_path,
+                                 (entry_offset, number), verify=False)
     finder = _FirstAtOrAfter(timestamp)
     for header, view in iter_segment_batches(segment.log_path, segment.size, position,
                                              segment.size, log.is_last(segment),

@@ -204,9 +204,12 @@ def plan_ranges(logs: List[PartitionLog], ranges: Dict, read: ReadOptions,
             continue
         transactions = None
         if read.read_committed:
-            transactions = TransactionFilter(
-                [t for t in log.aborted_transactions()
-                 if t.last_offset >= start and t.first_offset < end], lso)
+            aborted = [t for t in log.aborted_transactions()
+                       if t.last_offset >= start and t.first_offset < end]
+            log_end = log.end_offset(read.verify_checksums) if aborted else None
+            for entry in aborted:
+                log.check_abort_marker(entry, log_end)
+            transactions = TransactionFilter(aborted, lso)
         segments = {segment.log_path: segment for segment in log.segments}
         for fragment in _fragments_for_windows(log, _offset_windows(start, end, constraints),
                                                constraints, read.verify_checksums):

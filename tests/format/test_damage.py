@@ -526,6 +526,88 @@ def test_offsets_past_the_largest_offset_are_an_error(kafka_logdir_copy, use_fas
     assert_corrupt_at(error, path, batch["position"])
 
 
+# A .txnindex entry ends at its producer's ABORT marker (Kafka appends both together):
+# read_committed checks that before it hides records by the entry.
+def txn_index_entry(logdir):
+    """(path, byte, fields) of the first aborted transaction entry of txn-0."""
+    directory = os.path.join(logdir, "txn-0")
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if name.endswith(".txnindex") and os.path.getsize(path):
+            with open(path, "rb") as handle:
+                return path, 0, list(struct.unpack(">hqqqq", handle.read(34)))
+    raise AssertionError("txn-0 has no aborted transaction entry")
+
+
+@pytest.mark.parametrize("field,value", [(1, 4242), (3, 2**40)], ids=["producerId", "lastOffset"])
+def test_a_damaged_aborted_transaction_entry_is_an_error(kafka_logdir_copy, field, value):
+    # Found by the fuzz test: read_committed hid records of the wrong producer, or of
+    # later committed transactions of the same producer.
+    path, position, fields = txn_index_entry(kafka_logdir_copy)
+    fields[field] = value
+    poke(path, position, struct.pack(">hqqqq", *fields))
+    with pytest.raises(CorruptLogError, match="aborted transaction entry") as error:
+        read_rows(kafka_logdir_copy, subscribe="txn", isolationLevel="read_committed")
+    assert error.value.path == path and error.value.position == position
+    assert len(read_rows(kafka_logdir_copy, subscribe="txn")) == \
+        len(expected_rows(load_manifest(kafka_logdir_copy, "txn-0")))  # not used there
+
+
+def test_an_entry_for_a_marker_appended_after_the_log_was_sized_is_fine(kafka_logdir_copy):
+    # A live broker appends the ABORT marker, then the .txnindex entry: a reader that
+    # sized the .log before the marker reads an entry whose marker it does not see.
+    manifest = load_manifest(kafka_logdir_copy, "txn-0")
+    open_first = manifest["broker_last_stable_offset"]
+    segment, batch = next((s, b) for s, b in iter_batches(manifest)
+                          if b["base_offset"] == open_first)
+    log_end = manifest["segments"][-1]["batches"][-1]["last_offset"] + 1
+    txn_index = segment_path(kafka_logdir_copy, "txn-0",
+                             manifest["segments"][-1]["base_offset"])[:-4] + ".txnindex"
+    with open(txn_index, "ab") as handle:
+        handle.write(struct.pack(">hqqqq", 0, batch["producer_id"], open_first, log_end + 3,
+                                 open_first))
+    assert read_rows(kafka_logdir_copy, subscribe="txn", isolationLevel="read_committed") == \
+        expected_rows(manifest, "read_committed")
+
+
+def test_aborted_transaction_entries_that_overlap_are_an_error(kafka_logdir_copy):
+    # Found by the fuzz test: a first offset moved back over the producer's earlier
+    # transactions made the lookup of aborted spans miss records it should hide.
+    directory = os.path.join(kafka_logdir_copy, "txn-0")
+    entries = []
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(".txnindex"):
+            with open(os.path.join(directory, name), "rb") as handle:
+                data = handle.read()
+            entries += [(os.path.join(directory, name), at,
+                         list(struct.unpack_from(">hqqqq", data, at)))
+                        for at in range(0, len(data), 34)]
+    later = next(e for e in entries[1:]
+                 if any(o[2][1] == e[2][1] and o[2][3] < e[2][2] for o in entries))
+    path, position, fields = later
+    fields[2] = -202
+    poke(path, position, struct.pack(">hqqqq", *fields))
+    with pytest.raises(CorruptLogError, match="overlap") as error:
+        read_rows(kafka_logdir_copy, subscribe="txn", isolationLevel="read_committed")
+    assert error.value.path == path and error.value.position == position
+
+
+def test_a_timestamp_lookup_through_an_index_entry_off_a_batch_boundary_is_an_error(
+        kafka_logdir_copy):
+    # Found by the fuzz test: the lookup started inside a batch of the active segment,
+    # took it for the end of the data and found no record at all.
+    name = "plain-0"
+    manifest = load_manifest(kafka_logdir_copy, name)
+    segment = manifest["segments"][-1]
+    offset, position = segment["offset_index"]["entries"][0]
+    index = index_entry_file(kafka_logdir_copy, name, segment["base_offset"])
+    poke(index, 4, struct.pack(">i", position + 7))
+    first_ts = segment["batches"][-1]["max_timestamp"]
+    with pytest.raises(CorruptLogError, match="does not point at an entry") as error:
+        read_rows(kafka_logdir_copy, subscribe="plain", startingTimestamp=str(first_ts))
+    assert error.value.path == index and error.value.position == 0
+
+
 # ------------------------------------------------------------- item: decompression bombs
 BOMB_CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 BOMB_BYTES = 16 << 20
