@@ -181,12 +181,13 @@ def verify_checksum(view, pos: int, header: BatchHeader, path=None,
 def check_offset_order(header: BatchHeader, next_offset: int, path) -> None:
     """Offsets of a segment's entries increase and start at its base offset; an entry
     below `next_offset` (the base offset, or one past the previous entry), or one whose
-    offsets pass Kafka's largest (2^63 - 1), is damage."""
-    if header.last_offset > INT64_MAX:
+    offsets reach 2^63 - 1 (the log end offset after it would not fit Kafka's long), is
+    damage."""
+    if header.last_offset >= INT64_MAX:
         raise CorruptLogError(
             path, header.position,
             f"entry offsets {header.base_offset}..{header.last_offset} pass the largest "
-            f"offset, {INT64_MAX}")
+            f"offset, {INT64_MAX - 1}")
     if header.base_offset < next_offset:
         raise CorruptLogError(
             path, header.position,

@@ -526,6 +526,22 @@ def test_offsets_past_the_largest_offset_are_an_error(kafka_logdir_copy, use_fas
     assert_corrupt_at(error, path, batch["position"])
 
 
+def test_a_last_offset_of_2_63_minus_1_is_an_error(kafka_logdir_copy):
+    # Found by the fuzz test: a magic-1 wrapper's offset set to 2^63 - 1 shifted its
+    # messages there, and the last of them was dropped without an error (the log end
+    # offset after it, 2^63, does not fit Kafka's long).
+    name = "legacy-v1-0"
+    manifest = load_manifest(kafka_logdir_copy, name)
+    segment = manifest["segments"][-1]
+    batch = segment["batches"][-1]
+    path = segment_path(kafka_logdir_copy, name, segment["base_offset"])
+    poke(path, batch["position"] + BASE_OFFSET, struct.pack(">q", 2**63 - 1))
+    for use_fast_path in (True, False):
+        with pytest.raises(CorruptLogError, match="pass the largest offset") as error:
+            read_rows(kafka_logdir_copy, use_fast_path, subscribe="legacy-v1")
+        assert_corrupt_at(error, path, batch["position"])
+
+
 # A .txnindex entry ends at its producer's ABORT marker (Kafka appends both together):
 # read_committed checks that before it hides records by the entry.
 def txn_index_entry(logdir):
