@@ -9,6 +9,7 @@ way, which is accepted when reading.
 import gzip
 import io
 import struct
+import threading
 import zlib
 
 from ..errors import UnsupportedFormatError
@@ -21,6 +22,7 @@ NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 # would exhaust a worker's memory. Reads set it with the maxBatchInflatedBytes option.
 DEFAULT_MAX_INFLATED_BYTES = 256 << 20
 _READ_SIZE = 1 << 20
+_FIRST_READ_SIZE = 1 << 16
 
 
 class InflatedSizeError(ValueError):
@@ -230,12 +232,15 @@ def _zstd_decompress(data, max_size: int) -> bytes:
             "zstd-compressed data needs the 'zstandard' package: pip install segmentlog[zstd]"
         ) from None
     # Kafka's streaming encoder does not record the content size, so stream it out, in
-    # pieces, up to the bound.
+    # pieces, up to the bound. The first piece is small: a read allocates its whole size,
+    # which would cost more than decompressing a typical batch.
     chunks = []
     total = 0
-    with zstandard.ZstdDecompressor().stream_reader(bytes(data)) as reader:
+    size = _FIRST_READ_SIZE
+    with _zstd_decompressor(zstandard).stream_reader(bytes(data)) as reader:
         while True:
-            chunk = reader.read(min(_READ_SIZE, max_size + 1 - total))
+            chunk = reader.read(min(size, max_size + 1 - total))
+            size = min(size * 2, _READ_SIZE)
             if not chunk:
                 break
             chunks.append(chunk)
@@ -243,3 +248,13 @@ def _zstd_decompress(data, max_size: int) -> bytes:
             if total > max_size:
                 raise InflatedSizeError(max_size)
     return b"".join(chunks)
+
+
+_ZSTD_DECOMPRESSORS = threading.local()  # a context is not safe to share between threads
+
+
+def _zstd_decompressor(zstandard):
+    decompressor = getattr(_ZSTD_DECOMPRESSORS, "context", None)
+    if decompressor is None:
+        decompressor = _ZSTD_DECOMPRESSORS.context = zstandard.ZstdDecompressor()
+    return decompressor
