@@ -87,6 +87,8 @@ setup(
             "zstandard>=0.22",
             "cramjam>=2.8",
             "crc32c>=2.4",
+            "moto[server]>=5.1",  # tests/support/s3server.py: an S3 endpoint on loopback
+            "boto3>=1.34",
         ],
     },
 )

@@ -55,6 +55,16 @@ def kafka_logdir_copy(kafka_logdir, tmp_path):
     return str(target)
 
 
+@pytest.fixture(scope="session")
+def s3_server():
+    """moto's S3 behind a counting proxy (support.s3server), one for the whole run."""
+    from support.s3server import S3Server
+
+    server = S3Server()
+    yield server
+    server.close()
+
+
 @pytest.fixture
 def kafka_python_codecs(monkeypatch):
     """kafka-python with the optional codec modules it lacks here (support.kafka_codecs)."""
