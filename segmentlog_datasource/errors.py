@@ -45,6 +45,14 @@ class UnsupportedFormatError(SegmentLogError):
     """Bytes that are valid Kafka but use something this library cannot decode here."""
 
 
+class StoreError(SegmentLogError, OSError):
+    """A store could not be listed or read (credentials, a missing bucket, the network).
+    The message names the path and never holds a secret."""
+
+    def __str__(self):
+        return self.args[0] if self.args else ""
+
+
 class InvalidOptionError(SegmentLogError, ValueError):
     """A read or write option is unknown or has a value that cannot be used."""
 

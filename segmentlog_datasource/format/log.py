@@ -7,12 +7,12 @@ beside them. Everything else Kafka leaves there is recognised and skipped.
 import bisect
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..errors import CorruptLogError, SegmentLogError
-from .indexes import AbortedTransaction, OffsetIndex, TimeIndex, read_transaction_index
+from ..storage import LOCAL, Store, StoreConfig, TreeView, resolve
+from .indexes import AbortedTransaction, OffsetIndex, TimeIndex, parse_transaction_index
 from .entries import (BatchHeader, check_offset_order, ends_data, read_entry_or_end,
                       verify_checksum)
 from .layout import V2_HEADER_SIZE
@@ -61,49 +61,70 @@ class Segment:
     base_offset: int
     size: int  # bytes in the .log file when the partition was opened
     active: bool = False  # the last segment, which a running broker may be appending to
+    store: Store = field(default=LOCAL, repr=False)
+    # Index files the listing showed absent (a remote store is not asked for them again)
+    absent: frozenset = field(default=frozenset(), repr=False)
     _offset_index: Optional[OffsetIndex] = field(default=None, repr=False)
     _time_index: Optional[TimeIndex] = field(default=None, repr=False)
     _valid_ends: Dict[bool, int] = field(default_factory=dict, repr=False)
+    _aborted: Optional[List[AbortedTransaction]] = field(default=None, repr=False)
 
     @property
     def log_path(self) -> str:
-        return os.path.join(self.directory, segment_file_name(self.base_offset, LOG_SUFFIX))
+        return self.store.join(self.directory, segment_file_name(self.base_offset, LOG_SUFFIX))
 
     @property
     def index_path(self) -> str:
-        return os.path.join(self.directory, segment_file_name(self.base_offset, INDEX_SUFFIX))
+        return self.store.join(self.directory, segment_file_name(self.base_offset, INDEX_SUFFIX))
 
     @property
     def time_index_path(self) -> str:
-        return os.path.join(self.directory, segment_file_name(self.base_offset, TIME_INDEX_SUFFIX))
+        return self.store.join(self.directory, segment_file_name(self.base_offset, TIME_INDEX_SUFFIX))
 
     @property
     def txn_index_path(self) -> str:
-        return os.path.join(self.directory, segment_file_name(self.base_offset, TXN_INDEX_SUFFIX))
+        return self.store.join(self.directory, segment_file_name(self.base_offset, TXN_INDEX_SUFFIX))
+
+    def _read_index(self, path: str, suffix: str) -> Optional[bytes]:
+        return None if suffix in self.absent else self.store.read_optional(path)
 
     @property
     def offset_index(self) -> OffsetIndex:
         if self._offset_index is None:
-            self._offset_index = OffsetIndex.load(self.index_path, self.base_offset, self.size,
-                                                  growing=self.active)
+            data = self._read_index(self.index_path, INDEX_SUFFIX)
+            self._offset_index = OffsetIndex.empty(self.base_offset, self.index_path) \
+                if data is None else OffsetIndex.parse(
+                    data, self.base_offset, path=self.index_path, log_size=self.size,
+                    growing=self.active)
         return self._offset_index
 
     @property
     def time_index(self) -> TimeIndex:
         if self._time_index is None:
-            self._time_index = TimeIndex.load(self.time_index_path, self.base_offset)
+            data = self._read_index(self.time_index_path, TIME_INDEX_SUFFIX)
+            self._time_index = TimeIndex.empty(self.base_offset, self.time_index_path) \
+                if data is None else TimeIndex.parse(data, self.base_offset,
+                                                     path=self.time_index_path)
         return self._time_index
 
     def aborted_transactions(self) -> List[AbortedTransaction]:
-        return read_transaction_index(self.txn_index_path)
+        if self.store.remote:
+            # Read once per planning: a remote segment is not appended to.
+            if self._aborted is None:
+                data = self._read_index(self.txn_index_path, TXN_INDEX_SUFFIX)
+                self._aborted = [] if data is None else \
+                    parse_transaction_index(data, self.txn_index_path)
+            return list(self._aborted)
+        data = self._read_index(self.txn_index_path, TXN_INDEX_SUFFIX)
+        return [] if data is None else parse_transaction_index(data, self.txn_index_path)
 
     def iter_headers(self, start_position: int = 0, allow_torn_tail: bool = False,
                      verify: bool = False, end: Optional[int] = None) -> Iterator[BatchHeader]:
         """Batch headers from `start_position` on (to `end`, default the size), reading
         only the header bytes, or with `verify` each whole entry, whose checksum must
         match before it is yielded."""
-        with open(self.log_path, "rb") as handle:
-            yield from iter_file_headers(handle, self.log_path, start_position,
+        with self.store.reader(self.log_path, self.size) as reader:
+            yield from iter_file_headers(reader, self.log_path, start_position,
                                          self.size if end is None else end,
                                          allow_torn_tail, verify, self.base_offset)
 
@@ -118,8 +139,8 @@ class Segment:
                 pass
             end = 0 if last is None else last.end_position
             if verify and last is not None:
-                with open(self.log_path, "rb") as handle:
-                    entry = os.pread(handle.fileno(), last.size, last.position)
+                with self.store.reader(self.log_path, self.size) as reader:
+                    entry = reader.pread(last.size, last.position)
                 if not verify_checksum(entry, 0, last, self.log_path, lambda: True):
                     end = last.position
             self._valid_ends[verify] = end
@@ -150,25 +171,25 @@ class Segment:
         return last
 
 
-def iter_file_headers(handle, path, position: int, end: int, allow_torn_tail: bool,
+def iter_file_headers(reader, path, position: int, end: int, allow_torn_tail: bool,
                       verify: bool = False, base_offset: Optional[int] = None
                       ) -> Iterator[BatchHeader]:
     """Headers from `position` on; their offsets must increase from `base_offset`. With
     `allow_torn_tail` (the active segment), the data ends at the first torn, zero-filled
     or unframeable entry, or at a last entry that fails its checksum (see README)."""
     next_offset = -(1 << 63) if base_offset is None else base_offset
-    fd = handle.fileno()
+    pread = reader.pread  # (length, position), as os.pread without the descriptor
     while position < end:
-        head = os.pread(fd, HEADER_READ_SIZE, position)
+        head = pread(HEADER_READ_SIZE, position)
         header = read_entry_or_end(head, 0, position, path, end - position, allow_torn_tail)
         if header is None:
             return
         if verify:
             # Callers decide from the header's fields: the checksum comes first.
             def is_last(after=header.end_position):
-                return ends_data(os.pread(fd, HEADER_READ_SIZE, after), 0, end - after)
+                return ends_data(pread(HEADER_READ_SIZE, after), 0, end - after)
 
-            if not verify_checksum(os.pread(fd, header.size, position), 0, header, path,
+            if not verify_checksum(pread(header.size, position), 0, header, path,
                                    is_last if allow_torn_tail else None):
                 return  # the active segment's damaged last entry: its data ends here
         check_offset_order(header, next_offset, path)
@@ -180,51 +201,67 @@ def iter_file_headers(handle, path, position: int, end: int, allow_torn_tail: bo
 class PartitionLog:
     """One `<topic>-<partition>` directory: its segments in base-offset order."""
 
-    def __init__(self, directory: str, topic: str, partition: int, segments: List[Segment]):
+    def __init__(self, directory: str, topic: str, partition: int, segments: List[Segment],
+                 store: Store = LOCAL):
         self.directory = directory
         self.topic = topic
         self.partition = partition
         self.segments = segments
+        self.store = store
         self._base_offsets = [s.base_offset for s in segments]
 
     @classmethod
-    def open(cls, directory: str) -> "PartitionLog":
-        directory = os.path.abspath(directory)
-        parsed = parse_partition_dir_name(os.path.basename(directory.rstrip(os.sep)))
+    def open(cls, directory: str, store: Optional[Store] = None,
+             tree: Optional[TreeView] = None) -> "PartitionLog":
+        """The partition in `directory` (a local path, or a path of `store`), listed live or
+        from `tree`, a listing made beforehand."""
+        if store is None:
+            store, directory = resolve(directory)
+        elif not store.remote:
+            directory = os.path.abspath(directory)
+        directory = directory.rstrip("/") if store.remote else directory
+        parsed = parse_partition_dir_name(store.basename(directory))
         if parsed is None:
             raise SegmentLogError(
                 f"{directory}: not a partition directory (expected <topic>-<partition>)"
             )
         topic, partition = parsed
+        tree = tree or store.tree(directory)
+        names = sorted(tree.names(directory))
+        present = set(names)
         segments = []
-        for name in sorted(os.listdir(directory)):
+        for name in names:
             match = SEGMENT_NAME.match(name)
             if match:
                 if match.group(2) == "snapshot":
                     continue
-                try:
-                    info = os.stat(os.path.join(directory, name))
-                except FileNotFoundError:
+                path = store.join(directory, name)
+                entry = tree.entry(path)
+                if entry is None:
                     continue  # deleted since the listing (retention)
-                if not stat.S_ISREG(info.st_mode):
-                    kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+                if entry.kind != "file":
+                    kind = "a directory" if entry.kind == "dir" else "not a regular file"
                     raise CorruptLogError(
-                        os.path.join(directory, name), None,
+                        path, None,
                         f"is {kind}; a segment's .{match.group(2)} file must be a regular file")
                 if match.group(2) == "log":
-                    segments.append(Segment(directory, int(match.group(1)), info.st_size))
+                    absent = frozenset(
+                        suffix for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+                        if match.group(1) + suffix not in present) if store.remote else frozenset()
+                    segments.append(Segment(directory, int(match.group(1)), entry.size,
+                                            store=store, absent=absent))
                 continue
             if name in KNOWN_FILES or name.endswith(PENDING_SUFFIXES) or name.endswith("-checkpoint"):
                 continue
             if name.endswith(LOG_SUFFIX):
                 raise SegmentLogError(
-                    f"{os.path.join(directory, name)}: segment file name is not a 20-digit "
+                    f"{store.join(directory, name)}: segment file name is not a 20-digit "
                     f"base offset followed by .log"
                 )
         segments.sort(key=lambda s: s.base_offset)
         if segments:
             segments[-1].active = True
-        return cls(directory, topic, partition, segments)
+        return cls(directory, topic, partition, segments, store)
 
     def __repr__(self):
         return f"PartitionLog({self.topic!r}, {self.partition}, {len(self.segments)} segments)"
@@ -342,29 +379,38 @@ class PartitionLog:
         return None
 
 
-def discover_partitions(paths: Iterable[str]) -> List[PartitionLog]:
-    """Partition logs under each path: a log dir, or a partition directory itself.
+def discover_partitions(paths: Iterable[str], config: Optional[StoreConfig] = None
+                        ) -> List[PartitionLog]:
+    """Partition logs under each path: a log dir, or a partition directory itself; local
+    paths, file: URIs or URIs of a store (see storage), listed once each.
 
     A path that holds neither a partition directory nor segments, but other things (a
     Parquet table, a folder of photos), is an error: it is not a Kafka log. An empty
     directory, or one with only Kafka's bookkeeping files, holds no partitions yet.
     """
     found: Dict[Tuple[str, int], PartitionLog] = {}
-    for path in paths:
-        path = os.path.abspath(path)
-        if not os.path.isdir(path):
-            raise SegmentLogError(f"{path}: no such directory")
+    for given in paths:
+        store, path = resolve(given, config)
+        tree = store.tree(path)
+        if not tree.isdir(path):
+            entry = tree.entry(path)
+            if entry is not None and entry.kind == "file":
+                raise SegmentLogError(
+                    f"{path}: is a file; give the partition directory that holds it "
+                    f"({store.dirname(path)}) or the log dir above that")
+            raise SegmentLogError(f"{path}: no such directory" + (
+                " (no objects under this prefix)" if store.remote else ""))
         candidates = []
-        if _is_partition_dir(path):
+        if _is_partition_dir(store, tree, path):
             candidates.append(path)
         else:
             foreign = []
-            for name in sorted(os.listdir(path)):
-                child = os.path.join(path, name)
+            for name in sorted(tree.names(path)):
+                child = store.join(path, name)
                 # Dot-prefixed names are staging areas and records of segmentlog writes.
                 if name.startswith("."):
                     continue
-                if os.path.isdir(child) and _is_partition_dir(child):
+                if tree.isdir(child) and _is_partition_dir(store, tree, child):
                     candidates.append(child)
                 elif not (_LOGDIR_FILE.match(name) or _LOGDIR_MOVED.match(name)):
                     foreign.append(name)
@@ -377,7 +423,7 @@ def discover_partitions(paths: Iterable[str]) -> List[PartitionLog]:
                     f"directories (or at one of them)"
                 )
         for directory in candidates:
-            log = PartitionLog.open(directory)
+            log = PartitionLog.open(directory, store, tree)
             if log.topic_partition in found:
                 raise SegmentLogError(
                     f"topic {log.topic!r} partition {log.partition} appears twice: "
@@ -387,19 +433,19 @@ def discover_partitions(paths: Iterable[str]) -> List[PartitionLog]:
     return sorted(found.values(), key=lambda log: (log.topic, log.partition))
 
 
-def _is_partition_dir(path: str) -> bool:
+def _is_partition_dir(store: Store, tree: TreeView, path: str) -> bool:
     """A `<topic>-<partition>` directory that holds a segment, or else only what Kafka
     keeps in a partition directory (an empty one counts: a partition with no data)."""
-    if parse_partition_dir_name(os.path.basename(path)) is None:
+    if parse_partition_dir_name(store.basename(path)) is None:
         return False
     try:
-        names = os.listdir(path)
+        names = tree.names(path)
     except OSError:
         return False
     if any(SEGMENT_NAME.match(name) for name in names):
         return True
     return all(
         name in KNOWN_FILES or name.endswith(_PARTITION_FILE_SUFFIXES)
-        and os.path.isfile(os.path.join(path, name))
+        and (tree.entry(store.join(path, name)) or (None, 0))[0] == "file"
         for name in names
     )

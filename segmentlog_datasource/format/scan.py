@@ -5,14 +5,14 @@ offset index), verifies checksums, hides control batches and, for read_committed
 aborted transactional batches, and keeps the records inside an offset range.
 """
 import bisect
-import mmap
 import os
 from dataclasses import dataclass, replace
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import pyarrow as pa
 
-from ..errors import CorruptLogError, SegmentShrankError
+from ..errors import CorruptLogError
+from ..storage import LOCAL, LogBytes, Store
 from .compression import DEFAULT_MAX_INFLATED_BYTES
 from .crc import crc32c
 from .entries import (BatchHeader, check_offset_order, ends_data, read_entry_header,
@@ -70,49 +70,6 @@ class TransactionFilter:
         return i >= 0 and header.base_offset <= self._lasts[header.producer_id][i]
 
 
-class _MappedLog:
-    """The first `size` bytes of a segment file, mapped read-only.
-
-    Touching a mapped page past the file's end kills the process (SIGBUS), and a file
-    can shrink while it is read (retention, a follower truncating). So only the size
-    verified is mapped, and `check()` verifies it again before each run of decoding."""
-
-    def __init__(self, path: str, size: int):
-        self.path = path
-        self.size = size
-        self._file = open(path, "rb")
-        try:
-            self.check()
-        except CorruptLogError:
-            self._file.close()
-            raise
-        self._map = mmap.mmap(self._file.fileno(), size, access=mmap.ACCESS_READ) if size else None
-        self.view = memoryview(self._map) if self._map is not None else memoryview(b"")
-
-    def check(self) -> None:
-        actual = os.fstat(self._file.fileno()).st_size
-        if actual < self.size:
-            raise SegmentShrankError(
-                self.path, actual,
-                f"segment shrank from {self.size} to {actual} bytes while being read "
-                "(retention or a truncating broker); read it again")
-
-    def close(self):
-        self._file.close()
-        try:
-            self.view.release()
-            if self._map is not None:
-                self._map.close()
-        except BufferError:
-            pass  # slices are still referenced; the mapping goes when they do
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
 def _entry_or_torn_tail(view, pos: int, size: int, path, allow_torn_tail: bool
                         ) -> Optional[BatchHeader]:
     """The entry at `pos`, or None where the last segment's data ends (see
@@ -120,42 +77,46 @@ def _entry_or_torn_tail(view, pos: int, size: int, path, allow_torn_tail: bool
     return read_entry_or_end(view, pos, pos, path, size - pos, allow_torn_tail)
 
 
-def _last_entry_test(view, header: BatchHeader, size: int, allow_torn_tail: bool):
+def _last_entry_test(data: LogBytes, header: BatchHeader, size: int, allow_torn_tail: bool):
     """For verify_checksum: whether `header` is the last entry of an active segment."""
     if not allow_torn_tail:
         return None
-    return lambda: ends_data(view, header.end_position, size - header.end_position)
+
+    def is_last():
+        data.ensure(header.end_position, HEADER_PEEK_BYTES)
+        return ends_data(data.view, header.end_position, size - header.end_position)
+
+    return is_last
+
+
+# What ends_data and a header read look at past a position.
+HEADER_PEEK_BYTES = 64
 
 
 def iter_segment_batches(path: str, size: int, start_position: int, end_position: int,
                          allow_torn_tail: bool, verify_checksums: bool = True,
-                         view=None, base_offset: int = -(1 << 63)) -> Iterator[tuple]:
+                         base_offset: int = -(1 << 63), store: Store = LOCAL
+                         ) -> Iterator[tuple]:
     """(header, view) for each entry starting in [start_position, end_position), whose
     offsets must increase from `base_offset` (the segment's)."""
-    owned = None
-    if view is None:
-        owned = _MappedLog(path, size)
-        view = owned.view
-    try:
+    with store.open_log(path, size) as data:
+        view = data.view
         pos = start_position
         end_position = min(end_position, size)
         while pos < end_position:
-            if owned is not None:
-                owned.check()
+            data.check()
+            data.ensure_entry(pos)
             header = _entry_or_torn_tail(view, pos, size, path, allow_torn_tail)
             if header is None:
                 return
             check_offset_order(header, base_offset, path)
             base_offset = header.last_offset + 1
             if verify_checksums and not verify_checksum(
-                    view, pos, header, path, _last_entry_test(view, header, size,
+                    view, pos, header, path, _last_entry_test(data, header, size,
                                                               allow_torn_tail)):
                 return  # the active segment's damaged last entry: its data ends here
             yield header, view
             pos += header.size
-    finally:
-        if owned is not None:
-            owned.close()
 
 
 @dataclass(frozen=True)
@@ -184,6 +145,7 @@ class SegmentRange:
     # (offset, entry number) of the offset index entry at start_position, if any
     start_index_entry: Optional[Tuple[int, int]] = None
     entry_follows: bool = False  # a valid entry starts at end_position
+    store: Store = LOCAL  # where log_path is
 
     @property
     def bytes(self) -> int:
@@ -205,20 +167,24 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
         accumulator.next_offset = segment_range.min_entry_offset
     verify = options.verify_checksums
     end_position = min(segment_range.end_position, size)
-    with _MappedLog(path, size) as mapped:
+    with segment_range.store.open_log(path, size) as mapped:
         view = mapped.view
         pos = segment_range.start_position
         if segment_range.start_index_entry is not None and pos < end_position:
+            mapped.ensure_entry(pos)
             _check_indexed_entry(view, pos, size, path, segment_range.start_index_entry,
                                  verify)
         stopped_at = None  # where the scan stopped before its range ended, or the end
         while pos < end_position:
             mapped.check()  # after every yield too: the file may have shrunk meanwhile
+            # Where the bytes at hand end (all of them for a local file; a remote range
+            # arrives in chunks, and an entry across a chunk's end goes to the loop below).
+            readable = mapped.available(pos, end_position)
             # The accumulator walks runs of plain batches itself and stops at entries
             # (compressed, legacy, transactional, damaged) that the rest of the loop handles.
             pos, state = accumulator.decode_run(
-                view, pos, end_position, size, crc32c if verify else None, min_offset,
-                end_offset, options.max_batch_rows, options.max_batch_bytes,
+                view, pos, min(end_position, readable), readable, crc32c if verify else None,
+                min_offset, end_offset, options.max_batch_rows, options.max_batch_bytes,
                 transactions is not None)
             if state & RUN_FLUSH:
                 yield accumulator.take(topic, partition)
@@ -226,16 +192,20 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
                 if accumulator.next_offset < end_offset:
                     # The run stopped at the entry at `pos` (verified), which starts at or
                     # past the end of the offset range; otherwise it read one that reaches it.
+                    mapped.ensure_entry(pos)
                     done = read_entry_header(view, pos, pos, path, remaining=size - pos)
                     accumulator.next_offset = min(done.last_offset + 1, MAX_OFFSET)
                     pos = done.end_position
                 stopped_at = pos
                 break
             if state & RUN_END:
+                if pos < end_position:
+                    continue  # the end of the bytes at hand, not of the range
                 stopped_at = pos
                 break
             if state != RUN_ENTRY_FOR_PYTHON:
                 continue
+            mapped.ensure_entry(pos)
             header = _entry_or_torn_tail(view, pos, size, path, allow_torn_tail)
             if header is None:
                 break
@@ -246,7 +216,7 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
             # Before any decision is taken from the header. A mismatch in the active
             # segment's last entry ends its data, as Kafka's recovery does.
             if verify and not verify_checksum(view, header.position, header, path,
-                                              _last_entry_test(view, header, size,
+                                              _last_entry_test(mapped, header, size,
                                                                allow_torn_tail)):
                 break
             if header.last_offset < min_offset:
@@ -283,6 +253,7 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
                 stopped_at < end_position or
                 (stopped_at == end_position and segment_range.entry_follows)):
             mapped.check()
+            mapped.ensure_entry(stopped_at)
             _check_next_entry(view, stopped_at, size, path, accumulator.next_offset,
                               options.max_batch_inflated_bytes)
     if len(accumulator):
@@ -339,13 +310,15 @@ def first_offset_at_or_after_time(log, segment, timestamp: int) -> Optional[int]
     number = bisect.bisect_left(index.positions, position)
     if number < len(index) and index.positions[number] == position and \
             index.offsets[number] == entry_offset:
-        with _MappedLog(segment.log_path, segment.size) as mapped:
+        with segment.store.open_log(segment.log_path, segment.size) as mapped:
+            mapped.ensure_entry(position)
             _check_indexed_entry(mapped.view, position, segment.size, segment.log_path,
                                  (entry_offset, number), verify=False)
     finder = _FirstAtOrAfter(timestamp)
     for header, view in iter_segment_batches(segment.log_path, segment.size, position,
                                              segment.size, log.is_last(segment),
-                                             base_offset=segment.base_offset):
+                                             base_offset=segment.base_offset,
+                                             store=segment.store):
         if header.max_timestamp < timestamp and header.magic != 1:
             continue
         if header.magic == 2:

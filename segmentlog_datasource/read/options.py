@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from ..format.paths import local_path
 from ..errors import InvalidOptionError
+from ..storage import STORE_OPTIONS, StoreConfig, parse_store_config, resolve
 from ..format.compression import DEFAULT_MAX_INFLATED_BYTES
 
 EARLIEST, LATEST = -2, -1
@@ -197,6 +197,7 @@ class ReadOptions:
     min_partitions: Optional[int]
     max_records_per_partition: Optional[int]
     max_batch_inflated_bytes: int = DEFAULT_MAX_INFLATED_BYTES
+    store: StoreConfig = field(default_factory=StoreConfig)  # store.* options
 
 
 DEFAULT_MAX_PARTITION_BYTES = 128 << 20
@@ -208,7 +209,7 @@ READ_OPTIONS = {
     "startingOffsetsByTimestampStrategy", "includeHeaders", "isolationLevel",
     "verifyChecksums", "failOnDataLoss", "maxPartitionBytes", "minPartitions",
     "maxRecordsPerPartition", "maxBatchInflatedBytes",
-}
+} | set(STORE_OPTIONS)
 # Admission control of streaming reads (read.stream); a batch read ignores them, as
 # Spark's Kafka source does.
 STREAM_OPTIONS = {
@@ -234,7 +235,7 @@ def check_known_read_options(options) -> None:
             f"{accepted}, and Spark Kafka source options and kafka.* are accepted too"))
 
 
-def parse_paths(options) -> List[str]:
+def parse_paths(options, config: Optional[StoreConfig] = None) -> List[str]:
     paths = []
     raw_paths = _get(options, "paths")
     if raw_paths:
@@ -248,7 +249,8 @@ def parse_paths(options) -> List[str]:
         paths.append(raw_path)
     if not paths:
         raise InvalidOptionError.for_value("path", None, "a log dir or partition directory: .load(path)")
-    return [local_path(p) for p in paths]
+    # Local paths made absolute, file: URIs decoded, store URIs checked (see storage).
+    return [resolve(p, config, "paths" if raw_paths else "path")[1] for p in paths]
 
 
 def parse_isolation(options) -> bool:
@@ -271,8 +273,9 @@ def parse_read_options(options) -> ReadOptions:
     if strategy not in ("error", "latest"):
         raise InvalidOptionError.for_value("startingOffsetsByTimestampStrategy", strategy, "error or latest")
     ending = parse_offset_spec(options, "ending")
+    store = parse_store_config(options)
     return ReadOptions(
-        paths=parse_paths(options),
+        paths=parse_paths(options, store),
         selection=parse_topic_selection(options),
         starting=parse_offset_spec(options, "starting"),
         ending=ending,
@@ -287,4 +290,5 @@ def parse_read_options(options) -> ReadOptions:
         max_records_per_partition=parse_positive_int(options, "maxRecordsPerPartition", None),
         max_batch_inflated_bytes=parse_positive_int(
             options, "maxBatchInflatedBytes", DEFAULT_MAX_INFLATED_BYTES),
+        store=store,
     )

@@ -65,7 +65,7 @@ class Constraints:
 
 
 def select_partitions(read: ReadOptions, constraints: Constraints) -> List[PartitionLog]:
-    logs = discover_partitions(read.paths)
+    logs = discover_partitions(read.paths, read.store)
     if not logs:
         raise SegmentLogError(
             "no <topic>-<partition> directories found under " + ", ".join(read.paths))
@@ -315,7 +315,7 @@ def _segment_fragments(log: PartitionLog, start: int, end: int, constraints: Con
             entry_follows=end_position < data_end, **_entry_bounds(segment, start_position),
             offset_values=constraints.offset_values,
             timestamp_low_us=constraints.timestamp_low_us,
-            timestamp_high_us=constraints.timestamp_high_us)
+            timestamp_high_us=constraints.timestamp_high_us, store=segment.store)
 
 
 def _check_ends_below(segment: Segment, next_base_offset: int, verify: bool) -> None:

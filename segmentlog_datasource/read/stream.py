@@ -222,7 +222,7 @@ class LogStream:
 
     # ------------------------------------------------------------ discovery
     def partitions_now(self) -> Dict[TopicPartition, PartitionView]:
-        logs = discover_partitions(self.read.paths)
+        logs = discover_partitions(self.read.paths, self.read.store)
         views = {}
         for log in logs:
             if not self.read.selection.matches(log.topic, log.partition):

@@ -127,16 +127,31 @@ def test_segment_file_that_is_a_directory_is_named(tmp_path, suffix):
     shutil.rmtree(bad)
 
 
-@pytest.mark.parametrize("uri", ["s3://bucket/logs", "hdfs:///logs", "s3a://b/x"])
-def test_a_uri_the_reader_cannot_read_is_refused(uri):
+@pytest.mark.parametrize("uri, complaint", [
+    ("s3://key:secret-value@bucket/logs", "must not carry credentials"),
+    ("s3://bucket/logs?endpoint_override=x", r"takes no \?query"),
+    ("s3:///logs", "must name its bucket"),
+    ("file://otherhost/logs", "not on host"),
+])
+def test_a_store_uri_that_cannot_be_read_as_given_is_refused(uri, complaint):
     from segmentlog_datasource.errors import InvalidOptionError
 
     for options in ({"path": uri}, {"paths": '["/tmp", "%s"]' % uri}):
-        with pytest.raises(InvalidOptionError) as info:
+        with pytest.raises(InvalidOptionError, match=complaint) as info:
             parse_read_options(options)
-        assert uri in str(info.value) and "not supported" in str(info.value)
-        with pytest.raises(InvalidOptionError):
+        assert "secret-value" not in str(info.value)
+        with pytest.raises(InvalidOptionError, match=complaint):
             parse_stream_options(options)
+
+
+@pytest.mark.parametrize("uri, expected", [
+    ("s3://bucket/logs/", "s3://bucket/logs"),
+    ("s3a://bucket/logs", "s3://bucket/logs"),
+    ("gs://bucket/a/b", "gs://bucket/a/b"),
+])
+def test_a_store_uri_is_taken_as_a_store_path(uri, expected):
+    read = parse_read_options({"path": uri})
+    assert read.paths == [expected]
 
 
 def test_a_file_uri_reads_its_path(tmp_path):

@@ -1,7 +1,7 @@
 """The package's layers import only downwards, and only the Spark adapters import Spark.
 
-    errors  <-  format  <-  read  <-  spark
-                format  <-  writer <-  spark
+    errors  <-  storage  <-  format  <-  read  <-  spark
+                             format  <-  writer <-  spark
 
 Read from the source files (the checkout's `segmentlog_datasource/` and `writer/`, which
 installs as `segmentlog_datasource.writer`), every import counted, also those inside
@@ -17,12 +17,13 @@ from support.paths import CHECKOUT
 PACKAGE = "segmentlog_datasource"
 ALLOWED = {
     "errors": {"errors"},
-    "format": {"errors", "format"},
-    "read": {"errors", "format", "read"},
-    "writer": {"errors", "format", "writer"},
-    "spark": {"errors", "format", "read", "writer", "spark", "package"},
+    "storage": {"errors", "storage"},
+    "format": {"errors", "storage", "format"},
+    "read": {"errors", "storage", "format", "read"},
+    "writer": {"errors", "storage", "format", "writer"},
+    "spark": {"errors", "storage", "format", "read", "writer", "spark", "package"},
     # The package's __init__ registers the source (spark) and exports the lookups (read).
-    "package": {"errors", "format", "read", "spark", "package"},
+    "package": {"errors", "storage", "format", "read", "spark", "package"},
 }
 SPARK_MODULES = ("pyspark", "py4j")
 

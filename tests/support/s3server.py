@@ -83,10 +83,11 @@ class _ProxyServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, address, upstream_port: int, record):
+    def __init__(self, address, upstream_port: int, record, begin):
         super().__init__(address, _ProxyHandler)
         self.upstream_port = upstream_port
         self.record = record
+        self.begin = begin  # a request arrived: requests() waits until it is recorded
 
 
 class _ProxyHandler(http.server.BaseHTTPRequestHandler):
@@ -97,9 +98,11 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
         pass
 
     def _proxy(self):
+        self.server.begin()
         split = urlsplit(self.path)
         bucket, key = bucket_and_key(split.path)
         query = dict(parse_qsl(split.query, keep_blank_values=True))
+        status, sent = None, 0  # None: the exchange broke off before moto answered
         upstream = http.client.HTTPConnection("127.0.0.1", self.server.upstream_port, timeout=60)
         try:
             try:
@@ -115,13 +118,14 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
                 # moto is gone: the client gets an answer, the test a recorded 502.
                 self.close_connection = True
                 self.send_error(502, "moto server unreachable")
-                status, sent = 502, 0
+                status = 502
             else:
-                status, sent = response.status, self._forward_response(response)
+                status = response.status
+                sent = self._forward_response(response)
         finally:
             upstream.close()
-        self.server.record(Request(self.command, bucket, key, query,
-                                   self.headers.get("Range"), status, sent))
+            self.server.record(Request(self.command, bucket, key, query,
+                                       self.headers.get("Range"), status, sent))
 
     def _forward_request_body(self, upstream: http.client.HTTPConnection):
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -189,6 +193,8 @@ class S3Server:
     def __init__(self, enforce_auth: bool = False, startup_timeout: float = 60.0):
         self._requests: list[Request] = []
         self._lock = threading.Lock()
+        self._recorded = threading.Condition(self._lock)
+        self._in_flight = 0
         self._process = None
         self._proxy = None
         self._workdir = tempfile.mkdtemp(prefix="segmentlog-s3-")
@@ -235,7 +241,7 @@ class S3Server:
                 time.sleep(0.1)
 
     def _start_proxy(self):
-        self._proxy = _ProxyServer(("127.0.0.1", 0), self.moto_port, self._record)
+        self._proxy = _ProxyServer(("127.0.0.1", 0), self.moto_port, self._record, self._begin)
         self.endpoint = f"http://127.0.0.1:{self._proxy.server_address[1]}"
         self._proxy_thread = threading.Thread(target=self._proxy.serve_forever,
                                               name="s3-counting-proxy", daemon=True)
@@ -289,12 +295,21 @@ class S3Server:
 
     # -- counting ----------------------------------------------------------------------
 
+    def _begin(self):
+        with self._recorded:
+            self._in_flight += 1
+
     def _record(self, request: Request):
-        with self._lock:
+        with self._recorded:
             self._requests.append(request)
+            self._in_flight -= 1
+            self._recorded.notify_all()
 
     def requests(self) -> list[Request]:
-        with self._lock:
+        """Every request so far; the client may have its answer before the proxy thread
+        records it, so requests under way are waited for (a few seconds at most)."""
+        with self._recorded:
+            self._recorded.wait_for(lambda: self._in_flight == 0, timeout=5)
             return list(self._requests)
 
     def reset_counts(self):

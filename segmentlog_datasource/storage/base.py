@@ -1,0 +1,122 @@
+"""What every store offers the layers above it."""
+import posixpath
+from abc import ABC, abstractmethod
+from typing import List, NamedTuple, Optional
+
+
+class FileEntry(NamedTuple):
+    kind: str  # "file", "dir" or "other"
+    size: int  # bytes, for files
+
+
+class TreeView(ABC):
+    """A directory tree as seen at one moment (remote: one listing; local: the disk)."""
+
+    @abstractmethod
+    def isdir(self, path: str) -> bool:
+        ...
+
+    @abstractmethod
+    def names(self, path: str) -> List[str]:
+        """Names in the directory `path`; OSError when it cannot be listed."""
+
+    @abstractmethod
+    def entry(self, path: str) -> Optional[FileEntry]:
+        """What `path` is, None when nothing is there."""
+
+
+class LogBytes(ABC):
+    """The first `size` bytes of a segment, as a buffer indexed by file position.
+
+    `view` covers the whole size; a remote one holds only what `available`/`ensure`
+    fetched, so every reader of `view` first asks for the bytes it will touch."""
+
+    view: memoryview
+    size: int
+
+    @abstractmethod
+    def available(self, position: int, end: int) -> int:
+        """Make bytes from `position` on readable, heading for `end`; return where the
+        readable bytes from `position` stop (at most the size)."""
+
+    @abstractmethod
+    def ensure(self, position: int, length: int) -> None:
+        """Make `length` bytes at `position` (cut at the size) readable."""
+
+    def ensure_entry(self, position: int) -> None:
+        """Make the whole entry that starts at `position` readable (as far as its length
+        field says and the size allows)."""
+        from_header = 12  # offset (8) + length (4): Kafka's LOG_OVERHEAD
+        self.ensure(position, from_header)
+        if position + from_header <= self.size:
+            length = int.from_bytes(self.view[position + 8 : position + 12], "big", signed=True)
+            if length > 0:
+                self.ensure(position, from_header + length)
+
+    @abstractmethod
+    def check(self) -> None:
+        """Raise SegmentShrankError when the file got shorter than `size`."""
+
+    @abstractmethod
+    def close(self) -> None:
+        ...
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class ByteReader(ABC):
+    """Positioned reads of one file, for walks over headers."""
+
+    @abstractmethod
+    def pread(self, length: int, position: int) -> bytes:
+        ...
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Store(ABC):
+    """A filesystem that logs are read from (see the package docstring)."""
+
+    remote = False
+
+    @abstractmethod
+    def tree(self, root: str) -> TreeView:
+        ...
+
+    @abstractmethod
+    def read_optional(self, path: str) -> Optional[bytes]:
+        """The whole file, None when there is none."""
+
+    @abstractmethod
+    def open_log(self, path: str, size: int) -> LogBytes:
+        ...
+
+    @abstractmethod
+    def reader(self, path: str, size: int) -> ByteReader:
+        ...
+
+    @abstractmethod
+    def size_of(self, path: str) -> Optional[int]:
+        """The file's size now, None when it is gone."""
+
+    def join(self, directory: str, name: str) -> str:
+        return posixpath.join(directory, name)
+
+    @staticmethod
+    def basename(path: str) -> str:
+        return posixpath.basename(path.rstrip("/"))
+
+    @staticmethod
+    def dirname(path: str) -> str:
+        return posixpath.dirname(path.rstrip("/"))

@@ -1,0 +1,107 @@
+"""Store settings given as options: endpoint, region, anonymous access, credentials.
+
+Without options, each process finds credentials the way the AWS (or GCS, Azure) SDK does:
+environment variables, config files and profiles (`AWS_PROFILE`), instance roles. The
+endpoint and region are settled once, where the read or write is planned, and travel with
+the tasks; credentials travel only when given as options.
+"""
+import os
+from dataclasses import dataclass, fields
+from typing import Mapping, Optional, Tuple
+
+from ..errors import InvalidOptionError
+
+# option name -> field
+STORE_OPTIONS = {
+    "store.endpoint": "endpoint",
+    "store.region": "region",
+    "store.anonymous": "anonymous",
+    "store.accessKeyId": "access_key_id",
+    "store.secretAccessKey": "secret_access_key",
+    "store.sessionToken": "session_token",
+}
+_SECRET_FIELDS = ("secret_access_key", "session_token")
+REDACTED = "*****(redacted)"
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    endpoint: Optional[str] = None  # e.g. http://127.0.0.1:9000 (an S3-compatible server)
+    region: Optional[str] = None
+    anonymous: bool = False
+    access_key_id: Optional[str] = None
+    secret_access_key: Optional[str] = None
+    session_token: Optional[str] = None
+
+    def __repr__(self):
+        shown = []
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if value in (None, False):
+                continue
+            shown.append(f"{item.name}={REDACTED if item.name in _SECRET_FIELDS else value!r}")
+        return "StoreConfig(" + ", ".join(shown) + ")"
+
+    __str__ = __repr__
+
+    @property
+    def secrets(self) -> Tuple[str, ...]:
+        """Values never to be shown (the access key id too: it names the account)."""
+        return tuple(v for v in (self.secret_access_key, self.session_token, self.access_key_id)
+                     if v)
+
+    def redact(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+    def settled(self, scheme: str) -> "StoreConfig":
+        """The endpoint and region from the environment when no option gave them, so that
+        executors, whose environment may differ, use what the driver used."""
+        if scheme != "s3":
+            return self
+        endpoint = self.endpoint or os.environ.get("AWS_ENDPOINT_URL_S3") or \
+            os.environ.get("AWS_ENDPOINT_URL")
+        region = self.region or os.environ.get("AWS_REGION") or \
+            os.environ.get("AWS_DEFAULT_REGION")
+        return StoreConfig(endpoint or None, region or None, self.anonymous, self.access_key_id,
+                           self.secret_access_key, self.session_token)
+
+
+def _lookup(options: Mapping, name: str):
+    lowered = name.lower()
+    for key, value in options.items():
+        if str(key).lower() == lowered:
+            return value
+    return None
+
+
+def parse_store_config(options: Optional[Mapping]) -> StoreConfig:
+    options = dict(options or {})
+    values = {}
+    for name, field_name in STORE_OPTIONS.items():
+        raw = _lookup(options, name)
+        if raw is None:
+            continue
+        text = str(raw).strip()
+        if field_name == "anonymous":
+            if text.lower() not in ("true", "false"):
+                raise InvalidOptionError.for_value(name, raw, "true or false")
+            values[field_name] = text.lower() == "true"
+            continue
+        if not text:
+            raise InvalidOptionError(f"option {name!r} is empty", name)
+        if field_name == "endpoint" and "://" in text and \
+                not text.lower().startswith(("http://", "https://")):
+            raise InvalidOptionError.for_value(
+                name, raw, "a host[:port], or an http:// or https:// URL")
+        values[field_name] = text
+    if bool(values.get("access_key_id")) != bool(values.get("secret_access_key")):
+        given, missing = ("store.accessKeyId", "store.secretAccessKey") \
+            if values.get("access_key_id") else ("store.secretAccessKey", "store.accessKeyId")
+        raise InvalidOptionError(f"option {given!r} needs {missing!r} too", missing)
+    if values.get("anonymous") and values.get("access_key_id"):
+        raise InvalidOptionError(
+            "options 'store.anonymous' and 'store.accessKeyId' exclude each other",
+            "store.anonymous")
+    return StoreConfig(**values)

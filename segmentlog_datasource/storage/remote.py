@@ -1,0 +1,398 @@
+"""Object stores and HDFS through pyarrow's filesystems, read in ranges.
+
+* A tree is listed once, recursively (a flat, paginated listing on object stores, not one
+  request per directory), and everything planning needs comes from that snapshot.
+* Index files are read whole, one request each.
+* A segment range is fetched in chunks of CHUNK_BYTES from where its scan starts, the next
+  chunk fetched in the background while the current one is decoded, and at most
+  READ_PAST_BYTES past the range's end (for the entry after it, which the scan checks).
+  Nothing else of the segment is read.
+* Header walks (the active segment's end, a rolled segment's tail) read BLOCK_BYTES at a time.
+"""
+import mmap
+import posixpath
+import threading
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
+from typing import Dict, List, Optional, Tuple
+
+from ..errors import SegmentShrankError, StoreError
+from .base import ByteReader, FileEntry, LogBytes, Store, TreeView
+from .config import StoreConfig
+
+CHUNK_BYTES = 8 << 20
+READ_PAST_BYTES = 64 << 10
+MIN_FETCH_BYTES = 64 << 10
+BLOCK_BYTES = 1 << 20
+
+_filesystems: Dict[tuple, object] = {}
+_filesystems_lock = threading.Lock()
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return " ".join(text.split())
+
+
+def _remedy(detail: str) -> str:
+    lowered = detail.lower()
+    if any(word in lowered for word in ("access denied", "accessdenied", "forbidden",
+                                        "invalidaccesskeyid", "signaturedoesnotmatch",
+                                        "security token", "credentials", "http status 403")):
+        return ("check the credentials: the AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY "
+                "environment variables, the profile (AWS_PROFILE), the instance role, or the "
+                "store.accessKeyId/store.secretAccessKey options")
+    if "nosuchbucket" in lowered or "bucket does not exist" in lowered or \
+            "bucket not found" in lowered:
+        return "check the bucket name in the path"
+    if any(word in lowered for word in ("connect", "resolve host", "timed out", "timeout",
+                                        "curl", "network")):
+        return ("check the endpoint (store.endpoint or AWS_ENDPOINT_URL) and that the store "
+                "can be reached from here")
+    return ""
+
+
+class ArrowStore(Store):
+    """Paths `uri_prefix + relative` are `fs_prefix + relative` on a pyarrow filesystem."""
+
+    remote = True
+
+    def __init__(self, scheme: str, uri_prefix: str, fs_prefix: str, config: StoreConfig,
+                 fs_uri: Optional[str] = None):
+        self.scheme = scheme
+        self.uri_prefix = uri_prefix
+        self.fs_prefix = fs_prefix
+        self.config = config
+        self.fs_uri = fs_uri  # for filesystems built by pyarrow's from_uri (or fsspec)
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+    def __repr__(self):
+        return f"ArrowStore({self.uri_prefix!r}, {self.config!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, ArrowStore) and self.__getstate__() == other.__getstate__()
+
+    def __hash__(self):
+        return hash((self.scheme, self.uri_prefix, self.fs_prefix))
+
+    # -- the filesystem, built once per process -------------------------------------------
+    @property
+    def fs(self):
+        key = (self.scheme, self.fs_uri, self.config)
+        with _filesystems_lock:
+            fs = _filesystems.get(key)
+            if fs is None:
+                fs = _filesystems[key] = self._make_fs()
+        return fs
+
+    def _make_fs(self):
+        from pyarrow import fs as pafs
+
+        config = self.config
+        try:
+            if self.scheme == "s3":
+                kwargs = {"region": config.region or "us-east-1",
+                          "anonymous": config.anonymous,
+                          "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=3),
+                          "connect_timeout": 10, "request_timeout": 60}
+                if config.endpoint:
+                    endpoint = config.endpoint
+                    if "://" in endpoint:
+                        parsed = urllib.parse.urlparse(endpoint)
+                        kwargs["scheme"] = parsed.scheme
+                        endpoint = parsed.netloc + parsed.path.rstrip("/")
+                    kwargs["endpoint_override"] = endpoint
+                if config.access_key_id:
+                    kwargs.update(access_key=config.access_key_id,
+                                  secret_key=config.secret_access_key,
+                                  session_token=config.session_token)
+                return pafs.S3FileSystem(**kwargs)
+            if self.scheme == "gs":
+                kwargs = {"anonymous": config.anonymous}
+                if config.endpoint:
+                    parsed = urllib.parse.urlparse(config.endpoint if "://" in config.endpoint
+                                                   else "https://" + config.endpoint)
+                    kwargs.update(scheme=parsed.scheme, endpoint_override=parsed.netloc)
+                return pafs.GcsFileSystem(**kwargs)
+            try:
+                return pafs.FileSystem.from_uri(self.fs_uri)[0]
+            except Exception:
+                import fsspec  # a filesystem pyarrow has none for, where fsspec has one
+
+                return pafs.PyFileSystem(pafs.FSSpecHandler(
+                    fsspec.filesystem(self.scheme)))
+        except ImportError as exc:
+            raise StoreError(f"{self.uri_prefix}: no filesystem for {self.scheme}:// paths "
+                             f"({exc}); pyarrow reads s3, gs, abfs(s) and hdfs, and fsspec "
+                             f"packages others") from None
+        except Exception as exc:
+            raise self.error(self.uri_prefix, "cannot set up the store", exc) from None
+
+    # -- paths ----------------------------------------------------------------------------
+    def to_fs(self, path: str) -> str:
+        if not path.startswith(self.uri_prefix.rstrip("/")):
+            raise StoreError(f"{path}: not under {self.uri_prefix}")
+        return self.fs_prefix + path[len(self.uri_prefix):].lstrip("/") \
+            if len(path) > len(self.uri_prefix) else self.fs_prefix.rstrip("/")
+
+    def to_uri(self, fs_path: str) -> str:
+        return self.uri_prefix + fs_path[len(self.fs_prefix):].lstrip("/")
+
+    def error(self, path: str, action: str, exc: BaseException) -> StoreError:
+        detail = self.config.redact(_describe(exc))
+        remedy = _remedy(detail)
+        message = f"{path}: {action}: {detail}"
+        return StoreError(message + (f". What to do: {remedy}" if remedy else ""))
+
+    # -- what readers use ------------------------------------------------------------------
+    def tree(self, root: str) -> TreeView:
+        from pyarrow import fs as pafs
+
+        fs_root = self.to_fs(root)
+        try:
+            infos = self.fs.get_file_info(pafs.FileSelector(fs_root, recursive=True,
+                                                            allow_not_found=True))
+            root_entry = None
+            if not infos:
+                info = self.fs.get_file_info(fs_root)
+                if info.type == pafs.FileType.File:
+                    root_entry = FileEntry("file", info.size)
+                elif info.type == pafs.FileType.Directory:
+                    root_entry = FileEntry("dir", 0)
+            else:
+                root_entry = FileEntry("dir", 0)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise self.error(root, "cannot list", exc) from None
+        return RemoteTree(self, root.rstrip("/"), root_entry, infos)
+
+    def read_optional(self, path: str) -> Optional[bytes]:
+        try:
+            with self.fs.open_input_stream(self.to_fs(path)) as stream:
+                return stream.read()
+        except FileNotFoundError:
+            return None
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise self.error(path, "cannot read", exc) from None
+
+    def _open_file(self, path: str, size: int):
+        try:
+            # One HEAD request (pyarrow's Python API cannot be given the size instead).
+            return self.fs.open_input_file(self.to_fs(path))
+        except Exception as exc:
+            raise self.error(path, "cannot open", exc) from None
+
+    def open_log(self, path: str, size: int) -> LogBytes:
+        return RemoteLog(self, path, size)
+
+    def reader(self, path: str, size: int) -> ByteReader:
+        return BlockReader(self, path, size)
+
+    def size_of(self, path: str) -> Optional[int]:
+        from pyarrow import fs as pafs
+
+        try:
+            info = self.fs.get_file_info(self.to_fs(path))
+        except Exception as exc:
+            raise self.error(path, "cannot look up", exc) from None
+        return info.size if info.type == pafs.FileType.File else None
+
+    def read_range(self, handle, path: str, position: int, length: int) -> bytes:
+        try:
+            return handle.read_at(length, position)
+        except Exception as exc:
+            raise self.error(path, f"cannot read bytes {position}..{position + length}",
+                             exc) from None
+
+
+class RemoteTree(TreeView):
+    """One recursive listing: directories are the prefixes of what it holds."""
+
+    def __init__(self, store: ArrowStore, root: str, root_entry: Optional[FileEntry], infos):
+        from pyarrow import fs as pafs
+
+        self.root = root
+        self._entries: Dict[str, FileEntry] = {}
+        self._children: Dict[str, List[str]] = {}
+        if root_entry is not None:
+            self._entries[root] = root_entry
+        if root_entry is not None and root_entry.kind == "dir":
+            self._children[root] = []
+        for info in infos:
+            path = store.to_uri(info.path)
+            kind = "file" if info.type == pafs.FileType.File else \
+                "dir" if info.type == pafs.FileType.Directory else "other"
+            self._entries[path] = FileEntry(kind, info.size or 0 if kind == "file" else 0)
+            if kind == "dir":
+                self._children.setdefault(path, [])
+        for path in list(self._entries):
+            if path == root:
+                continue
+            parent = posixpath.dirname(path)
+            self._children.setdefault(parent, []).append(posixpath.basename(path))
+            # Object stores list keys; the directories between are implied.
+            while parent != root and parent.startswith(root) and parent not in self._entries:
+                self._entries[parent] = FileEntry("dir", 0)
+                grand = posixpath.dirname(parent)
+                self._children.setdefault(grand, []).append(posixpath.basename(parent))
+                parent = grand
+
+    def isdir(self, path: str) -> bool:
+        entry = self._entries.get(path.rstrip("/"))
+        return entry is not None and entry.kind == "dir"
+
+    def names(self, path: str) -> List[str]:
+        path = path.rstrip("/")
+        if not self.isdir(path):
+            raise NotADirectoryError(path)
+        return sorted(set(self._children.get(path, [])))
+
+    def entry(self, path: str) -> Optional[FileEntry]:
+        return self._entries.get(path.rstrip("/"))
+
+
+class RemoteLog(LogBytes):
+    """A segment's bytes in an anonymous mapping as large as the segment (only the pages
+    fetched take memory), so positions are file positions as with a mapped local file."""
+
+    def __init__(self, store: ArrowStore, path: str, size: int):
+        self.store = store
+        self.path = path
+        self.size = size
+        self._handle = store._open_file(path, size) if size else None
+        self._map = mmap.mmap(-1, size) if size else None
+        self.view = memoryview(self._map) if self._map is not None else memoryview(b"")
+        self._have: List[Tuple[int, int]] = []  # fetched [start, end) ranges, sorted, merged
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self._ahead = None  # (start, end, future) of the chunk being fetched in the background
+
+    def _fetch(self, start: int, end: int) -> None:
+        data = self.store.read_range(self._handle, self.path, start, end - start)
+        if len(data) < end - start:
+            raise SegmentShrankError(
+                self.path, start + len(data),
+                f"object holds fewer bytes than the {self.size} listed (replaced while being "
+                "read); read it again")
+        self._map[start:end] = data
+
+    def _add(self, start: int, end: int) -> None:
+        ranges = sorted(self._have + [(start, end)])
+        merged = [ranges[0]]
+        for low, high in ranges[1:]:
+            if low <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], high))
+            else:
+                merged.append((low, high))
+        self._have = merged
+
+    def _readable_end(self, position: int) -> int:
+        for low, high in self._have:
+            if low <= position < high:
+                return high
+        return position
+
+    def _settle_ahead(self) -> None:
+        if self._ahead is not None:
+            start, end, future = self._ahead
+            self._ahead = None
+            future.result()
+            self._add(start, end)
+
+    def ensure(self, position: int, length: int) -> None:
+        end = min(self.size, position + length)
+        if position >= end:
+            return
+        self._settle_ahead()
+        if self._readable_end(position) >= end:
+            return
+        fetch_end = min(self.size, max(end, position + MIN_FETCH_BYTES))
+        cursor = position
+        for low, high in self._have:  # fetch only the gaps
+            if high <= cursor or low >= fetch_end:
+                continue
+            if low > cursor:
+                self._fetch(cursor, low)
+            cursor = max(cursor, high)
+        if cursor < fetch_end:
+            self._fetch(cursor, fetch_end)
+        self._add(position, fetch_end)
+
+    def available(self, position: int, end: int) -> int:
+        limit = min(self.size, end + READ_PAST_BYTES)
+        if position >= limit:
+            return min(position, self.size)
+        readable = self._readable_end(position)
+        if readable <= position:
+            self._settle_ahead()
+            readable = self._readable_end(position)
+        if readable <= position:
+            chunk_end = min(limit, position + CHUNK_BYTES)
+            self.ensure(position, chunk_end - position)
+            readable = self._readable_end(position)
+        if readable < limit and self._ahead is None:
+            # Fetch the next chunk while this one is decoded.
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1)
+            nxt = min(limit, readable + CHUNK_BYTES)
+            self._ahead = (readable, nxt, self._pool.submit(self._fetch, readable, nxt))
+        return readable
+
+    def check(self) -> None:
+        pass  # objects do not shrink; a replaced one shows as a short read (see _fetch)
+
+    def close(self) -> None:
+        if self._ahead is not None:
+            try:
+                self._ahead[2].result()
+            except Exception:
+                pass  # the scan already failed or stopped; nothing more is read
+            self._ahead = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        if self._handle is not None:
+            self._handle.close()
+        try:
+            self.view.release()
+            if self._map is not None:
+                self._map.close()
+        except BufferError:
+            pass  # slices are still referenced; the mapping goes when they do
+
+
+class BlockReader(ByteReader):
+    """Positioned reads through a one-block cache: a walk over headers costs a request
+    per BLOCK_BYTES, not per header."""
+
+    def __init__(self, store: ArrowStore, path: str, size: int):
+        self.store = store
+        self.path = path
+        self.size = size
+        self._handle = None
+        self._block_start = 0
+        self._block = b""
+
+    def pread(self, length: int, position: int) -> bytes:
+        end = min(position + length, self.size)
+        if position >= end:
+            return b""
+        block_end = self._block_start + len(self._block)
+        if self._block_start <= position and end <= block_end:
+            return self._block[position - self._block_start : end - self._block_start]
+        if self._handle is None:
+            self._handle = self.store._open_file(self.path, self.size)
+        if end - position > BLOCK_BYTES:
+            return self.store.read_range(self._handle, self.path, position, end - position)
+        block_len = min(BLOCK_BYTES, self.size - position)
+        self._block = self.store.read_range(self._handle, self.path, position, block_len)
+        self._block_start = position
+        return self._block[: end - position]
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
