@@ -71,10 +71,12 @@ setup(
         # PySpark 4.3 supports pandas 2 only; its Arrow paths import it.
         "spark": ["pyspark>=4.3", "pandas>=2.2,<3"],
         "zstd": ["zstandard>=0.22"],
+        # writing into s3:// (conditional PUTs); reading needs only pyarrow
+        "s3": ["boto3>=1.35"],
         "snappy": ["cramjam>=2.8"],
         # Hardware CRC32C, and libdeflate for gzip writes at twice zlib's speed.
         "fast": ["crc32c>=2.4", "deflate>=0.7"],
-        "all": ["pyspark>=4.3", "pandas>=2.2,<3", "zstandard>=0.22", "cramjam>=2.8", "crc32c>=2.4", "deflate>=0.7"],
+        "all": ["pyspark>=4.3", "pandas>=2.2,<3", "zstandard>=0.22", "cramjam>=2.8", "crc32c>=2.4", "deflate>=0.7", "boto3>=1.35"],
         "test": [
             "pyspark>=4.3",
             "pandas>=2.2,<3",

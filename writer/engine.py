@@ -9,7 +9,9 @@
     # leaving the block commits; an exception inside it aborts
 
 Nothing is visible in the log dir until `commit()`; `abort()` (or any error) leaves the
-log dir as it was.
+log dir as it was. The log dir may be an `s3://bucket/prefix` (appends only; the store.*
+options, e.g. `options={"store.endpoint": "http://127.0.0.1:9000"}`, reach the store;
+see objectstore.py).
 """
 import datetime
 from typing import Any, Dict, Iterable, Mapping, Optional
@@ -19,7 +21,9 @@ import pyarrow as pa
 from .errors import InvalidInputError, WriteAbortedError
 from ..format.arrow import HEADER_TYPE
 from .input import check_column_names
-from .job import CommitSummary, WriteJob
+from ..storage import parse_store_config
+from .job import CommitSummary
+from .objectstore import STORE_OPTION_NAMES, open_write_job
 from .options import WriteOptions
 
 _KWARG_OPTIONS = {
@@ -54,9 +58,12 @@ class SegmentLogWriter:
                 raise TypeError(f"SegmentLogWriter got an unexpected keyword argument {name!r}")
             if value is not None:
                 merged[_KWARG_OPTIONS[name]] = value
-        self.options = WriteOptions.from_mapping(merged)
-        self.job = WriteJob(logdir, mode=mode, topic=topic, options=self.options,
-                            write_time_ms=write_time_ms).start()
+        store_options = {k: v for k, v in merged.items() if str(k).lower() in STORE_OPTION_NAMES}
+        self.options = WriteOptions.from_mapping(
+            {k: v for k, v in merged.items() if k not in store_options})
+        self.job = open_write_job(
+            logdir, mode=mode, topic=topic, options=self.options, write_time_ms=write_time_ms,
+            store_config=parse_store_config(store_options) if store_options else None).start()
         self._task = self.job.task_writer(0, 0)
         self.summary: Optional[CommitSummary] = None
         self._done = False

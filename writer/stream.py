@@ -46,6 +46,7 @@ from .errors import (
     ABANDONED, ConcurrentWriteError, SinkStateError, WriteError, raise_out_of_space,
 )
 from .fsops import remove_staging
+from .objectstore import refuse_stream_into_store
 from .input import InputLayout
 from .job import CommitSummary, WriteJob
 from .locks import OWNER_FILE, acquire_lock, clean_dead_writes, owner_info, release_lock
@@ -207,6 +208,7 @@ class StreamSink:
     def __init__(self, logdir: str, query_id: str, *, topic: Optional[str] = None,
                  options: Optional[WriteOptions] = None, layout: Optional[InputLayout] = None,
                  under_jvm: bool = False, checkpoint_location: Optional[str] = None):
+        refuse_stream_into_store(logdir)
         self.query_id = check_query_id(query_id)
         self.options = options or WriteOptions()
         self.layout = layout

@@ -13,6 +13,7 @@ from typing import Iterator, List, Optional
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
 from ..writer.errors import WriteError
+from ..writer.objectstore import refuse_stream_into_store
 from ..writer.stream import StagedTask, StreamSink, read_query_id
 from .write import write_settings
 from .errors import short_errors
@@ -34,6 +35,7 @@ class SegmentLogStreamWriter(DataSourceStreamArrowWriter):
             options, schema,
             "df.writeStream.format('segmentlog').start(path) or .option('path', ...)",
             STREAM_OPTIONS)
+        refuse_stream_into_store(settings.path)
         checkpoint = settings.lowered.get("checkpointlocation")
         self.sink = StreamSink(settings.path, read_query_id(checkpoint), topic=settings.topic,
                                options=settings.options, layout=settings.layout,

@@ -3,7 +3,8 @@
 The driver builds the writer once per write: it checks the columns and options (before
 anything is written), takes the topic lock and creates the staging directory. Each
 Spark task encodes the Arrow batches it receives into its own staging file; the driver's
-`commit` assigns offsets and publishes, `abort` removes every trace.
+`commit` assigns offsets and publishes, `abort` removes every trace. An s3:// path takes
+the object-store protocol of writer/objectstore.py (appends only).
 """
 from dataclasses import dataclass
 from typing import Iterator, List, Optional
@@ -13,9 +14,10 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from ..errors import InvalidOptionError
 from ..writer.errors import InvalidInputError
 from ..writer.input import InputLayout, check_column_names
-from ..writer.job import WriteJob
+from ..storage import parse_store_config
+from ..writer.objectstore import STORE_OPTION_NAMES, open_write_job
 from ..writer.options import WriteOptions
-from ..writer.task import TaskResult, TaskWriter
+from ..writer.task import TaskResult
 from .errors import short_errors
 
 
@@ -75,10 +77,13 @@ def write_settings(options, schema, how_to_give_path: str, other_options=()) -> 
 class SegmentLogSparkWriter(DataSourceArrowWriter):
     def __init__(self, options, schema, overwrite: bool):
         settings = write_settings(options, schema,
-                                  "df.write.format('segmentlog').mode(...).save(path)")
-        self.job = WriteJob(settings.path, mode="overwrite" if overwrite else "append",
-                            topic=settings.topic, options=settings.options,
-                            layout=settings.layout, under_jvm=True).start()
+                                  "df.write.format('segmentlog').mode(...).save(path)",
+                                  STORE_OPTION_NAMES)
+        store_options = {k: v for k, v in settings.lowered.items() if k in STORE_OPTION_NAMES}
+        self.job = open_write_job(
+            settings.path, mode="overwrite" if overwrite else "append", topic=settings.topic,
+            options=settings.options, layout=settings.layout, under_jvm=True,
+            store_config=parse_store_config(store_options) if store_options else None).start()
 
     @short_errors
     def write(self, iterator: Iterator) -> SegmentLogCommitMessage:
@@ -87,7 +92,7 @@ class SegmentLogSparkWriter(DataSourceArrowWriter):
         context = TaskContext.get()
         task_index = context.partitionId() if context is not None else 0
         attempt = context.attemptNumber() if context is not None else 0
-        task = TaskWriter(self.job.spec, task_index, attempt)
+        task = self.job.task_writer(task_index, attempt)
         try:
             for batch in iterator:
                 task.write(batch)
