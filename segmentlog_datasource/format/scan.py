@@ -146,6 +146,9 @@ class SegmentRange:
     start_index_entry: Optional[Tuple[int, int]] = None
     entry_follows: bool = False  # a valid entry starts at end_position
     store: Store = LOCAL  # where log_path is
+    # A rolled segment's successor's base offset: its last entry must end below it (no
+    # checksum covers a base offset, and nothing after that entry in its file shows it)
+    next_base_offset: Optional[int] = None
 
     @property
     def bytes(self) -> int:
@@ -256,8 +259,25 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
             mapped.ensure_entry(stopped_at)
             _check_next_entry(view, stopped_at, size, path, accumulator.next_offset,
                               options.max_batch_inflated_bytes)
+        if stopped_at == size and segment_range.next_base_offset is not None and \
+                accumulator.next_offset > segment_range.next_base_offset:
+            last = _last_entry(mapped, segment_range.start_position, size, path)
+            raise CorruptLogError(
+                path, last.position,
+                f"entry with offsets {last.base_offset}..{last.last_offset} runs into the "
+                f"next segment, which starts at offset {segment_range.next_base_offset}")
     if len(accumulator):
         yield accumulator.take(topic, partition)
+
+
+def _last_entry(data: LogBytes, position: int, size: int, path) -> BatchHeader:
+    """The last entry of a segment whose entries from `position` on were all read."""
+    last = None
+    while position < size:
+        data.ensure_entry(position)
+        last = read_entry_header(data.view, position, position, path, remaining=size - position)
+        position = last.end_position
+    return last
 
 
 def _check_indexed_entry(view, pos: int, size: int, path, index_entry: Tuple[int, int],

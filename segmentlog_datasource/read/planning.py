@@ -295,8 +295,6 @@ def _segment_fragments(log: PartitionLog, start: int, end: int, constraints: Con
             older_through = segment.time_index.offset_below(ts_low)
             if older_through is not None:
                 start_position = max(start_position, index.lookup(older_through + 1)[1])
-        if not is_last_segment:
-            _check_ends_below(segment, log.segments[i + 1].base_offset, verify)
         end_position = data_end = segment.size
         if is_last_segment and len(index):
             # Splits could start at index entries past the end of the valid data (after a
@@ -315,19 +313,8 @@ def _segment_fragments(log: PartitionLog, start: int, end: int, constraints: Con
             entry_follows=end_position < data_end, **_entry_bounds(segment, start_position),
             offset_values=constraints.offset_values,
             timestamp_low_us=constraints.timestamp_low_us,
-            timestamp_high_us=constraints.timestamp_high_us, store=segment.store)
-
-
-def _check_ends_below(segment: Segment, next_base_offset: int, verify: bool) -> None:
-    """A rolled segment's offsets end below the next segment's base offset. Its last
-    entry has nothing after it in the segment to show a base offset moved forward (no
-    checksum covers it), so it is checked here, reading only the segment's tail."""
-    last = segment.last_entry(verify=verify)
-    if last is not None and last.last_offset >= next_base_offset:
-        raise CorruptLogError(
-            segment.log_path, last.position,
-            f"entry with offsets {last.base_offset}..{last.last_offset} runs into the next "
-            f"segment, which starts at offset {next_base_offset}")
+            timestamp_high_us=constraints.timestamp_high_us, store=segment.store,
+            next_base_offset=None if is_last_segment else log.segments[i + 1].base_offset)
 
 
 def _cut(segment: Segment, fragment: Fragment, max_bytes: int, max_records: Optional[int]

@@ -36,9 +36,10 @@ def _describe(exc: BaseException) -> str:
 
 def _remedy(detail: str) -> str:
     lowered = detail.lower()
-    if any(word in lowered for word in ("access denied", "accessdenied", "forbidden",
-                                        "invalidaccesskeyid", "signaturedoesnotmatch",
-                                        "security token", "credentials", "http status 403")):
+    squeezed = "".join(ch for ch in lowered if ch.isalnum())  # ACCESS_DENIED, AccessDenied
+    if any(word in squeezed for word in ("accessdenied", "forbidden", "invalidaccesskey",
+                                         "signaturedoesnotmatch", "securitytoken",
+                                         "credential", "httpstatus403", "expiredtoken")):
         return ("check the credentials: the AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY "
                 "environment variables, the profile (AWS_PROFILE), the instance role, or the "
                 "store.accessKeyId/store.secretAccessKey options")
@@ -161,6 +162,12 @@ class ArrowStore(Store):
                     root_entry = FileEntry("file", info.size)
                 elif info.type == pafs.FileType.Directory:
                     root_entry = FileEntry("dir", 0)
+                elif self.scheme in ("s3", "gs"):
+                    bucket = fs_root.split("/", 1)[0]
+                    if self.fs.get_file_info(bucket).type == pafs.FileType.NotFound:
+                        raise StoreError(
+                            f"{root}: cannot list: bucket {bucket!r} does not exist. What "
+                            f"to do: check the bucket name in the path")
             else:
                 root_entry = FileEntry("dir", 0)
         except StoreError:

@@ -347,15 +347,25 @@ class S3Server:
         self.client().create_bucket(Bucket=name)
 
     def upload_tree(self, local_dir, bucket: str, prefix: str = "") -> list[str]:
-        """Uploads every file under local_dir as prefix/relative/path; returns the keys."""
-        s3 = self.client()
-        keys = []
+        """Uploads every file under local_dir as prefix/relative/path; returns the keys.
+        Several at a time: a log of a thousand segments is thousands of small objects."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        s3 = self.client()  # boto3 clients are safe to share between threads
+        uploads = []
         for root, dirs, files in os.walk(local_dir):
             dirs.sort()
             for name in sorted(files):
                 path = os.path.join(root, name)
                 relative = os.path.relpath(path, local_dir).replace(os.sep, "/")
                 key = f"{prefix.strip('/')}/{relative}" if prefix.strip("/") else relative
-                s3.upload_file(path, bucket, key)
-                keys.append(key)
-        return keys
+                uploads.append((path, key))
+
+        def put(item):
+            path, key = item
+            with open(path, "rb") as handle:
+                s3.put_object(Bucket=bucket, Key=key, Body=handle.read())
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(put, uploads))
+        return [key for _, key in uploads]
