@@ -64,28 +64,46 @@ class Segment:
     store: Store = field(default=LOCAL, repr=False)
     # Index files the listing showed absent (a remote store is not asked for them again)
     absent: frozenset = field(default=frozenset(), repr=False)
+    # Where a tiered-storage segment's files are, by suffix (".log", ".index", ...):
+    # (path, position, length), an index possibly a slice of one packed object; a suffix
+    # not there has no file. None: the files of a log dir, named by the base offset.
+    locations: Optional[Dict[str, Tuple[str, int, int]]] = field(default=None, repr=False)
     _offset_index: Optional[OffsetIndex] = field(default=None, repr=False)
     _time_index: Optional[TimeIndex] = field(default=None, repr=False)
     _valid_ends: Dict[bool, int] = field(default_factory=dict, repr=False)
     _aborted: Optional[List[AbortedTransaction]] = field(default=None, repr=False)
 
+    def _file(self, suffix: str) -> str:
+        located = self.locations.get(suffix) if self.locations is not None else None
+        if located is not None:
+            return located[0]
+        return self.store.join(self.directory, segment_file_name(self.base_offset, suffix))
+
     @property
     def log_path(self) -> str:
+        if self.locations is not None:
+            return self._file(LOG_SUFFIX)
         return self.store.join(self.directory, segment_file_name(self.base_offset, LOG_SUFFIX))
 
     @property
     def index_path(self) -> str:
-        return self.store.join(self.directory, segment_file_name(self.base_offset, INDEX_SUFFIX))
+        return self._file(INDEX_SUFFIX)
 
     @property
     def time_index_path(self) -> str:
-        return self.store.join(self.directory, segment_file_name(self.base_offset, TIME_INDEX_SUFFIX))
+        return self._file(TIME_INDEX_SUFFIX)
 
     @property
     def txn_index_path(self) -> str:
-        return self.store.join(self.directory, segment_file_name(self.base_offset, TXN_INDEX_SUFFIX))
+        return self._file(TXN_INDEX_SUFFIX)
 
     def _read_index(self, path: str, suffix: str) -> Optional[bytes]:
+        if self.locations is not None:
+            located = self.locations.get(suffix)
+            if located is None:
+                return None
+            path, position, length = located
+            return self.store.read_bytes(path, position, length) if length else b""
         return None if suffix in self.absent else self.store.read_optional(path)
 
     @property
@@ -414,6 +432,16 @@ def discover_partitions(paths: Iterable[str], config: Optional[StoreConfig] = No
                     candidates.append(child)
                 elif not (_LOGDIR_FILE.match(name) or _LOGDIR_MOVED.match(name)):
                     foreign.append(name)
+            if not candidates:
+                tiered = _tiered_partitions(store, tree, path)
+                for log in tiered:
+                    if log.topic_partition in found:
+                        raise SegmentLogError(
+                            f"topic {log.topic!r} partition {log.partition} appears twice: "
+                            f"{found[log.topic_partition].directory} and {log.directory}")
+                    found[log.topic_partition] = log
+                if tiered:
+                    continue
             if not candidates and foreign:
                 shown = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
                 raise SegmentLogError(
@@ -431,6 +459,42 @@ def discover_partitions(paths: Iterable[str], config: Optional[StoreConfig] = No
                 )
             found[log.topic_partition] = log
     return sorted(found.values(), key=lambda log: (log.topic, log.partition))
+
+
+def _tiered_partitions(store: Store, tree: TreeView, root: str) -> List[PartitionLog]:
+    """Partitions under `root` in a tiered-storage (KIP-405) layout (see format.tiered)."""
+    from ..errors import UnsupportedFormatError
+    from . import tiered
+
+    listing = tree.files_under(root)
+    logs = []
+    for remote in tiered.find_remote_partitions(listing):
+        directory = store.join(root, remote.prefix.rstrip("/"))
+
+        def read(name, position, length, directory=directory):
+            return store.read_bytes(store.join(directory, name), position, length)
+
+        segments = []
+        for found in tiered.remote_segments(remote.layout,
+                                            tiered.partition_listing(listing, remote.prefix),
+                                            read):
+            if found.log_chunks is not None:
+                raise UnsupportedFormatError(
+                    f"{store.join(directory, found.log_object)}: this tiered segment is "
+                    f"stored compressed (zstd chunks); segmentlog reads tiered segments "
+                    f"stored as they are (the storage plugin's compression off)")
+            locations = {LOG_SUFFIX: (store.join(directory, found.log_object), 0,
+                                      found.log_size)}
+            for suffix, where in ((INDEX_SUFFIX, found.offset_index),
+                                  (TIME_INDEX_SUFFIX, found.time_index),
+                                  (TXN_INDEX_SUFFIX, found.txn_index)):
+                if where is not None:
+                    locations[suffix] = (store.join(directory, where.name), where.offset,
+                                         where.length)
+            segments.append(Segment(directory, found.base_offset, found.log_size,
+                                    store=store, locations=locations))
+        logs.append(PartitionLog(directory, remote.topic, remote.partition, segments, store))
+    return logs
 
 
 def _is_partition_dir(store: Store, tree: TreeView, path: str) -> bool:

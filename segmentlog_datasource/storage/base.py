@@ -1,7 +1,7 @@
 """What every store offers the layers above it."""
 import posixpath
 from abc import ABC, abstractmethod
-from typing import List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional
 
 
 class FileEntry(NamedTuple):
@@ -23,6 +23,10 @@ class TreeView(ABC):
     @abstractmethod
     def entry(self, path: str) -> Optional[FileEntry]:
         """What `path` is, None when nothing is there."""
+
+    @abstractmethod
+    def files_under(self, root: str) -> Dict[str, int]:
+        """Every file below `root`: {'/'-separated path relative to it: size}."""
 
 
 class LogBytes(ABC):
@@ -105,6 +109,10 @@ class Store(ABC):
     @abstractmethod
     def reader(self, path: str, size: int) -> ByteReader:
         ...
+
+    @abstractmethod
+    def read_bytes(self, path: str, position: int, length: int) -> bytes:
+        """`length` bytes at `position` of a file (fewer at its end)."""
 
     @abstractmethod
     def size_of(self, path: str) -> Optional[int]:

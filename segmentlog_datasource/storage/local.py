@@ -2,7 +2,7 @@
 import mmap
 import os
 import stat
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from ..errors import CorruptLogError, SegmentShrankError
 from .base import ByteReader, FileEntry, LogBytes, Store, TreeView
@@ -23,6 +23,18 @@ class LocalTree(TreeView):
         if stat.S_ISREG(info.st_mode):
             return FileEntry("file", info.st_size)
         return FileEntry("dir" if stat.S_ISDIR(info.st_mode) else "other", 0)
+
+    def files_under(self, root: str) -> Dict[str, int]:
+        found = {}
+        for directory, _, files in os.walk(root):
+            for name in files:
+                path = os.path.join(directory, name)
+                try:
+                    found[os.path.relpath(path, root).replace(os.sep, "/")] = \
+                        os.stat(path).st_size
+                except FileNotFoundError:
+                    continue
+        return found
 
 
 class MappedLog(LogBytes):
@@ -104,6 +116,10 @@ class LocalStore(Store):
 
     def reader(self, path: str, size: int) -> ByteReader:
         return FileReader(path)
+
+    def read_bytes(self, path: str, position: int, length: int) -> bytes:
+        with open(path, "rb") as handle:
+            return os.pread(handle.fileno(), length, position)
 
     def size_of(self, path: str) -> Optional[int]:
         try:

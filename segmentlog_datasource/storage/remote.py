@@ -200,6 +200,13 @@ class ArrowStore(Store):
     def reader(self, path: str, size: int) -> ByteReader:
         return BlockReader(self, path, size)
 
+    def read_bytes(self, path: str, position: int, length: int) -> bytes:
+        handle = self._open_file(path, 0)
+        try:
+            return self.read_range(handle, path, position, length)
+        finally:
+            handle.close()
+
     def size_of(self, path: str) -> Optional[int]:
         from pyarrow import fs as pafs
 
@@ -261,6 +268,11 @@ class RemoteTree(TreeView):
 
     def entry(self, path: str) -> Optional[FileEntry]:
         return self._entries.get(path.rstrip("/"))
+
+    def files_under(self, root: str) -> Dict[str, int]:
+        prefix = root.rstrip("/") + "/"
+        return {path[len(prefix):]: entry.size for path, entry in self._entries.items()
+                if entry.kind == "file" and path.startswith(prefix)}
 
 
 class RemoteLog(LogBytes):

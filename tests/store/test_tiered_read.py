@@ -1,0 +1,97 @@
+"""Kafka tiered storage (KIP-405) layouts read as one offset space, from a local copy and
+from an S3 store: Aiven's plugin layout (segments, packed .indexes, manifests) and Kafka's
+LocalTieredStorage layout, laid out from the Kafka-written fixtures by
+support/tiered_layout.py."""
+import os
+
+import pytest
+
+from support.manifest import arrow_rows, expected_rows, load_manifest
+from support.tiered_layout import write_aiven_partition, write_local_tiered_partition
+from segmentlog_datasource.errors import UnsupportedFormatError
+from segmentlog_datasource.format.scan import ScanOptions
+from segmentlog_datasource.read.fragments import scan_fragments
+from segmentlog_datasource.read.options import parse_read_options
+from segmentlog_datasource.read.planning import Constraints, plan_fragments
+
+CASES = ["plain-0", "txn-0", "compacted-0", "bigoffset-0", "codec-zstd-0"]
+BUCKET = "tiered"
+
+
+def _layout(kafka_logdir, root, writer):
+    for name in CASES:
+        topic, _, partition = name.rpartition("-")
+        writer(os.path.join(kafka_logdir, name), str(root), topic, int(partition),
+               manifest=load_manifest(kafka_logdir, name))
+    return str(root)
+
+
+@pytest.fixture(scope="module")
+def aiven_root(kafka_logdir, tmp_path_factory):
+    return _layout(kafka_logdir, tmp_path_factory.mktemp("aiven") / "bucket-prefix",
+                   write_aiven_partition)
+
+
+@pytest.fixture(scope="module")
+def local_tiered_root(kafka_logdir, tmp_path_factory):
+    return _layout(kafka_logdir, tmp_path_factory.mktemp("lts") / "remote",
+                   write_local_tiered_partition)
+
+
+def _rows(options):
+    read = parse_read_options(dict(options, includeHeaders="true"))
+    return arrow_rows(list(scan_fragments(plan_fragments(read, Constraints()),
+                                          ScanOptions(include_headers=True))))
+
+
+def _check_every_case(path, kafka_logdir, extra=None):
+    for isolation in ("read_uncommitted", "read_committed"):
+        for name in CASES:
+            topic, _, partition = name.rpartition("-")
+            options = {"path": path, "isolationLevel": isolation,
+                       "assign": '{"%s": [%s]}' % (topic, partition), **(extra or {})}
+            assert _rows(options) == expected_rows(load_manifest(kafka_logdir, name),
+                                                   isolation), (name, isolation)
+
+
+@pytest.mark.parametrize("layout", ["aiven", "local"])
+def test_a_tiered_layout_on_disk_reads_as_kafka_read_it(layout, aiven_root, local_tiered_root,
+                                                        kafka_logdir):
+    _check_every_case(aiven_root if layout == "aiven" else local_tiered_root, kafka_logdir)
+
+
+def test_lookups_in_a_tiered_layout_use_its_indexes(aiven_root, kafka_logdir):
+    manifest = load_manifest(kafka_logdir, "plain-0")
+    offsets = [row["offset"] for row in expected_rows(manifest)]
+    target = offsets[len(offsets) // 2]
+    read = parse_read_options({"path": aiven_root, "subscribe": "plain",
+                               "includeHeaders": "true"})
+    fragments = plan_fragments(read, Constraints(offset_values=frozenset({target})))
+    # the offset index (a slice of the packed .indexes object) narrowed the read
+    whole = sum(os.path.getsize(os.path.join(dirpath, name))
+                for dirpath, _, names in os.walk(aiven_root)
+                for name in names if name.endswith(".log") and "/plain-" in dirpath + "/")
+    assert sum(f.bytes for f in fragments) < whole
+    rows = arrow_rows(list(scan_fragments(fragments, ScanOptions(include_headers=True))))
+    assert rows == expected_rows(manifest, lo=target, hi=target + 1)
+
+
+def test_a_tiered_layout_in_s3_reads_as_kafka_read_it(s3_server, aiven_root,
+                                                      local_tiered_root, kafka_logdir):
+    s3_server.make_bucket(BUCKET)
+    s3_server.upload_tree(aiven_root, BUCKET, "aiven")
+    s3_server.upload_tree(local_tiered_root, BUCKET, "lts")
+    store = {"store.endpoint": s3_server.endpoint, "store.region": s3_server.region,
+             "store.accessKeyId": s3_server.access_key,
+             "store.secretAccessKey": s3_server.secret_key}
+    _check_every_case(f"s3://{BUCKET}/aiven", kafka_logdir, store)
+    _check_every_case(f"s3://{BUCKET}/lts", kafka_logdir, store)
+
+
+def test_a_compressed_tiered_segment_is_refused_naming_it(kafka_logdir, tmp_path):
+    root = tmp_path / "compressed"
+    write_aiven_partition(os.path.join(kafka_logdir, "plain-0"), str(root), "plain", 0,
+                          manifest=load_manifest(kafka_logdir, "plain-0"), compression=True)
+    with pytest.raises(UnsupportedFormatError, match=r"\.log: this tiered segment is stored "
+                                                     r"compressed"):
+        plan_fragments(parse_read_options({"path": str(root)}), Constraints())
