@@ -91,6 +91,7 @@ setup(
             "crc32c>=2.4",
             "moto[server]>=5.1",  # tests/support/s3server.py: an S3 endpoint on loopback
             "boto3>=1.34",
+            "fsspec>=2023.1",  # tests/store/test_fsspec_read.py: a store only fsspec knows
         ],
     },
 )
