@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..errors import CorruptLogError, SegmentLogError
-from ..storage import LOCAL, Store, StoreConfig, TreeView, resolve
+from ..storage import LOCAL, Chunk, Store, StoreConfig, TreeView, resolve
 from .indexes import AbortedTransaction, OffsetIndex, TimeIndex, parse_transaction_index
 from .entries import (BatchHeader, check_offset_order, ends_data, read_entry_or_end,
                       verify_checksum)
@@ -68,6 +68,8 @@ class Segment:
     # (path, position, length), an index possibly a slice of one packed object; a suffix
     # not there has no file. None: the files of a log dir, named by the base offset.
     locations: Optional[Dict[str, Tuple[str, int, int]]] = field(default=None, repr=False)
+    # The .log object holds the segment as independent zstd frames (storage.Chunk each)
+    log_chunks: Optional[tuple] = field(default=None, repr=False)
     _offset_index: Optional[OffsetIndex] = field(default=None, repr=False)
     _time_index: Optional[TimeIndex] = field(default=None, repr=False)
     _valid_ends: Dict[bool, int] = field(default_factory=dict, repr=False)
@@ -141,7 +143,7 @@ class Segment:
         """Batch headers from `start_position` on (to `end`, default the size), reading
         only the header bytes, or with `verify` each whole entry, whose checksum must
         match before it is yielded."""
-        with self.store.reader(self.log_path, self.size) as reader:
+        with self.store.reader(self.log_path, self.size, self.log_chunks) as reader:
             yield from iter_file_headers(reader, self.log_path, start_position,
                                          self.size if end is None else end,
                                          allow_torn_tail, verify, self.base_offset)
@@ -157,7 +159,7 @@ class Segment:
                 pass
             end = 0 if last is None else last.end_position
             if verify and last is not None:
-                with self.store.reader(self.log_path, self.size) as reader:
+                with self.store.reader(self.log_path, self.size, self.log_chunks) as reader:
                     entry = reader.pread(last.size, last.position)
                 if not verify_checksum(entry, 0, last, self.log_path, lambda: True):
                     end = last.position
@@ -463,7 +465,6 @@ def discover_partitions(paths: Iterable[str], config: Optional[StoreConfig] = No
 
 def _tiered_partitions(store: Store, tree: TreeView, root: str) -> List[PartitionLog]:
     """Partitions under `root` in a tiered-storage (KIP-405) layout (see format.tiered)."""
-    from ..errors import UnsupportedFormatError
     from . import tiered
 
     listing = tree.files_under(root)
@@ -478,11 +479,9 @@ def _tiered_partitions(store: Store, tree: TreeView, root: str) -> List[Partitio
         for found in tiered.remote_segments(remote.layout,
                                             tiered.partition_listing(listing, remote.prefix),
                                             read):
-            if found.log_chunks is not None:
-                raise UnsupportedFormatError(
-                    f"{store.join(directory, found.log_object)}: this tiered segment is "
-                    f"stored compressed (zstd chunks); segmentlog reads tiered segments "
-                    f"stored as they are (the storage plugin's compression off)")
+            chunks = None if found.log_chunks is None else tuple(
+                Chunk(c.original_offset, c.original_size, c.stored_offset, c.stored_size)
+                for c in found.log_chunks)
             locations = {LOG_SUFFIX: (store.join(directory, found.log_object), 0,
                                       found.log_size)}
             for suffix, where in ((INDEX_SUFFIX, found.offset_index),
@@ -492,7 +491,7 @@ def _tiered_partitions(store: Store, tree: TreeView, root: str) -> List[Partitio
                     locations[suffix] = (store.join(directory, where.name), where.offset,
                                          where.length)
             segments.append(Segment(directory, found.base_offset, found.log_size,
-                                    store=store, locations=locations))
+                                    store=store, locations=locations, log_chunks=chunks))
         logs.append(PartitionLog(directory, remote.topic, remote.partition, segments, store))
     return logs
 

@@ -95,11 +95,11 @@ HEADER_PEEK_BYTES = 64
 
 def iter_segment_batches(path: str, size: int, start_position: int, end_position: int,
                          allow_torn_tail: bool, verify_checksums: bool = True,
-                         base_offset: int = -(1 << 63), store: Store = LOCAL
-                         ) -> Iterator[tuple]:
+                         base_offset: int = -(1 << 63), store: Store = LOCAL,
+                         log_chunks: Optional[tuple] = None) -> Iterator[tuple]:
     """(header, view) for each entry starting in [start_position, end_position), whose
     offsets must increase from `base_offset` (the segment's)."""
-    with store.open_log(path, size) as data:
+    with store.open_log(path, size, log_chunks) as data:
         view = data.view
         pos = start_position
         end_position = min(end_position, size)
@@ -149,6 +149,7 @@ class SegmentRange:
     # A rolled segment's successor's base offset: its last entry must end below it (no
     # checksum covers a base offset, and nothing after that entry in its file shows it)
     next_base_offset: Optional[int] = None
+    log_chunks: Optional[tuple] = None  # the .log object is compressed (see storage.Chunk)
 
     @property
     def bytes(self) -> int:
@@ -170,7 +171,7 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
         accumulator.next_offset = segment_range.min_entry_offset
     verify = options.verify_checksums
     end_position = min(segment_range.end_position, size)
-    with segment_range.store.open_log(path, size) as mapped:
+    with segment_range.store.open_log(path, size, segment_range.log_chunks) as mapped:
         view = mapped.view
         pos = segment_range.start_position
         if segment_range.start_index_entry is not None and pos < end_position:
@@ -330,7 +331,8 @@ def first_offset_at_or_after_time(log, segment, timestamp: int) -> Optional[int]
     number = bisect.bisect_left(index.positions, position)
     if number < len(index) and index.positions[number] == position and \
             index.offsets[number] == entry_offset:
-        with segment.store.open_log(segment.log_path, segment.size) as mapped:
+        with segment.store.open_log(segment.log_path, segment.size,
+                                    segment.log_chunks) as mapped:
             mapped.ensure_entry(position)
             _check_indexed_entry(mapped.view, position, segment.size, segment.log_path,
                                  (entry_offset, number), verify=False)
@@ -338,7 +340,8 @@ def first_offset_at_or_after_time(log, segment, timestamp: int) -> Optional[int]
     for header, view in iter_segment_batches(segment.log_path, segment.size, position,
                                              segment.size, log.is_last(segment),
                                              base_offset=segment.base_offset,
-                                             store=segment.store):
+                                             store=segment.store,
+                                             log_chunks=segment.log_chunks):
         if header.max_timestamp < timestamp and header.magic != 1:
             continue
         if header.magic == 2:

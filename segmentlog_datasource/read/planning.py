@@ -314,7 +314,8 @@ def _segment_fragments(log: PartitionLog, start: int, end: int, constraints: Con
             offset_values=constraints.offset_values,
             timestamp_low_us=constraints.timestamp_low_us,
             timestamp_high_us=constraints.timestamp_high_us, store=segment.store,
-            next_base_offset=None if is_last_segment else log.segments[i + 1].base_offset)
+            next_base_offset=None if is_last_segment else log.segments[i + 1].base_offset,
+            log_chunks=segment.log_chunks)
 
 
 def _cut(segment: Segment, fragment: Fragment, max_bytes: int, max_records: Optional[int]

@@ -8,12 +8,12 @@ bytes of a small file, a header reader, and the bytes of a segment range to deco
 
 Local files are mapped; remote ones are read in ranges (see remote.py).
 """
-from .base import FileEntry, LogBytes, Store, TreeView
+from .base import Chunk, FileEntry, LogBytes, Store, TreeView
 from .config import STORE_OPTIONS, StoreConfig, parse_store_config
 from .local import LOCAL, LocalStore
 from .resolve import is_remote_uri, resolve, resolve_all
 
 __all__ = [
-    "FileEntry", "LogBytes", "Store", "TreeView", "STORE_OPTIONS", "StoreConfig",
+    "Chunk", "FileEntry", "LogBytes", "Store", "TreeView", "STORE_OPTIONS", "StoreConfig",
     "parse_store_config", "LOCAL", "LocalStore", "is_remote_uri", "resolve", "resolve_all",
 ]

@@ -1,7 +1,16 @@
 """What every store offers the layers above it."""
 import posixpath
 from abc import ABC, abstractmethod
-from typing import Dict, List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional, Tuple
+
+
+class Chunk(NamedTuple):
+    """Where one chunk of a file stored as independent zstd frames (a tiered-storage
+    plugin's compression) is: its bytes in the original file and in the stored object."""
+    original_offset: int
+    original_size: int
+    stored_offset: int
+    stored_size: int
 
 
 class FileEntry(NamedTuple):
@@ -89,6 +98,20 @@ class ByteReader(ABC):
         self.close()
 
 
+class LogBytesReader(ByteReader):
+    """Positioned reads through a LogBytes (a segment stored in compressed chunks)."""
+
+    def __init__(self, data: LogBytes):
+        self._data = data
+
+    def pread(self, length: int, position: int) -> bytes:
+        self._data.ensure(position, length)
+        return bytes(self._data.view[position : min(position + length, self._data.size)])
+
+    def close(self) -> None:
+        self._data.close()
+
+
 class Store(ABC):
     """A filesystem that logs are read from (see the package docstring)."""
 
@@ -103,11 +126,13 @@ class Store(ABC):
         """The whole file, None when there is none."""
 
     @abstractmethod
-    def open_log(self, path: str, size: int) -> LogBytes:
-        ...
+    def open_log(self, path: str, size: int, chunks: Optional[Tuple[Chunk, ...]] = None
+                 ) -> LogBytes:
+        """The segment's first `size` bytes; `chunks`: the object holds them compressed."""
 
     @abstractmethod
-    def reader(self, path: str, size: int) -> ByteReader:
+    def reader(self, path: str, size: int, chunks: Optional[Tuple[Chunk, ...]] = None
+               ) -> ByteReader:
         ...
 
     @abstractmethod

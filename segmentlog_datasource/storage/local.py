@@ -5,7 +5,7 @@ import stat
 from typing import Dict, List, Optional
 
 from ..errors import CorruptLogError, SegmentShrankError
-from .base import ByteReader, FileEntry, LogBytes, Store, TreeView
+from .base import ByteReader, FileEntry, LogBytes, LogBytesReader, Store, TreeView
 
 
 class LocalTree(TreeView):
@@ -111,10 +111,17 @@ class LocalStore(Store):
         except FileNotFoundError:
             return None
 
-    def open_log(self, path: str, size: int) -> LogBytes:
+    def open_log(self, path: str, size: int, chunks=None) -> LogBytes:
+        if chunks is not None:
+            from .remote import FetchedLog
+
+            reader = FileReader(path)
+            return FetchedLog(path, size, reader.pread, chunks, on_close=reader.close)
         return MappedLog(path, size)
 
-    def reader(self, path: str, size: int) -> ByteReader:
+    def reader(self, path: str, size: int, chunks=None) -> ByteReader:
+        if chunks is not None:
+            return LogBytesReader(self.open_log(path, size, chunks))
         return FileReader(path)
 
     def read_bytes(self, path: str, position: int, length: int) -> bytes:

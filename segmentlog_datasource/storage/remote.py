@@ -9,6 +9,7 @@
   Nothing else of the segment is read.
 * Header walks (the active segment's end, a rolled segment's tail) read BLOCK_BYTES at a time.
 """
+import bisect
 import mmap
 import posixpath
 import threading
@@ -16,8 +17,8 @@ import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional, Tuple
 
-from ..errors import SegmentShrankError, StoreError
-from .base import ByteReader, FileEntry, LogBytes, Store, TreeView
+from ..errors import CorruptLogError, SegmentShrankError, StoreError, UnsupportedFormatError
+from .base import ByteReader, FileEntry, LogBytes, LogBytesReader, Store, TreeView
 from .config import StoreConfig
 
 CHUNK_BYTES = 8 << 20
@@ -194,10 +195,18 @@ class ArrowStore(Store):
         except Exception as exc:
             raise self.error(path, "cannot open", exc) from None
 
-    def open_log(self, path: str, size: int) -> LogBytes:
-        return RemoteLog(self, path, size)
+    def open_log(self, path: str, size: int, chunks=None) -> LogBytes:
+        if not size:
+            return FetchedLog(path, 0, None)
+        handle = self._open_file(path, size)
+        return FetchedLog(path, size,
+                          lambda length, position: self.read_range(handle, path, position,
+                                                                   length),
+                          chunks, on_close=handle.close)
 
-    def reader(self, path: str, size: int) -> ByteReader:
+    def reader(self, path: str, size: int, chunks=None) -> ByteReader:
+        if chunks is not None:
+            return LogBytesReader(self.open_log(path, size, chunks))
         return BlockReader(self, path, size)
 
     def read_bytes(self, path: str, position: int, length: int) -> bytes:
@@ -275,29 +284,64 @@ class RemoteTree(TreeView):
                 if entry.kind == "file" and path.startswith(prefix)}
 
 
-class RemoteLog(LogBytes):
+class FetchedLog(LogBytes):
     """A segment's bytes in an anonymous mapping as large as the segment (only the pages
-    fetched take memory), so positions are file positions as with a mapped local file."""
+    fetched take memory), so positions are file positions as with a mapped local file.
+    `read_stored(length, position)` reads the stored object; with `chunks`, the object
+    holds the segment as independent zstd frames, and whole chunks are fetched and
+    decompressed."""
 
-    def __init__(self, store: ArrowStore, path: str, size: int):
-        self.store = store
+    def __init__(self, path: str, size: int, read_stored, chunks=None, on_close=None):
         self.path = path
         self.size = size
-        self._handle = store._open_file(path, size) if size else None
+        self._read_stored = read_stored
+        self._chunks = chunks
+        self._chunk_starts = [chunk.original_offset for chunk in chunks] if chunks else None
+        self._on_close = on_close
         self._map = mmap.mmap(-1, size) if size else None
         self.view = memoryview(self._map) if self._map is not None else memoryview(b"")
         self._have: List[Tuple[int, int]] = []  # fetched [start, end) ranges, sorted, merged
         self._pool: Optional[ThreadPoolExecutor] = None
-        self._ahead = None  # (start, end, future) of the chunk being fetched in the background
+        self._ahead = None  # (future of the fetched range) of the chunk fetched in the background
 
-    def _fetch(self, start: int, end: int) -> None:
-        data = self.store.read_range(self._handle, self.path, start, end - start)
+    def _fetch(self, start: int, end: int) -> Tuple[int, int]:
+        """Fetch at least [start, end); return the range fetched."""
+        if self._chunks is not None:
+            return self._fetch_chunks(start, end)
+        data = self._read_stored(end - start, start)
         if len(data) < end - start:
             raise SegmentShrankError(
                 self.path, start + len(data),
                 f"object holds fewer bytes than the {self.size} listed (replaced while being "
                 "read); read it again")
         self._map[start:end] = data
+        return start, end
+
+    def _fetch_chunks(self, start: int, end: int) -> Tuple[int, int]:
+        first = bisect.bisect_right(self._chunk_starts, start) - 1
+        last = bisect.bisect_left(self._chunk_starts, end) - 1
+        chunks = self._chunks[max(first, 0) : last + 1]
+        stored_start = chunks[0].stored_offset
+        stored_end = chunks[-1].stored_offset + chunks[-1].stored_size
+        raw = self._read_stored(stored_end - stored_start, stored_start)
+        decompressor = _zstd(self.path).ZstdDecompressor()
+        for chunk in chunks:
+            frame = raw[chunk.stored_offset - stored_start :
+                        chunk.stored_offset - stored_start + chunk.stored_size]
+            try:
+                data = decompressor.decompress(frame, max_output_size=chunk.original_size)
+            except Exception as exc:
+                data, reason = b"", str(exc)
+            else:
+                reason = f"{len(data)} bytes"
+            if len(data) != chunk.original_size:
+                raise CorruptLogError(
+                    self.path, chunk.stored_offset,
+                    f"compressed chunk of bytes {chunk.original_offset}.."
+                    f"{chunk.original_offset + chunk.original_size} does not decompress to "
+                    f"its {chunk.original_size} bytes ({reason})")
+            self._map[chunk.original_offset : chunk.original_offset + chunk.original_size] = data
+        return chunks[0].original_offset, chunks[-1].original_offset + chunks[-1].original_size
 
     def _add(self, start: int, end: int) -> None:
         ranges = sorted(self._have + [(start, end)])
@@ -317,10 +361,9 @@ class RemoteLog(LogBytes):
 
     def _settle_ahead(self) -> None:
         if self._ahead is not None:
-            start, end, future = self._ahead
+            future = self._ahead
             self._ahead = None
-            future.result()
-            self._add(start, end)
+            self._add(*future.result())
 
     def ensure(self, position: int, length: int) -> None:
         end = min(self.size, position + length)
@@ -331,15 +374,14 @@ class RemoteLog(LogBytes):
             return
         fetch_end = min(self.size, max(end, position + MIN_FETCH_BYTES))
         cursor = position
-        for low, high in self._have:  # fetch only the gaps
+        for low, high in list(self._have):  # fetch only the gaps
             if high <= cursor or low >= fetch_end:
                 continue
             if low > cursor:
-                self._fetch(cursor, low)
+                self._add(*self._fetch(cursor, low))
             cursor = max(cursor, high)
         if cursor < fetch_end:
-            self._fetch(cursor, fetch_end)
-        self._add(position, fetch_end)
+            self._add(*self._fetch(cursor, fetch_end))
 
     def available(self, position: int, end: int) -> int:
         limit = min(self.size, end + READ_PAST_BYTES)
@@ -358,7 +400,7 @@ class RemoteLog(LogBytes):
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1)
             nxt = min(limit, readable + CHUNK_BYTES)
-            self._ahead = (readable, nxt, self._pool.submit(self._fetch, readable, nxt))
+            self._ahead = self._pool.submit(self._fetch, readable, nxt)
         return readable
 
     def check(self) -> None:
@@ -367,20 +409,30 @@ class RemoteLog(LogBytes):
     def close(self) -> None:
         if self._ahead is not None:
             try:
-                self._ahead[2].result()
+                self._ahead.result()
             except Exception:
                 pass  # the scan already failed or stopped; nothing more is read
             self._ahead = None
         if self._pool is not None:
             self._pool.shutdown(wait=True)
-        if self._handle is not None:
-            self._handle.close()
+        if self._on_close is not None:
+            self._on_close()
         try:
             self.view.release()
             if self._map is not None:
                 self._map.close()
         except BufferError:
             pass  # slices are still referenced; the mapping goes when they do
+
+
+def _zstd(path: str):
+    try:
+        import zstandard
+    except ImportError:
+        raise UnsupportedFormatError(
+            f"{path}: stored as zstd-compressed chunks, which need the zstandard package: "
+            f'pip install "segmentlog[zstd]"') from None
+    return zstandard
 
 
 class BlockReader(ByteReader):

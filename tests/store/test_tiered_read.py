@@ -8,7 +8,7 @@ import pytest
 
 from support.manifest import arrow_rows, expected_rows, load_manifest
 from support.tiered_layout import write_aiven_partition, write_local_tiered_partition
-from segmentlog_datasource.errors import UnsupportedFormatError
+from segmentlog_datasource.errors import CorruptLogError
 from segmentlog_datasource.format.scan import ScanOptions
 from segmentlog_datasource.read.fragments import scan_fragments
 from segmentlog_datasource.read.options import parse_read_options
@@ -88,10 +88,37 @@ def test_a_tiered_layout_in_s3_reads_as_kafka_read_it(s3_server, aiven_root,
     _check_every_case(f"s3://{BUCKET}/lts", kafka_logdir, store)
 
 
-def test_a_compressed_tiered_segment_is_refused_naming_it(kafka_logdir, tmp_path):
+@pytest.mark.parametrize("chunk_size", [512, 4096])
+def test_a_tiered_layout_stored_in_compressed_chunks_reads_the_same(kafka_logdir, tmp_path,
+                                                                    chunk_size):
     root = tmp_path / "compressed"
-    write_aiven_partition(os.path.join(kafka_logdir, "plain-0"), str(root), "plain", 0,
-                          manifest=load_manifest(kafka_logdir, "plain-0"), compression=True)
-    with pytest.raises(UnsupportedFormatError, match=r"\.log: this tiered segment is stored "
-                                                     r"compressed"):
-        plan_fragments(parse_read_options({"path": str(root)}), Constraints())
+    for name in CASES:
+        topic, _, partition = name.rpartition("-")
+        write_aiven_partition(os.path.join(kafka_logdir, name), str(root), topic,
+                              int(partition), manifest=load_manifest(kafka_logdir, name),
+                              compression=True, chunk_size=chunk_size)
+    _check_every_case(str(root), kafka_logdir)
+    # splits inside a segment start and end inside chunks
+    read = parse_read_options({"path": str(root), "subscribe": "plain",
+                               "maxPartitionBytes": "700", "includeHeaders": "true"})
+    fragments = plan_fragments(read, Constraints())
+    assert len(fragments) > 2
+    rows = arrow_rows(list(scan_fragments(fragments, ScanOptions(include_headers=True))))
+    assert rows == expected_rows(load_manifest(kafka_logdir, "plain-0"))
+
+
+def test_a_damaged_compressed_chunk_names_the_object(kafka_logdir, tmp_path):
+    root = tmp_path / "damaged"
+    prefix, ids = write_aiven_partition(
+        os.path.join(kafka_logdir, "plain-0"), str(root), "plain", 0,
+        manifest=load_manifest(kafka_logdir, "plain-0"), compression=True, chunk_size=1024)
+    base = min(ids)
+    log_object = os.path.join(str(root), prefix, f"{base:020d}-{ids[base]}.log")
+    with open(log_object, "r+b") as handle:
+        handle.seek(40)
+        byte = handle.read(1)
+        handle.seek(40)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(CorruptLogError) as info:
+        _rows({"path": str(root)})
+    assert info.value.path == log_object
