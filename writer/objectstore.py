@@ -29,7 +29,11 @@ Protocol:
    log end offset over S3 (the reader's PartitionLog), downloads the tasks' files, and
    builds the new segments and indexes with the local engine's code (segments.py,
    assembly.py), so their bytes are the same as a local write's. An append adds segments
-   whose base offset is the log end offset; it never touches an existing object.
+   whose base offset is the log end offset; it never touches an existing object, with
+   one exception: an empty last segment (every object of it 0 bytes, as a new topic's
+   partition without rows gets) has the log end offset as its base offset, and the
+   append's first segment replaces it (`If-Match: <its ETag>`, the `.log` first: an index
+   with entries past the end of its log would be corrupt, an empty index never is).
 4. Every new object is uploaded to the staging prefix, then the journal object lists
    them all with their final keys, in publishing order.
 5. Publishing uploads each object again to its final key with `If-None-Match: *`,
@@ -45,11 +49,18 @@ Protocol:
    with the dead job's mark is done, a missing one is copied from the staging prefix.
    Then it deletes the dead job's staging prefix and its other locks. A job killed
    before its journal was complete published nothing; its staging prefix is removed
-   the same way.
+   the same way. A write killed before it locked anything (its tasks' uploads only)
+   leaves a staging prefix that readers skip; the next write removes it when its
+   owner.json names a process on the same host that is gone (one on another host stays).
+
+Under Spark the writer is built (and takes the `topic` option's lock) in one Python
+worker and commits in another, so a lock is recognised as the job's by the job id it
+holds, and each refresh and release is a compare-and-swap on the ETag just read.
 
 What a concurrent reader sees: within one partition, a prefix of the job's new
 segments, each one whole (its `.log` appears after its indexes, and its bytes are
-complete when it appears: a PUT is atomic). Partitions become visible one after another
+complete when it appears: a PUT is atomic; a replaced empty segment shows its new
+`.log` with empty indexes for a moment, which reads the same). Partitions become visible one after another
 in topic and partition order, not at once: a reader listing during a commit may see
 the job's records in some partitions and not yet in others. A killed job's partitions
 stay so until the next writer rolls its publish forward.
@@ -314,28 +325,43 @@ def _server_age(head: dict) -> float:
 
 
 class _LockKeeper:
-    """The locks a job holds and their ETags, refreshed in the background."""
+    """The locks a job holds, refreshed in the background. Picklable: under Spark the
+    writer takes its locks in one Python worker and commits in another, so a lock is
+    known as this job's by the job id inside it, and every refresh and release is a
+    compare-and-swap on the ETag just read."""
 
     def __init__(self, target: S3Target, job_id: str, mode: str, under_jvm: bool):
         self.target = target
         self.job_id = job_id
         self.mode = mode
         self.under_jvm = under_jvm
-        self.etags: Dict[str, str] = {}
+        self.held: List[str] = []
         self.lost: List[str] = []
+        self._setup()
+
+    def _setup(self) -> None:
         self._guard = threading.Lock()
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        self._refreshed = time.monotonic()
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._setup()
 
     def key(self, topic: str) -> str:
         return self.target.key(LOCK_PREFIX + topic)
 
+    def _body(self) -> bytes:
+        return _lock_body(self.job_id, self.mode, self.under_jvm)
+
     def acquire(self, topic: str, finish_dead: Callable[[str], None]) -> None:
         key = self.key(topic)
-        body = _lock_body(self.job_id, self.mode, self.under_jvm)
         for _ in range(5):
-            etag = self.target.put(key, body, create=True)
-            if etag is None:
+            if self.target.put(key, self._body(), create=True) is None:
                 found = self.target.get(key)
                 if found is None:
                     continue  # released meanwhile
@@ -350,24 +376,28 @@ class _LockKeeper:
                         f"{holder.get('job', '?')} (lock {self.target.uri_of(key)}, refreshed "
                         f"{age:.0f} s ago); retry when it is done. A lock not refreshed for "
                         f"{LOCK_TIMEOUT_S:.0f} s is taken over")
-                etag = self.target.put(key, body, if_match=found[1])
-                if etag is None:
+                if self.target.put(key, self._body(), if_match=found[1]) is None:
                     continue  # another writer took it over first
-                with self._guard:
-                    self.etags[topic] = etag
+                self._hold(topic)
                 if holder.get("job"):
                     finish_dead(str(holder["job"]))
-                self._start()
                 return
-            with self._guard:
-                self.etags[topic] = etag
-            self._start()
+            self._hold(topic)
             return
         raise ConcurrentWriteError(
             f"topic {topic!r} in {self.target.uri}: its lock {self.target.uri_of(key)} keeps "
             f"changing hands; retry later")
 
-    def _start(self) -> None:
+    def _hold(self, topic: str) -> None:
+        with self._guard:
+            if topic not in self.held:
+                self.held.append(topic)
+        self.resume()
+
+    def resume(self) -> None:
+        """Refresh the held locks in the background from this process on."""
+        if not self.held:
+            return
         self._stop.clear()
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._refresh_loop, daemon=True,
@@ -377,20 +407,35 @@ class _LockKeeper:
     def _refresh_loop(self) -> None:
         while not self._stop.wait(LOCK_TIMEOUT_S / 3):
             self.refresh()
+            if not self.held:
+                return
+
+    def _ours(self, topic: str) -> Optional[str]:
+        """The lock's ETag while it is this job's, else None."""
+        found = self.target.get(self.key(topic))
+        if found is None or _parse_json(found[0]).get("job") != self.job_id:
+            return None
+        return found[1]
 
     def refresh(self) -> None:
         with self._guard:
-            for topic, etag in list(self.etags.items()):
+            for topic in list(self.held):
                 try:
-                    new = self.target.put(self.key(topic), _lock_body(
-                        self.job_id, self.mode, self.under_jvm), if_match=etag)
+                    for _ in range(3):
+                        etag = self._ours(topic)
+                        if etag is None:
+                            self.lost.append(topic)
+                            self.held.remove(topic)
+                            break
+                        if self.target.put(self.key(topic), self._body(), if_match=etag):
+                            break
                 except StoreError:
                     continue  # the next round tries again; the lock is not yet stale
-                if new is None:
-                    self.lost.append(topic)
-                    del self.etags[topic]
-                else:
-                    self.etags[topic] = new
+            self._refreshed = time.monotonic()
+
+    def refresh_if_due(self) -> None:
+        if time.monotonic() - self._refreshed > LOCK_TIMEOUT_S / 3:
+            self.refresh()
 
     def check(self) -> None:
         """Raise if a lock was taken over (this job was thought dead)."""
@@ -405,15 +450,18 @@ class _LockKeeper:
         writer then finishes this job from its journal."""
         self._stop.set()
         with self._guard:
-            self.etags.clear()
+            self.held.clear()
 
     def release(self, topic: Optional[str] = None) -> None:
         with self._guard:
-            for name in [topic] if topic is not None else list(self.etags):
-                etag = self.etags.pop(name, None)
+            for name in [topic] if topic is not None else list(self.held):
+                if name not in self.held:
+                    continue
+                self.held.remove(name)
+                etag = self._ours(name)
                 if etag is not None:
                     self.target.delete(self.key(name), if_match=etag)
-            if not self.etags:
+            if not self.held:
                 self._stop.set()
 
 
@@ -528,8 +576,6 @@ class ObjectStoreWriteJob:
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["locks"] = None  # the driver's: threads and ETags stay there
-        state["store"] = None
         return state
 
     # -------------------------------------------------------------- inspection
@@ -640,8 +686,7 @@ class ObjectStoreWriteJob:
         try:
             self.target.delete_prefix(self.staging_key)
         finally:
-            if self.locks is not None:
-                self.locks.release()
+            self.locks.release()
 
     # ----------------------------------------------------------------- commit
     def commit(self, results: Iterable[Optional[TaskResult]], *,
@@ -664,15 +709,17 @@ class ObjectStoreWriteJob:
         topics |= {topic for r in ordered for topic in r.topic_counts}
         if self.topic is not None:
             topics.add(self.topic)
-        published: List[Tuple[str, str]] = []  # (final key, ETag) of this job's objects
+        published: List[Tuple[PublishEntry, str]] = []  # with the ETag each one got
+        self.locks.resume()
         try:
             for topic in sorted(topics):
-                if topic not in self.locks.etags:
+                if topic not in self.locks.held:
                     self.locks.acquire(topic, self._finish_dead_job)
             with tempfile.TemporaryDirectory(prefix="segmentlog-commit-") as work:
                 summary, entries = self._assemble(ordered, sorted(topics), work)
                 for entry in entries:
                     self.target.put_file(entry.staged_key, entry.path)
+                self.locks.refresh()  # every lock read back: still this job's
                 self.locks.check()
                 journal = {"job": self.job_id, "topics": sorted(topics),
                            "objects": [[e.final_key, e.staged_key, e.replaces]
@@ -717,6 +764,7 @@ class ObjectStoreWriteJob:
             published.append((entry, etag))
             if kill_at is not None and number == kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)
+            self.locks.refresh_if_due()
             self.locks.check()
 
     def _undo(self, published) -> bool:
@@ -877,7 +925,7 @@ class ObjectStoreWriteJob:
                     f"{self.target.uri_of(final_key)} appeared while the publish of dead write "
                     f"{job} was being finished")
         for topic in journal.get("topics", []):
-            if topic in self.locks.etags:
+            if topic in self.locks.held:
                 continue
             key = self.target.key(LOCK_PREFIX + topic)
             lock = self.target.get(key)

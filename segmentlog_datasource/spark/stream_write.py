@@ -31,11 +31,13 @@ class SegmentLogStreamCommitMessage(WriterCommitMessage):
 class SegmentLogStreamWriter(DataSourceStreamArrowWriter):
     @short_errors
     def __init__(self, options, schema, overwrite: bool):
+        path = {str(k).lower(): v for k, v in dict(options or {}).items()}.get("path")
+        if path:  # before the options are checked: the store.* ones are not sink options
+            refuse_stream_into_store(path)
         settings = write_settings(
             options, schema,
             "df.writeStream.format('segmentlog').start(path) or .option('path', ...)",
             STREAM_OPTIONS)
-        refuse_stream_into_store(settings.path)
         checkpoint = settings.lowered.get("checkpointlocation")
         self.sink = StreamSink(settings.path, read_query_id(checkpoint), topic=settings.topic,
                                options=settings.options, layout=settings.layout,
