@@ -186,8 +186,12 @@ class S3Target:
 
     # -- requests, errors named by path, secrets redacted ---------------------------------
     def error(self, key: str, action: str, exc: BaseException) -> StoreError:
+        from ..storage.remote import _remedy  # the reader's advice for the same failures
+
         detail = self.config.redact(" ".join((str(exc).strip() or type(exc).__name__).split()))
-        return StoreError(f"{self.uri_of(key)}: {action}: {detail}")
+        remedy = _remedy(detail)
+        return StoreError(f"{self.uri_of(key)}: {action}: {detail}"
+                          + (f". What to do: {remedy}" if remedy else ""))
 
     def put(self, key: str, body, *, create: bool = False, if_match: Optional[str] = None,
             job: Optional[str] = None) -> Optional[str]:
