@@ -55,7 +55,8 @@ def resolve(path, config: Optional[StoreConfig] = None, option: str = "path"
     if not parsed.netloc and scheme not in ("hdfs", "viewfs"):  # hdfs:/// is the default
         raise InvalidOptionError(
             f"option {option!r} is {text!r}: a {scheme}:// URI must name its bucket, "
-            f"container or host ({scheme}://<bucket>/<path>)", option)
+            f"container or host ({scheme}://<bucket>/<path>); a local directory whose name "
+            f"holds ':' can be given as ./{text}", option)
     config = config or StoreConfig()
     if scheme in ("s3", "s3a"):
         # s3a:// (Hadoop's name) is the same store.

@@ -249,7 +249,7 @@ def test_partition_beyond_an_existing_topics_count_is_refused(logdir):
 
 # ------------------------------------------------------------------- URIs
 
-@pytest.mark.parametrize("uri", ["s3://bucket/x", "hdfs://nn:8020/logs", "abfss://c@a.dfs/x",
+@pytest.mark.parametrize("uri", ["hdfs://nn:8020/logs", "abfss://c@a.dfs/x",
                                  "gs://b/x", "file://otherhost/tmp/x", "logs:2024"])
 def test_a_uri_the_writer_cannot_write_is_refused(tmp_path, monkeypatch, uri):
     from segmentlog_datasource.errors import InvalidOptionError
