@@ -1,6 +1,7 @@
 """On a Spark standalone cluster (a master and two workers of the pip-installed PySpark), a
 batch read and an AvailableNow streaming query over the Kafka-written fixtures deliver every
-record exactly once, with tasks on both executors.
+record exactly once, with tasks on both executors; from local disk, and from an S3 store
+(moto behind the counting proxy) together with a write into it that reads back exactly.
 
 The driver runs in a subprocess (support/cluster_job.py): this pytest process keeps its own
 local SparkSession.
@@ -49,8 +50,45 @@ def job_records(rows):
 
 
 @pytest.fixture(scope="module")
-def cluster_run(kafka_logdir, tmp_path_factory):
-    """Start the cluster, run both phases in one application, stop the cluster."""
+def cluster():
+    """One cluster for the module: each run below is an application of its own."""
+    with StandaloneCluster(workers=2, cores=1, memory="1g") as started:
+        yield started
+
+
+def run_job(cluster, spec, work, timeout=JOB_TIMEOUT):
+    """Run cluster_job.py as the driver of one application; its result, with the workers."""
+    spec = dict(spec, master=cluster.master_url, executors=2, timeout=timeout - 30)
+    spec_path, result_path = work / "spec.json", work / "result.json"
+    spec_path.write_text(json.dumps(spec))
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
+               PYSPARK_DRIVER_PYTHON=sys.executable)
+    # Run outside the checkout: Python workers put their working directory on sys.path.
+    # A group of its own, so that a hung driver's JVM goes with it.
+    driver = subprocess.Popen(
+        [sys.executable, JOB, str(spec_path), str(result_path)], cwd=str(work), env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    try:
+        output, _ = driver.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(driver)
+        output, _ = driver.communicate()
+        output += f"\n(the driver was killed after {timeout}s)"
+    finally:
+        kill_group(driver, grace=5.0)
+    result = json.loads(result_path.read_text()) if result_path.exists() else {}
+    if driver.returncode != 0 or result.get("error") or not result.get("phases"):
+        pytest.fail(f"the cluster job failed ({driver.returncode}):\n"
+                    f"{result.get('error')}\n{output[-6000:]}\n" + cluster.logs_tail())
+    result["workers"] = [w["id"] for w in cluster.state()["workers"] if w["state"] == "ALIVE"]
+    result["output"] = output
+    return result
+
+
+@pytest.fixture(scope="module")
+def cluster_run(cluster, kafka_logdir, tmp_path_factory):
+    """Both phases over local fixtures in one application."""
     work = tmp_path_factory.mktemp("cluster-job")
     stream_logdir = work / "logdir"
     shutil.copytree(kafka_logdir, stream_logdir)
@@ -63,36 +101,9 @@ def cluster_run(kafka_logdir, tmp_path_factory):
         "stream_logdir": str(stream_logdir),
         "checkpoint": str(work / "checkpoint"),
         "stream_options": {"maxOffsetsPerTrigger": str(MAX_OFFSETS_PER_TRIGGER)},
-        "executors": 2,
-        "timeout": JOB_TIMEOUT - 30,
     }
     started = time.monotonic()
-    with StandaloneCluster(workers=2, cores=1, memory="1g") as cluster:
-        spec["master"] = cluster.master_url
-        spec_path, result_path = work / "spec.json", work / "result.json"
-        spec_path.write_text(json.dumps(spec))
-        env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
-                   PYSPARK_DRIVER_PYTHON=sys.executable)
-        # Run outside the checkout: Python workers put their working directory on sys.path.
-        # A group of its own, so that a hung driver's JVM goes with it.
-        driver = subprocess.Popen(
-            [sys.executable, JOB, str(spec_path), str(result_path)], cwd=str(work), env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            start_new_session=True)
-        try:
-            output, _ = driver.communicate(timeout=JOB_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            kill_group(driver)
-            output, _ = driver.communicate()
-            output += f"\n(the driver was killed after {JOB_TIMEOUT}s)"
-        finally:
-            kill_group(driver, grace=5.0)
-        result = json.loads(result_path.read_text()) if result_path.exists() else {}
-        if driver.returncode != 0 or result.get("error") or not result.get("phases"):
-            pytest.fail(f"the cluster job failed ({driver.returncode}):\n"
-                        f"{result.get('error')}\n{output[-6000:]}\n" + cluster.logs_tail())
-        result["workers"] = [w["id"] for w in cluster.state()["workers"]
-                             if w["state"] == "ALIVE"]
+    result = run_job(cluster, spec, work)
     result["seconds"] = time.monotonic() - started
     return result
 
@@ -112,8 +123,8 @@ def assert_both_executors_ran_tasks(result, phase):
     assert all(count > 0 for count in tasks.values()), (phase, tasks)
 
 
-def test_batch_read_on_the_cluster_delivers_every_record_once(cluster_run, kafka_logdir):
-    batch = phase(cluster_run, "batch")
+def check_batch(result, kafka_logdir):
+    batch = phase(result, "batch")
     got = job_records(batch["rows"])
     expected = manifest_records(kafka_logdir)
     assert len(expected) > 5000
@@ -121,17 +132,20 @@ def test_batch_read_on_the_cluster_delivers_every_record_once(cluster_run, kafka
     assert not duplicates, duplicates[:10]
     assert len(got) == len(expected)
     assert set(got) == set(expected)
-    assert_both_executors_ran_tasks(cluster_run, "batch")
+    assert_both_executors_ran_tasks(result, "batch")
 
 
-def test_available_now_stream_on_the_cluster_delivers_every_record_once(cluster_run,
-                                                                        kafka_logdir):
-    stream = phase(cluster_run, "stream")
+def test_batch_read_on_the_cluster_delivers_every_record_once(cluster_run, kafka_logdir):
+    check_batch(cluster_run, kafka_logdir)
+
+
+def check_stream(result, kafka_logdir, limit=MAX_OFFSETS_PER_TRIGGER):
+    stream = phase(result, "stream")
     got = job_records(stream["rows"])
     keys = collections.Counter(r[:3] for r in got)
     duplicates = [key for key, n in keys.items() if n > 1]
     assert not duplicates, duplicates[:10]
-    batch_keys = {r[:3] for r in job_records(phase(cluster_run, "batch")["rows"])}
+    batch_keys = {r[:3] for r in job_records(phase(result, "batch")["rows"])}
     assert set(keys) == batch_keys
     assert set(got) == set(manifest_records(kafka_logdir))
 
@@ -139,7 +153,7 @@ def test_available_now_stream_on_the_cluster_delivers_every_record_once(cluster_
     # The limit is split across partitions by backlog, and a share below one offset is
     # rounded up so that no partition starves (as in Spark's Kafka source): a batch may
     # pass the limit by one offset for each partition but the largest.
-    bound = MAX_OFFSETS_PER_TRIGGER + len({r[:2] for r in got}) - 1
+    bound = limit + len({r[:2] for r in got}) - 1
     assert all(b["rows"] <= bound for b in batches), (bound, [b["rows"] for b in batches])
     # Each topic-partition advances in offset order from one micro-batch to the next.
     last = {}
@@ -147,4 +161,99 @@ def test_available_now_stream_on_the_cluster_delivers_every_record_once(cluster_
         for tp, (first, final) in b["ranges"].items():
             assert first > last.get(tp, -1), (tp, b["id"], first, last.get(tp))
             last[tp] = final
-    assert_both_executors_ran_tasks(cluster_run, "stream")
+    assert_both_executors_ran_tasks(result, "stream")
+
+
+def test_available_now_stream_on_the_cluster_delivers_every_record_once(cluster_run,
+                                                                        kafka_logdir):
+    check_stream(cluster_run, kafka_logdir)
+
+
+# ------------------------------------------------------------------ from and into S3
+
+BUCKET = "cluster-logs"
+WRITE_ROWS = 3000
+WRITE_TOPIC = "written"
+# Each trigger lists the store and reads indexes again: fewer, larger micro-batches.
+S3_MAX_OFFSETS_PER_TRIGGER = 1500
+
+
+@pytest.fixture(scope="module")
+def s3_cluster_run(cluster, s3_server, kafka_logdir, tmp_path_factory):
+    """The three phases in one application, every path in the store: the executors have
+    no copy of the data (the fixtures' local directory is never named)."""
+    work = tmp_path_factory.mktemp("cluster-s3-job")
+    s3_server.make_bucket(BUCKET)
+    s3_server.upload_tree(kafka_logdir, BUCKET, "batch")
+    s3_server.upload_tree(kafka_logdir, BUCKET, "stream")
+    store = {"store.endpoint": s3_server.endpoint, "store.region": s3_server.region,
+             "store.accessKeyId": s3_server.access_key,
+             "store.secretAccessKey": s3_server.secret_key}
+    spec = {
+        "phases": ["batch", "stream", "write"],
+        "logdir": f"s3://{BUCKET}/batch",
+        "stream_logdir": f"s3://{BUCKET}/stream",
+        "checkpoint": str(work / "checkpoint"),
+        "stream_options": {"maxOffsetsPerTrigger": str(S3_MAX_OFFSETS_PER_TRIGGER)},
+        "read_options": store,
+        "write_path": f"s3://{BUCKET}/out",
+        "write_rows": WRITE_ROWS,
+        "write_options": {"topic": WRITE_TOPIC, "numPartitions": "3",
+                          "segment.bytes": "16384"},
+    }
+    s3_server.reset_counts()
+    result = run_job(cluster, spec, work, timeout=JOB_TIMEOUT + 150)
+    result["requests"] = s3_server.requests()
+    print("s3 cluster phases:", {name: (round(p.get("seconds", 0), 1), len(p.get("batches", [])))
+                                 for name, p in result["phases"].items()})
+    assert store["store.secretAccessKey"] not in result["output"]
+    return result
+
+
+def segment_gets(result, prefix):
+    """{partition dir: bytes} of the .log GETs under `prefix`/."""
+    got = collections.Counter()
+    for r in result["requests"]:
+        if r.method == "GET" and r.status in (200, 206) and (r.key or "").startswith(prefix + "/") \
+                and r.key.endswith(".log"):
+            got[r.key.split("/")[1]] += r.response_bytes
+    return got
+
+
+def test_batch_read_from_s3_on_the_cluster_delivers_every_record_once(s3_cluster_run,
+                                                                      kafka_logdir):
+    check_batch(s3_cluster_run, kafka_logdir)
+    fetched = segment_gets(s3_cluster_run, "batch")
+    assert set(fetched) == set(partition_names(kafka_logdir))
+    # The tasks read the segments' bytes from the store: at least all the records.
+    on_disk = sum(os.path.getsize(os.path.join(d, n)) for d, _, names in os.walk(kafka_logdir)
+                  for n in names if n.endswith(".log"))
+    assert sum(fetched.values()) >= on_disk, (sum(fetched.values()), on_disk)
+
+
+def test_available_now_stream_from_s3_on_the_cluster_delivers_every_record_once(
+        s3_cluster_run, kafka_logdir):
+    check_stream(s3_cluster_run, kafka_logdir, S3_MAX_OFFSETS_PER_TRIGGER)
+    assert set(segment_gets(s3_cluster_run, "stream")) == set(partition_names(kafka_logdir))
+
+
+def test_write_to_s3_on_the_cluster_reads_back_exactly(s3_cluster_run):
+    outcome = phase(s3_cluster_run, "write")
+    got = job_records(outcome["rows"])
+    assert len(got) == WRITE_ROWS
+    by_partition = collections.defaultdict(list)
+    for topic, partition, offset, key, value, *_ in got:
+        assert topic == WRITE_TOPIC and key == b"k" + value[1:] and value[:1] == b"v"
+        assert int(value[1:]) % 3 == partition
+        by_partition[partition].append(offset)
+    assert {p: sorted(o) for p, o in by_partition.items()} == \
+        {p: list(range(WRITE_ROWS // 3)) for p in range(3)}
+    assert {r[4] for r in got} == {b"v%d" % i for i in range(WRITE_ROWS)}
+    assert_both_executors_ran_tasks(s3_cluster_run, "write")
+    puts = [r.key for r in s3_cluster_run["requests"]
+            if r.method == "PUT" and r.status == 200 and (r.key or "").startswith("out/")]
+    # The executors uploaded their tasks' staging files; the commit, the segments.
+    staged = [k for k in puts if "/task-" in k and ".segmentlog-staging-" in k]
+    assert len(staged) >= 2, puts
+    assert {k.split("/")[1] for k in puts if k.endswith(".log") and "staging" not in k} == \
+        {f"{WRITE_TOPIC}-{p}" for p in range(3)}

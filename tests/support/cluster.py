@@ -104,8 +104,11 @@ class StandaloneCluster:
             "SPARK_LOG_DIR": os.path.join(self.root, "logs"),
             "SPARK_DAEMON_MEMORY": self.daemon_memory,
             # A taken port ends the daemon (and start() tries new ports) rather than
-            # moving it to a port nobody knows.
-            "SPARK_DAEMON_JAVA_OPTS": "-Dspark.port.maxRetries=0",
+            # moving it to a port nobody knows. No REST submission server: its fixed port
+            # (6066) is taken when another cluster runs on the machine, and the master
+            # then never answers its workers.
+            "SPARK_DAEMON_JAVA_OPTS": "-Dspark.port.maxRetries=0 "
+                                      "-Dspark.master.rest.enabled=false",
             "PYSPARK_PYTHON": sys.executable,
             "PYSPARK_DRIVER_PYTHON": sys.executable,
         })

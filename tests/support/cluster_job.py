@@ -3,15 +3,17 @@ process keeps one local SparkSession.
 
     python cluster_job.py <spec.json> <result.json>
 
-spec: {"master": "spark://...", "phases": ["batch", "stream"], "logdir": ...,
+spec: {"master": "spark://...", "phases": ["batch", "stream", "write"], "logdir": ...,
        "stream_logdir": ..., "checkpoint": ..., "stream_options": {...},
-       "timeout": seconds}
+       "read_options": {...} (batch, stream and write read-back: e.g. store.* options),
+       "write_path": ..., "write_rows": n, "write_options": {...}, "timeout": seconds}
 
 result: {"app_id", "ui", "executors": [...], "error": traceback or None,
          "phases": {name: {"rows": [...] or "error": traceback, "seconds",
                            "tasks": {executor id: tasks this phase ran},
                            and for "stream" "batches": [{"id", "rows", "at",
-                           "ranges": {"topic-partition": [first, last offset]}}]}}}
+                           "ranges": {"topic-partition": [first, last offset]}}]}
+                           and for "write" "rows": what a batch read of write_path got}}}
 
 Rows are [topic, partition, offset, base64 key, base64 value, epoch ms, timestampType,
 [[header key, base64 value], ...]], converted by Spark SQL so that no time zone enters.
@@ -79,7 +81,8 @@ class Executors:
 
 
 def run_batch(spark, spec):
-    df = spark.read.format("segmentlog").option("includeHeaders", "true").load(spec["logdir"])
+    df = spark.read.format("segmentlog").option("includeHeaders", "true") \
+        .options(**spec.get("read_options", {})).load(spec["logdir"])
     return {"rows": [as_list(r) for r in df.selectExpr(*ROW_COLUMNS).collect()],
             "partitions": df.rdd.getNumPartitions()}
 
@@ -98,7 +101,8 @@ def run_stream(spark, spec):
                         "ranges": ranges})
         rows.extend(got)
 
-    reader = spark.readStream.format("segmentlog").option("includeHeaders", "true")
+    reader = spark.readStream.format("segmentlog").option("includeHeaders", "true") \
+        .options(**spec.get("read_options", {}))
     for key, value in spec.get("stream_options", {}).items():
         reader = reader.option(key, value)
     query = (reader.load(spec["stream_logdir"]).selectExpr(*ROW_COLUMNS)
@@ -116,7 +120,22 @@ def run_stream(spark, spec):
             "last_progress": json.loads(json.dumps(query.lastProgress, default=str))}
 
 
-PHASES = {"batch": run_batch, "stream": run_stream}
+def run_write(spark, spec):
+    """Rows made on the executors (key k<id>, value v<id>, partition id % 3) are written
+    to write_path, then read back by a batch read."""
+    n = spec["write_rows"]
+    df = spark.range(0, n, 1, numPartitions=4).selectExpr(
+        "cast(concat('k', id) AS binary) AS key", "cast(concat('v', id) AS binary) AS value",
+        "cast(id % 3 AS int) AS partition")
+    writer = df.write.format("segmentlog").mode("append").options(**spec["write_options"])
+    writer.options(**spec.get("read_options", {})).save(spec["write_path"])
+    back = spark.read.format("segmentlog").option("includeHeaders", "true") \
+        .options(**spec.get("read_options", {})).load(spec["write_path"])
+    return {"rows": [as_list(r) for r in back.selectExpr(*ROW_COLUMNS).collect()],
+            "partitions": back.rdd.getNumPartitions()}
+
+
+PHASES = {"batch": run_batch, "stream": run_stream, "write": run_write}
 
 
 def main(spec_path: str, result_path: str):
