@@ -92,6 +92,11 @@ setup(
             "moto[server]>=5.1",  # tests/support/s3server.py: an S3 endpoint on loopback
             "boto3>=1.34",
             "fsspec>=2023.1",  # tests/store/test_fsspec_read.py: a store only fsspec knows
+            # tests/docs: the notebook executed through a kernel, its plots drawn
+            "nbclient>=0.10",
+            "nbformat>=5.9",
+            "ipykernel>=6.29",
+            "matplotlib>=3.8",
         ],
     },
 )
