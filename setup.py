@@ -66,7 +66,10 @@ setup(
         "numpy>=1.24",
         "crcmod>=1.7",
         "lz4>=4.0",
+        "click>=8.1",  # the segmentlog command line
+        "rich>=13",  # its tables and progress bar
     ],
+    entry_points={"console_scripts": ["segmentlog = segmentlog_datasource.cli:main"]},
     extras_require={
         # PySpark 4.3 supports pandas 2 only; its Arrow paths import it.
         "spark": ["pyspark>=4.3", "pandas>=2.2,<3"],

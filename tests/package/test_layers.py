@@ -2,6 +2,7 @@
 
     errors  <-  storage  <-  format  <-  read  <-  spark
                              format  <-  writer <-  spark
+                             read, writer       <-  cli (the command line, free of Spark)
 
 Read from the source files (the checkout's `segmentlog_datasource/` and `writer/`, which
 installs as `segmentlog_datasource.writer`), every import counted, also those inside
@@ -22,8 +23,10 @@ ALLOWED = {
     "read": {"errors", "storage", "format", "read"},
     "writer": {"errors", "storage", "format", "writer"},
     "spark": {"errors", "storage", "format", "read", "writer", "spark", "package"},
-    # The package's __init__ registers the source (spark) and exports the lookups (read).
-    "package": {"errors", "storage", "format", "read", "spark", "package"},
+    "cli": {"errors", "storage", "format", "read", "writer", "cli"},
+    # The package's __init__ registers the source (spark) and exports the lookups (read);
+    # its __main__ runs the command line (cli).
+    "package": {"errors", "storage", "format", "read", "spark", "cli", "package"},
 }
 SPARK_MODULES = ("pyspark", "py4j")
 

@@ -1,0 +1,4 @@
+"""The `segmentlog` command line (describe, dump, verify, write); Spark-free."""
+from .main import main
+
+__all__ = ["main"]

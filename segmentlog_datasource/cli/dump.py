@@ -1,0 +1,247 @@
+"""`segmentlog dump`: a log, a partition or one file, entry by entry, as kafka-dump-log.
+
+Everything is produced as dicts (one per batch, record, index entry...): `--json`
+prints them one per line, the text form prints them in kafka-dump-log's words.
+"""
+import base64
+import json
+from typing import Iterator, List, Optional
+
+from ..errors import CorruptLogError, SegmentLogError
+from ..format import PartitionLog, Segment, discover_partitions
+from ..format.log import parse_partition_dir_name
+from ..storage import resolve
+from .entries import LogEntry, LogStop, batch_fields, control_fields, timestamp_type_name, walk_log
+from .files import (base_offset_of, offset_index_entries, producer_snapshot, time_index_entries,
+                    transaction_index_entries)
+
+FILE_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
+DECODERS = ("utf8", "hex", "json")
+
+
+def decode_bytes(data: Optional[bytes], decoder: str):
+    """Key, value or header value shown with `decoder`; JSON that does not parse is shown
+    as UTF-8 text."""
+    if data is None:
+        return None
+    if decoder == "hex":
+        return data.hex()
+    text = data.decode("utf-8", errors="replace")
+    if decoder == "json":
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def record_fields(record, batch, print_data: bool, decoder: str) -> dict:
+    fields = {"kind": "record", "offset": record.offset, "timestamp": record.timestamp,
+              "timestamp_type": timestamp_type_name(record.timestamp_type),
+              "key_size": -1 if record.key is None else len(record.key),
+              "value_size": -1 if record.value is None else len(record.value),
+              "header_keys": [key for key, _ in record.headers]}
+    if batch.header.is_control:
+        fields["control"] = control_fields(record)
+    elif print_data:
+        fields["key"] = decode_bytes(record.key, decoder)
+        fields["value"] = decode_bytes(record.value, decoder)
+        fields["headers"] = [[key, decode_bytes(value, decoder)] for key, value in record.headers]
+    return fields
+
+
+def is_single_file(store, path: str) -> bool:
+    return path.endswith(FILE_SUFFIXES) and store.size_of(path) is not None and \
+        not store.tree(path).isdir(path)
+
+
+def standalone_log(store, path: str) -> PartitionLog:
+    """A lone `.log` file as a one-segment partition (its indexes beside it are used)."""
+    directory = store.dirname(path)
+    name = store.basename(path)
+    topic, partition = parse_partition_dir_name(store.basename(directory)) or ("", -1)
+    base = base_offset_of(name)
+    segment = Segment(directory, base or 0, store.size_of(path), active=True, store=store)
+    if base is None:
+        # Not named by its base offset: no index files belong to it.
+        segment.locations = {".log": (path, 0, segment.size)}
+    return PartitionLog(directory, topic, partition, [segment], store)
+
+
+class Dump:
+    def __init__(self, records: bool = False, print_data: bool = False,
+                 decoder: str = "utf8", offset: Optional[int] = None,
+                 timestamp: Optional[int] = None):
+        self.records = records or print_data
+        self.print_data = print_data
+        self.decoder = decoder
+        self.offset = offset
+        self.timestamp = timestamp
+
+    def items(self, given: str) -> Iterator[dict]:
+        store, path = resolve(given)
+        if is_single_file(store, path):
+            yield from self.file_items(store, path)
+            return
+        for log in discover_partitions([given]):
+            yield from self.log_items(log)
+
+    def file_items(self, store, path: str) -> Iterator[dict]:
+        name = store.basename(path)
+        if path.endswith(".log"):
+            yield from self.log_items(standalone_log(store, path))
+            return
+        data = store.read_optional(path) or b""
+        base = base_offset_of(name) or 0
+        yield {"kind": "file", "file": path, "size": len(data)}
+        if path.endswith(".snapshot"):
+            snapshot = producer_snapshot(data, path)
+            yield {"kind": "snapshot", "file": path, "version": snapshot["version"],
+                   "crc": snapshot["crc"], "crc_valid": snapshot["crc_valid"],
+                   "entries": len(snapshot["entries"])}
+            for entry in snapshot["entries"]:
+                yield {"kind": "producer", "file": path, **entry}
+        elif path.endswith(".txnindex"):
+            for entry in transaction_index_entries(data, path):
+                yield {"kind": "aborted_transaction", "file": path, **entry}
+        else:
+            time_index = path.endswith(".timeindex")
+            entries = time_index_entries(data, base) if time_index else \
+                offset_index_entries(data, base)
+            kind = "time_index_entry" if time_index else "offset_index_entry"
+            size = 12 if time_index else 8
+            # The zero entries after the last real one are preallocated space: one line.
+            real = max((n + 1 for n, e in enumerate(entries) if not e["zero"]), default=0)
+            for entry in entries[:real]:
+                entry.pop("zero")
+                yield {"kind": kind, "file": path, **entry}
+            if real < len(entries):
+                yield {"kind": "zero_padding", "file": path, "entries": len(entries) - real,
+                       "index_position": real * size}
+
+    def log_items(self, log: PartitionLog) -> Iterator[dict]:
+        start = self.offset
+        if self.timestamp is not None:
+            start = log.offset_for_timestamp(self.timestamp)
+            if start is None:
+                return  # no record that recent
+        first = log.segment_index_for(start) if start is not None else 0
+        for number, segment in enumerate(log.segments[first:], first):
+            position = 0
+            if start is not None and number == first:
+                position = segment.offset_index.lookup(start)[1]
+            yield {"kind": "segment", "file": segment.log_path, "topic": log.topic,
+                   "partition": log.partition, "base_offset": segment.base_offset,
+                   "size": segment.size, "start_position": position}
+            with segment.store.reader(segment.log_path, segment.size,
+                                      segment.log_chunks) as reader:
+                for item in walk_log(reader, segment.log_path, segment.size, position):
+                    if isinstance(item, LogStop):
+                        yield {"kind": "stop", "file": segment.log_path,
+                               "position": item.position, "remaining": item.remaining,
+                               "stop": item.kind, "reason": item.reason}
+                        break
+                    if start is not None and item.header.last_offset < start:
+                        continue
+                    yield from self.entry_items(segment.log_path, item)
+
+    def entry_items(self, path: str, entry: LogEntry) -> Iterator[dict]:
+        records: List = []
+        problem = None
+        # A legacy wrapper's base offset is its first inner offset: decoded for every
+        # listing; other batches only when their records are asked for.
+        if entry.crc_valid and (self.records or entry.legacy_wrapper or entry.header.is_control):
+            try:
+                records = entry.records(path)
+            except (CorruptLogError, SegmentLogError) as damage:
+                problem = str(damage)
+        yield {"kind": "batch", "file": path, **batch_fields(entry, records)}
+        if not self.records:
+            return
+        if problem is not None or not entry.crc_valid:
+            yield {"kind": "undecodable", "file": path, "position": entry.header.position,
+                   "reason": problem or "checksum mismatch"}
+            return
+        for record in records:
+            if self.offset is None or record.offset >= self.offset or self.timestamp is not None:
+                yield record_fields(record, entry, self.print_data, self.decoder)
+
+
+def text_line(item: dict) -> str:
+    """One item in kafka-dump-log's words."""
+    kind = item["kind"]
+    if kind == "segment":
+        return (f"Dumping {item['file']}\nLog starting offset: {item['base_offset']}"
+                + (f" (from position {item['start_position']})" if item["start_position"] else ""))
+    if kind == "file":
+        return f"Dumping {item['file']} ({item['size']} bytes)"
+    if kind == "batch":
+        line = (f"baseOffset: {item['base_offset']} lastOffset: {item['last_offset']} "
+                f"count: {item['record_count'] if item['record_count'] is not None else '-'} "
+                f"baseSequence: {item['base_sequence']} producerId: {item['producer_id']} "
+                f"producerEpoch: {item['producer_epoch']} "
+                f"partitionLeaderEpoch: {item['partition_leader_epoch']} "
+                f"isTransactional: {_bool(item['is_transactional'])} "
+                f"isControl: {_bool(item['is_control'])} ")
+        if item["magic"] == 2:
+            line += f"deleteHorizonMs: {item['delete_horizon_ms']} "
+        line += (f"position: {item['position']} {item['timestamp_type']}: "
+                 f"{item['max_timestamp']} size: {item['size_in_bytes']} magic: {item['magic']} "
+                 f"compresscodec: {item['compression']} crc: {item['crc']} "
+                 f"isvalid: {_bool(item['crc_valid'])}")
+        return line
+    if kind == "record":
+        line = (f"| offset: {item['offset']} {item['timestamp_type']}: {item['timestamp']} "
+                f"keySize: {item['key_size']} valueSize: {item['value_size']}")
+        if "control" in item and item["control"]:
+            control = item["control"]
+            return (line + f" endTxnMarker: {control['type']} "
+                    f"coordinatorEpoch: {control['coordinator_epoch']}")
+        line += f" headerKeys: [{', '.join(item['header_keys'])}]"
+        if "value" in item:
+            line += f" key: {_shown(item['key'])} payload: {_shown(item['value'])}"
+        return line
+    if kind == "undecodable":
+        return f"| records not decodable: {item['reason']}"
+    if kind == "stop":
+        return f"Entries end at position {item['position']} ({item['stop']}): {item['reason']}"
+    if kind == "offset_index_entry":
+        return f"offset: {item['offset']} position: {item['position']}"
+    if kind == "time_index_entry":
+        return f"timestamp: {item['timestamp']} offset: {item['offset']}"
+    if kind == "zero_padding":
+        return (f"{item['entries']} zero entries from byte {item['index_position']} "
+                f"(preallocated space)")
+    if kind == "aborted_transaction":
+        return (f"version: {item['version']} producerId: {item['producer_id']} "
+                f"firstOffset: {item['first_offset']} lastOffset: {item['last_offset']} "
+                f"lastStableOffset: {item['last_stable_offset']}")
+    if kind == "snapshot":
+        return (f"version: {item['version']} crc: {item['crc']} "
+                f"isvalid: {_bool(item['crc_valid'])} producers: {item['entries']}")
+    if kind == "producer":
+        return (f"producerId: {item['producer_id']} producerEpoch: {item['producer_epoch']} "
+                f"coordinatorEpoch: {item['coordinator_epoch']} "
+                f"currentTxnFirstOffset: {item['current_txn_first_offset']} "
+                f"lastTimestamp: {item['timestamp']} lastSequence: {item['last_sequence']} "
+                f"lastOffset: {item['last_offset']} offsetDelta: {item['offset_delta']}")
+    return json.dumps(item)
+
+
+def json_line(item: dict) -> str:
+    return json.dumps(item, default=_bytes_as_base64)
+
+
+def _bytes_as_base64(value):
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"cannot show {type(value).__name__}")
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _shown(value) -> str:
+    return "null" if value is None else value if isinstance(value, str) else json.dumps(value)
+
