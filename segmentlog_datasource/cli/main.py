@@ -85,7 +85,8 @@ def describe(path, as_json):
                           ("records", "right"), ("bytes", "right"), ("codecs", "left"),
                           ("LSO", "right"), ("open transactions", "left"),
                           ("tail", "left")):
-        table.add_column(name, justify=justify, overflow="fold")
+        table.add_column(name, justify=justify, overflow="fold",
+                         no_wrap=name not in ("open transactions", "tail"))
     for part in described:
         offsets = "empty" if part["first_offset"] is None else \
             f"{part['first_offset']}..{part['last_offset']}"
