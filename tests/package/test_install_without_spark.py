@@ -4,6 +4,7 @@ The install goes into a fresh virtual environment (no system site packages), fro
 checkout, the way a cluster image with its own Spark would install the package.
 """
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -77,6 +78,16 @@ def test_format_read_planning_and_writer_engine_run_without_pyspark(plain_instal
     assert report["pyspark"] is False
     assert report["partition_0_rows"] + report["partition_1_rows"] == 50
     assert report["lookup_rows"] == min(5, report["partition_1_rows"])
+
+
+def test_the_command_line_runs_without_pyspark(plain_install, kafka_logdir):
+    script = plain_install.parent / "segmentlog"
+    # txn-0 is uncompressed: the plain install has no snappy or zstd codec.
+    result = subprocess.run([str(script), "describe", "--json", os.path.join(kafka_logdir, "txn-0")],
+                            capture_output=True, text=True, timeout=300, cwd="/")
+    assert result.returncode == 0, result.stderr[-2000:]
+    (described,) = json.loads(result.stdout)["partitions"]
+    assert (described["topic"], described["records"]) == ("txn", 204)
 
 
 def test_the_spark_source_says_what_to_install_without_pyspark(plain_install, tmp_path):
