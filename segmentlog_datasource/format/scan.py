@@ -174,6 +174,8 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
     with segment_range.store.open_log(path, size, segment_range.log_chunks) as mapped:
         view = mapped.view
         pos = segment_range.start_position
+        if pos < end_position:
+            mapped.available(pos, end_position)  # a remote range: its first chunk, one GET
         if segment_range.start_index_entry is not None and pos < end_position:
             mapped.ensure_entry(pos)
             _check_indexed_entry(view, pos, size, path, segment_range.start_index_entry,

@@ -219,6 +219,9 @@ class LogStream:
         self.target: Optional[Offsets] = None  # Trigger.AvailableNow: read up to here
         self.latest: Optional[Offsets] = None  # what the last trigger found available
         self._last_admitted_ms = 0.0  # as Spark's Kafka source: the first batch never waits
+        # (end offsets, views) of the last trigger over a remote store: planning that
+        # micro-batch right after reuses the listing and indexes instead of fetching them again
+        self._trigger_views = None
 
     # ------------------------------------------------------------ discovery
     def partitions_now(self) -> Dict[TopicPartition, PartitionView]:
@@ -286,11 +289,17 @@ class LogStream:
                 end = max(offset, min(end, self.target.get(tp, offset)))
             available[tp] = end
         if limits is None:
+            self._remember_views(available, views)
             return available
         admitted = self._admit(begin, available, views, limits)
         if admitted is None:
             return dict(start)
+        self._remember_views(admitted, views)
         return admitted
+
+    def _remember_views(self, end: Offsets, views) -> None:
+        remote = bool(views) and all(view.log.store.remote for view in views.values())
+        self._trigger_views = (dict(end), views) if remote else None
 
     def _checked_start(self, tp: TopicPartition, offset: int, view: PartitionView) -> int:
         log = view.log
@@ -349,7 +358,9 @@ class LogStream:
     # ----------------------------------------------------------------- planning
     def plan(self, start: Offsets, end: Offsets) -> List[List[Fragment]]:
         """The micro-batch [start, end) as groups of fragments, one group per task."""
-        views = self.partitions_now()
+        remembered, self._trigger_views = self._trigger_views, None
+        views = remembered[1] if remembered is not None and remembered[0] == end else \
+            self.partitions_now()
         ranges = {}
         for tp, stop in end.items():
             view = views.get(tp)

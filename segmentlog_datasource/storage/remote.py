@@ -2,7 +2,8 @@
 
 * A tree is listed once, recursively (a flat, paginated listing on object stores, not one
   request per directory), and everything planning needs comes from that snapshot.
-* Index files are read whole, one request each.
+* Index files are read whole: a HEAD and a GET each (pyarrow opens every file with a
+  HEAD; its Python API cannot be given the size the listing showed).
 * A segment range is fetched in chunks of CHUNK_BYTES from where its scan starts, the next
   chunk fetched in the background while the current one is decoded, and at most
   READ_PAST_BYTES past the range's end (for the entry after it, which the scan checks).
