@@ -233,3 +233,20 @@ def test_the_right_secret_as_options_reads(auth_server, kafka_logdir):
                "store.secretAccessKey": auth_server.secret_key, "includeHeaders": "true"}
     _, rows = _rows(options)
     assert rows == expected_rows(load_manifest(kafka_logdir, "plain-0"))
+
+
+def test_anonymous_access_sends_unsigned_requests(s3_env, fixtures_in_s3, kafka_logdir):
+    # moto serves a private bucket to any signed request and refuses unsigned reads, so
+    # the option is seen working by the refusal, and by reading a public object.
+    with pytest.raises(StoreError, match="check the credentials"):
+        _rows({"path": fixtures_in_s3, "store.anonymous": "true"})
+    assert any(r.status == 403 for r in s3_env.requests()), "no unsigned request refused"
+    s3_env.make_bucket("public-logs")
+    client = s3_env.client()
+    client.put_bucket_acl(Bucket="public-logs", ACL="public-read")
+    for key in s3_env.upload_tree(os.path.join(kafka_logdir, "plain-0"), "public-logs",
+                                  "logs/plain-0"):
+        client.put_object_acl(Bucket="public-logs", Key=key, ACL="public-read")
+    _, rows = _rows({"path": "s3://public-logs/logs", "store.anonymous": "true",
+                     "includeHeaders": "true"})
+    assert rows == expected_rows(load_manifest(kafka_logdir, "plain-0"))
