@@ -63,3 +63,15 @@ class InvalidOptionError(SegmentLogError, ValueError):
     @classmethod
     def for_value(cls, option: str, value, accepted: str) -> "InvalidOptionError":
         return cls(f"option {option!r}: invalid value {value!r}; accepted: {accepted}", option)
+
+
+def did_you_mean(name: str, known) -> str:
+    """" (did you mean 'x'?)" naming the known option names closest to a misspelled one
+    (compared without case, as Spark passes option names), or "" when none is close."""
+    import difflib
+
+    spelled = {str(candidate).lower(): str(candidate) for candidate in known}
+    close = difflib.get_close_matches(str(name).lower(), list(spelled), n=3, cutoff=0.75)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(repr(spelled[c]) for c in close) + "?)"

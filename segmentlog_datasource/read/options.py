@@ -8,9 +8,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from ..errors import InvalidOptionError
+from ..errors import InvalidOptionError, did_you_mean
 from ..storage import STORE_OPTIONS, StoreConfig, parse_store_config, resolve
 from ..format.compression import DEFAULT_MAX_INFLATED_BYTES
+from .consumer_settings import CONSUMER_SETTINGS, is_consumer_setting
 
 EARLIEST, LATEST = -2, -1
 TopicPartition = Tuple[str, int]
@@ -60,22 +61,42 @@ def _parse_json_object(name: str, raw: str, accepted: str) -> dict:
     return value
 
 
+EXCLUDE_INTERNAL_OPTION = "kafka.exclude.internal.topics"
+
+
+def is_internal_topic(topic: str) -> bool:
+    """Kafka's own topics (`__consumer_offsets`, `__transaction_state`, KRaft's
+    `__cluster_metadata`, ...): every name Kafka reserves with a leading `__`."""
+    return topic.startswith("__")
+
+
 @dataclass
 class TopicSelection:
-    """Which topic-partitions to read: subscribe, subscribePattern, assign, or all."""
+    """Which topic-partitions to read: subscribe, subscribePattern, assign, or all.
+
+    As a Kafka consumer with `exclude.internal.topics=true` (its default), internal
+    topics are read only when subscribed or assigned by name: a pattern, or no selection
+    at all, passes over them unless `kafka.exclude.internal.topics=false`."""
 
     topics: Optional[List[str]] = None
     pattern: Optional["re.Pattern"] = None
     assigned: Optional[List[TopicPartition]] = None
+    exclude_internal: bool = True
 
     def matches(self, topic: str, partition: int) -> bool:
         if self.topics is not None:
             return topic in self.topics
-        if self.pattern is not None:
-            return self.pattern.fullmatch(topic) is not None
         if self.assigned is not None:
             return (topic, partition) in self.assigned
-        return True
+        if self.passes_over(topic):
+            return False
+        return self.pattern is None or self.pattern.fullmatch(topic) is not None
+
+    def passes_over(self, topic: str) -> bool:
+        """Whether `topic` is left out only for being internal."""
+        return (self.exclude_internal and self.topics is None and self.assigned is None
+                and is_internal_topic(topic)
+                and (self.pattern is None or self.pattern.fullmatch(topic) is not None))
 
 
 def parse_topic_selection(options) -> TopicSelection:
@@ -86,8 +107,9 @@ def parse_topic_selection(options) -> TopicSelection:
             "only one of 'subscribe', 'subscribePattern' and 'assign' (found "
             + ", ".join(repr(g) for g in given) + ")",
         )
+    exclude_internal = parse_bool(options, EXCLUDE_INTERNAL_OPTION, True)
     if not given:
-        return TopicSelection()
+        return TopicSelection(exclude_internal=exclude_internal)
     name = given[0]
     raw = _get(options, name)
     if name == "subscribe":
@@ -97,7 +119,7 @@ def parse_topic_selection(options) -> TopicSelection:
         return TopicSelection(topics=topics)
     if name == "subscribePattern":
         try:
-            return TopicSelection(pattern=re.compile(raw))
+            return TopicSelection(pattern=re.compile(raw), exclude_internal=exclude_internal)
         except re.error as exc:
             raise InvalidOptionError.for_value(name, raw, f"a regular expression ({exc})") from None
     accepted = 'JSON like {"topicA":[0,1],"topicB":[2,4]}'
@@ -223,16 +245,32 @@ KAFKA_SOURCE_ONLY_OPTIONS = {
 }
 
 
+KAFKA_PREFIX = "kafka."
+
+
 def check_known_read_options(options) -> None:
-    known = {name.lower() for name in READ_OPTIONS | STREAM_OPTIONS | KAFKA_SOURCE_ONLY_OPTIONS}
+    names = READ_OPTIONS | STREAM_OPTIONS | KAFKA_SOURCE_ONLY_OPTIONS
+    known = {name.lower() for name in names}
     for name in options:
-        # kafka.* options configure a Kafka consumer; kafka.isolation.level is honoured.
-        if name.lower().startswith("kafka.") or name.lower() in known:
+        lowered = str(name).lower()
+        if lowered in known:
             continue
+        if lowered.startswith(KAFKA_PREFIX):
+            # A Kafka consumer setting, as Spark's Kafka source passes it on: honoured for
+            # kafka.isolation.level and kafka.exclude.internal.topics, ignored otherwise.
+            if is_consumer_setting(lowered[len(KAFKA_PREFIX):]):
+                continue
+            settings = [KAFKA_PREFIX + setting for setting in CONSUMER_SETTINGS]
+            raise InvalidOptionError(option=name, message=(
+                f"unknown read option {name!r}: {name[len(KAFKA_PREFIX):]!r} is not a Kafka "
+                f"consumer setting{did_you_mean(name, settings)}; kafka.* options name "
+                f"Kafka consumer settings (kafka.bootstrap.servers, kafka.isolation.level, "
+                f"...)"))
         accepted = ", ".join(sorted((READ_OPTIONS | STREAM_OPTIONS) - {"paths"}))
         raise InvalidOptionError(option=name, message=(
-            f"unknown read option {name!r} (names are case-insensitive); the read options are "
-            f"{accepted}, and Spark Kafka source options and kafka.* are accepted too"))
+            f"unknown read option {name!r}{did_you_mean(name, names - {'paths'})} (names are "
+            f"case-insensitive); the read options are {accepted}, and Spark Kafka source "
+            f"options and kafka.<consumer setting> are accepted too"))
 
 
 def parse_paths(options, config: Optional[StoreConfig] = None) -> List[str]:

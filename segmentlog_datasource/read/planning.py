@@ -13,7 +13,7 @@ from ..format.layout import MAX_OFFSET
 from ..format.log import PartitionLog, Segment, discover_partitions
 from ..format.scan import TransactionFilter
 from .fragments import Fragment
-from .options import EARLIEST, LATEST, OffsetSpec, ReadOptions
+from .options import EARLIEST, EXCLUDE_INTERNAL_OPTION, LATEST, OffsetSpec, ReadOptions
 
 # What opening one more fragment costs, in bytes of reading, when packing small ones into
 # one Spark partition (Spark's file sources count spark.sql.files.openCostInBytes alike).
@@ -70,6 +70,13 @@ def select_partitions(read: ReadOptions, constraints: Constraints) -> List[Parti
         raise SegmentLogError(
             "no <topic>-<partition> directories found under " + ", ".join(read.paths))
     chosen = [log for log in logs if read.selection.matches(log.topic, log.partition)]
+    internal = sorted({log.topic for log in logs if read.selection.passes_over(log.topic)})
+    if internal and not chosen:
+        raise SegmentLogError(
+            "the topics selected under " + ", ".join(read.paths) + " are Kafka's internal "
+            "topics (" + ", ".join(internal) + "), which are read only when named: "
+            "subscribe to them (option 'subscribe' or 'assign'), or set "
+            f"{EXCLUDE_INTERNAL_OPTION}=false")
     if read.selection.assigned is not None:
         present = {log.topic_partition for log in logs}
         missing = [tp for tp in read.selection.assigned if tp not in present]
