@@ -21,10 +21,10 @@ import pyarrow as pa
 from .errors import InvalidInputError, WriteAbortedError
 from ..format.arrow import HEADER_TYPE
 from .input import check_column_names
-from ..storage import parse_store_config
+from ..storage import STORE_OPTIONS, parse_store_config
 from .job import CommitSummary
 from .objectstore import STORE_OPTION_NAMES, open_write_job
-from .options import WriteOptions
+from .options import WriteOptions, check_option_names
 
 _KWARG_OPTIONS = {
     "num_partitions": "numPartitions",
@@ -58,6 +58,7 @@ class SegmentLogWriter:
                 raise TypeError(f"SegmentLogWriter got an unexpected keyword argument {name!r}")
             if value is not None:
                 merged[_KWARG_OPTIONS[name]] = value
+        check_option_names(merged, STORE_OPTIONS)
         store_options = {k: v for k, v in merged.items() if str(k).lower() in STORE_OPTION_NAMES}
         self.options = WriteOptions.from_mapping(
             {k: v for k, v in merged.items() if k not in store_options})

@@ -12,20 +12,27 @@ import pyarrow.compute as pc
 
 from ..format.arrow import as_binary
 from ..format.layout import INT32_MAX
+from ..errors import did_you_mean
 from .errors import InvalidInputError
 
 COLUMNS = ("key", "value", "topic", "partition", "timestamp", "headers")
+# Columns a read gives that a producer does not set: the broker assigns offsets and the
+# timestamp type is the topic's. A write ignores them, as Spark's Kafka sink does, so a
+# DataFrame read from a topic writes back as it is.
+READ_ONLY_COLUMNS = ("offset", "timestampType")
 _UNIT_TO_MS = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
 
 
 def check_column_names(names, what: str = "column") -> None:
     """Refuse names that are not Kafka columns, naming them and the columns a write takes."""
-    unknown = [n for n in names if n not in COLUMNS]
+    unknown = [n for n in names if n not in COLUMNS and n not in READ_ONLY_COLUMNS]
     if unknown:
+        hints = "".join(did_you_mean(n, COLUMNS) for n in unknown)
         raise InvalidInputError(
-            f"{what}(s) {', '.join(repr(n) for n in unknown)} cannot be written to Kafka; "
-            f"a segmentlog write takes only {', '.join(COLUMNS)} (select or drop columns "
-            f"first, e.g. df.select('key', 'value'))"
+            f"{what}(s) {', '.join(repr(n) for n in unknown)}{hints} cannot be written to "
+            f"Kafka; a segmentlog write takes only {', '.join(COLUMNS)}, and ignores "
+            f"{' and '.join(READ_ONLY_COLUMNS)} (select or drop columns first, e.g. "
+            f"df.select('key', 'value'))"
         )
 
 
@@ -80,6 +87,8 @@ class InputLayout:
                         "array<struct<key: string, value: binary>>"),
         }
         for name in names:
+            if name in READ_ONLY_COLUMNS:
+                continue
             accept, wanted = checks[name]
             if not accept(schema.field(name).type):
                 raise InvalidInputError(

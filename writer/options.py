@@ -5,7 +5,7 @@ The write options are tabled in README.md, "Writing" > "Options".
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional
 
-from ..errors import InvalidOptionError
+from ..errors import InvalidOptionError, UnsupportedFormatError, did_you_mean
 from ..format import compression
 from ..format.layout import CREATE_TIME, INT32_MAX, INT64_MAX, LOG_APPEND_TIME, TIMESTAMP_TYPE_NAMES
 
@@ -38,6 +38,22 @@ KNOWN_OPTIONS = sorted(
     ["compression.type", "message.timestamp.type", *_INT_OPTIONS, *_LEVEL_OPTIONS,
      *PASSTHROUGH_OPTIONS]
 )
+
+
+def unknown_option(name, also_known=()) -> InvalidOptionError:
+    """The error for an option name the writer does not take, naming the closest ones
+    (among `also_known` too: the options the caller takes beside the write options)."""
+    return InvalidOptionError(
+        f"unknown write option {name!r}{did_you_mean(name, [*KNOWN_OPTIONS, *also_known])}; "
+        f"the segmentlog writer takes {', '.join(KNOWN_OPTIONS)}", str(name))
+
+
+def check_option_names(options: Mapping[str, Any], also_known=()) -> None:
+    """Refuse an option name that is neither a write option nor one of `also_known`."""
+    known = {name.lower() for name in [*KNOWN_OPTIONS, *also_known]}
+    for name in options:
+        if str(name).lower() not in known:
+            raise unknown_option(name, also_known)
 
 
 @dataclass(frozen=True)
@@ -86,10 +102,7 @@ class WriteOptions:
                 low, high = LEVEL_RANGES[codec]
                 levels[codec] = parse_int(raw_key, raw_value, low, high)
             else:
-                raise InvalidOptionError(
-                    f"unknown write option {raw_key!r}; the segmentlog writer takes "
-                    f"{', '.join(KNOWN_OPTIONS)}"
-                )
+                raise unknown_option(raw_key)
         if levels:
             values["compression_levels"] = levels
         return cls(**values)
@@ -111,6 +124,7 @@ def parse_int(name, value, low, high) -> int:
 
 def parse_compression(value) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and value in compression.CODEC_NAMES:
+        check_codec(value)
         return value
     name = str(value).strip().lower()
     if name == "uncompressed":
@@ -120,7 +134,18 @@ def parse_compression(value) -> int:
             f"option 'compression.type' must be one of none, gzip, snappy, lz4, zstd; "
             f"got {value!r}"
         )
-    return compression.CODEC_IDS[name]
+    codec = compression.CODEC_IDS[name]
+    check_codec(codec)
+    return codec
+
+
+def check_codec(codec: int) -> None:
+    """A codec whose package is missing fails here, where the options are read (on the
+    driver, before any task runs), with the command that installs it."""
+    try:
+        compression.check_codec_available(codec)
+    except UnsupportedFormatError as exc:
+        raise InvalidOptionError(f"option 'compression.type': {exc}", "compression.type") from None
 
 
 def parse_timestamp_type(value) -> int:

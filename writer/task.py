@@ -177,7 +177,9 @@ class TaskWriter:
             if count is not None and highest >= count:
                 raise InvalidInputError(
                     f"column 'partition' holds {highest} for topic {topic!r}, which has "
-                    f"{count} partitions (0..{count - 1})"
+                    f"{count} partitions (0..{count - 1}). To place the rows as Kafka's "
+                    f"producer does (by key, keyless rows spread), drop the column first: "
+                    f"df.drop('partition')"
                 )
             self._max_partition[topic] = max(self._max_partition.get(topic, -1), highest)
         if count is None:

@@ -7,8 +7,10 @@ format; magic 0 messages carry the frame-header checksum computed the old (wrong
 way, which is accepted when reading.
 """
 import gzip
+import importlib
 import io
 import struct
+import sys
 import threading
 import zlib
 
@@ -48,6 +50,33 @@ def codec_name(codec_id: int) -> str:
         raise UnsupportedFormatError(f"unknown compression codec id {codec_id}") from None
 
 
+# The package each codec needs beyond the standard library, and the command that installs
+# it (lz4 comes with segmentlog itself).
+CODEC_PACKAGES = {
+    SNAPPY: ("cramjam", 'pip install "segmentlog[snappy]"'),
+    LZ4: ("lz4", 'pip install "lz4>=4.0"'),
+    ZSTD: ("zstandard", 'pip install "segmentlog[zstd]"'),
+}
+
+
+def codec_module(codec_id: int, module: str = None):
+    """The codec's package (or its `module`), or an error naming the command to install it."""
+    package, install = CODEC_PACKAGES[codec_id]
+    try:
+        return importlib.import_module(module or package)
+    except ImportError:
+        raise UnsupportedFormatError(
+            f"{codec_name(codec_id)} compression needs the {package!r} package, which this "
+            f"Python ({sys.executable}) cannot import: {install}") from None
+
+
+def check_codec_available(codec_id: int) -> None:
+    """Raise the install hint now, when a codec's package is missing, rather than in the
+    middle of a write."""
+    if codec_id in CODEC_PACKAGES:
+        codec_module(codec_id)
+
+
 def decompress(codec_id: int, data, max_size: int = DEFAULT_MAX_INFLATED_BYTES) -> bytes:
     """`data` inflated; InflatedSizeError as soon as the output would pass `max_size`
     bytes (each codec stops there, without producing the rest)."""
@@ -72,20 +101,19 @@ def compress(codec_id: int, data, level=None) -> bytes:
     if codec_id == SNAPPY:
         return _snappy_compress_xerial(data)
     if codec_id == LZ4:
-        import lz4.frame
+        lz4_frame = codec_module(LZ4, "lz4.frame")
 
         # Kafka's LZ4 stream: 64 KiB independent blocks, no content size.
-        return lz4.frame.compress(
+        return lz4_frame.compress(
             data,
-            block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+            block_size=lz4_frame.BLOCKSIZE_MAX64KB,
             block_linked=False,
             content_checksum=False,
             store_size=False,
             compression_level=0 if level is None else level,
         )
     if codec_id == ZSTD:
-        import zstandard
-
+        zstandard = codec_module(ZSTD)
         return zstandard.ZstdCompressor(level=3 if level is None else level).compress(data)
     raise UnsupportedFormatError(f"unknown compression codec id {codec_id}")
 
@@ -116,13 +144,7 @@ def _gunzip(data, max_size: int) -> bytes:
 
 
 def _snappy():
-    try:
-        import cramjam
-    except ImportError:  # pragma: no cover
-        raise UnsupportedFormatError(
-            "snappy-compressed data needs the 'cramjam' package: pip install segmentlog[snappy]"
-        ) from None
-    return cramjam.snappy
+    return codec_module(SNAPPY).snappy
 
 
 def _snappy_raw(snappy, block: bytes, max_size: int) -> bytes:
@@ -165,10 +187,10 @@ def _snappy_compress_xerial(data) -> bytes:
 
 
 def _lz4_decompress(data, max_size: int) -> bytes:
-    import lz4.frame
+    lz4_frame = codec_module(LZ4, "lz4.frame")
 
     # In pieces: the decompressor allocates the whole max_length it is given up front.
-    decompressor = lz4.frame.LZ4FrameDecompressor()
+    decompressor = lz4_frame.LZ4FrameDecompressor()
     chunks = []
     total = 0
     pending = bytes(data)
@@ -192,7 +214,7 @@ def _lz4_decompress(data, max_size: int) -> bytes:
 
 
 def _lz4_decompress_blocks(view, max_size: int) -> bytes:
-    import lz4.block
+    lz4_block = codec_module(LZ4, "lz4.block")
 
     if bytes(view[:4]) != _LZ4_FRAME_MAGIC:
         raise zlib.error("not an LZ4 frame (bad magic number)")
@@ -218,19 +240,14 @@ def _lz4_decompress_blocks(view, max_size: int) -> bytes:
         if len(block) != size:
             raise zlib.error("LZ4 block runs past the data")
         pos += size + (4 if has_block_checksum else 0)
-        out += block if stored else lz4.block.decompress(block, uncompressed_size=block_max)
+        out += block if stored else lz4_block.decompress(block, uncompressed_size=block_max)
         if len(out) > max_size:  # blocks inflate to at most 4 MiB each
             raise InflatedSizeError(max_size)
     return bytes(out)
 
 
 def _zstd_decompress(data, max_size: int) -> bytes:
-    try:
-        import zstandard
-    except ImportError:  # pragma: no cover
-        raise UnsupportedFormatError(
-            "zstd-compressed data needs the 'zstandard' package: pip install segmentlog[zstd]"
-        ) from None
+    zstandard = codec_module(ZSTD)
     # Kafka's streaming encoder does not record the content size, so stream it out, in
     # pieces, up to the bound. The first piece is small: a read allocates its whole size,
     # which would cost more than decompressing a typical batch.

@@ -506,5 +506,5 @@ def _zstandard():
     except ImportError:  # pragma: no cover
         raise UnsupportedFormatError(
             "compressed remote segments need the 'zstandard' package: "
-            "pip install segmentlog[zstd]") from None
+            'pip install "segmentlog[zstd]"') from None
     return zstandard

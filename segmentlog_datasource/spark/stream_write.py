@@ -18,8 +18,8 @@ from ..writer.stream import StagedTask, StreamSink, read_query_id
 from .write import write_settings
 from .errors import short_errors
 
-# Options the sink reads beside the write options (Spark passes them lowercased).
-STREAM_OPTIONS = {"checkpointlocation"}
+# Options the sink reads beside the write options.
+STREAM_OPTIONS = {"checkpointLocation"}
 BATCH_ID_PROPERTY = "streaming.sql.batchId"  # set by Spark on every micro-batch's tasks
 
 

@@ -14,9 +14,9 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from ..errors import InvalidOptionError
 from ..writer.errors import InvalidInputError
 from ..writer.input import InputLayout, check_column_names
-from ..storage import parse_store_config
+from ..storage import STORE_OPTIONS, parse_store_config
 from ..writer.objectstore import STORE_OPTION_NAMES, open_write_job
-from ..writer.options import WriteOptions
+from ..writer.options import WriteOptions, check_option_names
 from ..writer.task import TaskResult
 from .errors import short_errors
 
@@ -57,16 +57,18 @@ class WriteSettings:
 
 
 def write_settings(options, schema, how_to_give_path: str, other_options=()) -> WriteSettings:
-    """Check the options (all but `other_options`, lowercased names) and the schema
+    """Check the options (all but `other_options`, which the caller takes) and the schema
     before anything is written."""
     options = {str(k): v for k, v in dict(options or {}).items()}
+    other_lowered = {name.lower() for name in other_options}
     lowered = {k.lower(): v for k, v in options.items()}
     path = lowered.get("path")
     if not path:
         raise InvalidOptionError(f"no log dir given: use {how_to_give_path}", "path")
     topic = lowered.get("topic") or None
+    check_option_names(options, other_options)
     write_options = WriteOptions.from_mapping(
-        {k: v for k, v in options.items() if k.lower() not in other_options})
+        {k: v for k, v in options.items() if k.lower() not in other_lowered})
     try:
         layout = InputLayout.from_schema(_arrow_schema(schema), topic)
     except InvalidInputError as exc:
@@ -78,7 +80,7 @@ class SegmentLogSparkWriter(DataSourceArrowWriter):
     def __init__(self, options, schema, overwrite: bool):
         settings = write_settings(options, schema,
                                   "df.write.format('segmentlog').mode(...).save(path)",
-                                  STORE_OPTION_NAMES)
+                                  STORE_OPTIONS)
         store_options = {k: v for k, v in settings.lowered.items() if k in STORE_OPTION_NAMES}
         self.job = open_write_job(
             settings.path, mode="overwrite" if overwrite else "append", topic=settings.topic,

@@ -430,7 +430,7 @@ def test_write_rows_and_deterministic_output(tmp_path):
 
 
 @pytest.mark.parametrize("table, kwargs, message", [
-    (pa.table({"value": [b"v"], "offset": [1]}), {}, "'offset' cannot be written"),
+    (pa.table({"value": [b"v"], "extra": [1]}), {}, "'extra' cannot be written"),
     (pa.table({"key": [b"k"]}), {}, "no 'value' column"),
     (pa.table({"value": [1]}), {}, "column 'value' has type int64"),
     (pa.table({"value": [b"v"], "timestamp": [5]}), {}, "column 'timestamp' has type int64"),
