@@ -1,0 +1,106 @@
+"""The notebook and every example run to the end, so neither goes stale.
+
+The notebook is executed through a Jupyter kernel of this interpreter (nbclient), the
+examples as scripts of this interpreter. Each runs in a scratch directory that is its
+working directory (not the checkout: Spark's Python workers put the working directory
+first on sys.path, and would import the checkout's package), its TMPDIR and Spark's
+local and temp directory; what it leaves there is checked and then removed.
+"""
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+import nbclient
+import nbformat
+import pytest
+
+pytestmark = pytest.mark.spark
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NOTEBOOK = os.path.join(ROOT, "notebooks", "segmentlog_tour.ipynb")
+EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "examples", "*.py")))
+# Records per minute, bytes per segment, key skew, consumer lag, read_committed.
+NOTEBOOK_PLOTS = 5
+# What each example prints once it has shown what it is there for.
+EXAMPLE_OUTPUT = {
+    "demo.py": ["demo finished: the log was written and read back with Spark"],
+    "engine_without_spark.py": ["aborted write", "whole log: ", "pyspark was never imported"],
+    "read_with_lookups.py": ["offset_range: offset 4242 of readings-1: 1 record, 1 input partitions",
+                             "time_range: the minute from 22:30 UTC: 600 records"],
+    "stream_growing_log.py": ["stopped after", "the restarted query read 700 records and stopped"],
+    "topic_to_parquet.py": ["9,000 rows in Parquet, 9,000 records in the topic"],
+    "write_keys_headers_compression.py": ["gzip:", "lz4:", "each in 1 partition",
+                                          "views-none overwritten: 1,000 records in partitions [0, 1]"],
+}
+# The demo's default log is sized for a first look, not for CI.
+EXAMPLE_ARGUMENTS = {"demo.py": ["--rows", "20000"]}
+
+
+@pytest.fixture
+def scratch():
+    """A directory for one run (working directory, TMPDIR, Spark's local and temp dirs),
+    and the environment that points there."""
+    with tempfile.TemporaryDirectory(prefix="segmentlog-docs-test-") as directory:
+        env = dict(os.environ)
+        env.update({
+            "PYSPARK_PYTHON": sys.executable,
+            "TMPDIR": directory,
+            "SPARK_LOCAL_DIRS": directory,
+            "PYSPARK_SUBMIT_ARGS": f"--driver-java-options -Djava.io.tmpdir={directory} pyspark-shell",
+        })
+        env.pop("PYTHONPATH", None)
+        yield directory, env
+
+
+def left_behind(directory):
+    """The run's own temp files still there (Spark's directories are not the run's)."""
+    return sorted(name for name in os.listdir(directory) if name.startswith("segmentlog-"))
+
+
+def test_every_example_has_expected_output():
+    assert sorted(os.path.basename(path) for path in EXAMPLES) == sorted(EXAMPLE_OUTPUT)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
+def test_example_runs(path, scratch):
+    directory, env = scratch
+    name = os.path.basename(path)
+    run = subprocess.run([sys.executable, path, *EXAMPLE_ARGUMENTS.get(name, [])], cwd=directory,
+                         env=env, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, f"{name} exited with {run.returncode}:\n{run.stdout}\n{run.stderr[-5000:]}"
+    for expected in EXAMPLE_OUTPUT[name]:
+        assert expected in run.stdout, f"{name} did not print {expected!r}:\n{run.stdout}"
+    assert left_behind(directory) == []
+
+
+def image_outputs(notebook):
+    return sum(1 for cell in notebook.cells if cell.cell_type == "code"
+               for output in cell.get("outputs", []) if "image/png" in output.get("data", {}))
+
+
+def test_committed_notebook_keeps_its_outputs():
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert all(cell.execution_count is not None for cell in code_cells)
+    assert [cell.execution_count for cell in code_cells] == list(range(1, len(code_cells) + 1))
+    assert not [output for cell in code_cells for output in cell.outputs
+                if output.output_type == "error"]
+    assert image_outputs(notebook) >= NOTEBOOK_PLOTS
+
+
+def test_notebook_runs(scratch, kafka_logdir):
+    directory, env = scratch
+    env["SEGMENTLOG_FIXTURES"] = kafka_logdir  # the notebook's transactions come from txn-0
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=600,
+                                     resources={"metadata": {"path": directory}})
+    client.execute(env=env)  # raises CellExecutionError naming the cell that failed
+    assert not [output for cell in notebook.cells if cell.cell_type == "code"
+                for output in cell.outputs if output.output_type == "error"]
+    assert image_outputs(notebook) >= NOTEBOOK_PLOTS
+    assert left_behind(directory) == []
