@@ -47,7 +47,82 @@ def _find_checkout_writer():
 
 _find_checkout_writer()
 
+# Spark starts its Python processes (the data source lookup, planning, tasks) with
+# PYSPARK_DRIVER_PYTHON, else PYSPARK_PYTHON, else `python3` from PATH, as the JVM's
+# environment has them when it starts.
+PYTHON_ENV_VARIABLES = ("PYSPARK_DRIVER_PYTHON", "PYSPARK_PYTHON")
+
+
+def _is_this_python(executable) -> bool:
+    """Whether `executable` (a path) runs in this environment: it sits beside this Python."""
+    return bool(executable) and _os.path.dirname(_os.path.abspath(executable)) == \
+        _os.path.dirname(_sys.executable)
+
+
+def _spark_jvm_started() -> bool:
+    context = _sys.modules.get("pyspark.core.context") or _sys.modules.get("pyspark.context")
+    spark_context = getattr(context, "SparkContext", None)
+    return getattr(spark_context, "_gateway", None) is not None
+
+
+def _run_spark_workers_here():
+    """Imported before Spark starts, in a Python that is not the `python3` on PATH (a
+    virtualenv used without activating it): have Spark's Python processes run this Python
+    too, which has segmentlog, unless PYSPARK_PYTHON already says which one to run."""
+    import shutil
+
+    if any(_os.environ.get(name) for name in PYTHON_ENV_VARIABLES) or _spark_jvm_started():
+        return
+    if not _sys.executable or _is_this_python(shutil.which("python3")):
+        return
+    _os.environ["PYSPARK_PYTHON"] = _sys.executable
+
+
+_run_spark_workers_here()
+
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+def spark_python(spark) -> str:
+    """The Python executable Spark starts its Python processes with, as its JVM sees it."""
+    jvm = getattr(spark, "_jvm", None)  # None in a Spark Connect session
+    if jvm is None:
+        return ""
+    getenv = jvm.java.lang.System.getenv
+    return next((getenv(name) for name in PYTHON_ENV_VARIABLES if getenv(name)), "python3")
+
+
+def check_spark_python(spark) -> None:
+    """Raise an error saying what to do when the Python that Spark starts for its Python
+    processes cannot import segmentlog (`format("segmentlog")` is then not found)."""
+    import shutil
+    import subprocess
+
+    python = spark_python(spark)
+    if not python:
+        return
+    found = shutil.which(python)
+    if _is_this_python(found):
+        return
+    probe = "import segmentlog_datasource, pyspark_segmentlog"
+    try:
+        result = subprocess.run([found or python, "-c", probe], capture_output=True,
+                                text=True, timeout=120)
+        problem = (result.stderr.strip().splitlines() or [""])[-1] if result.returncode else ""
+    except OSError as exc:
+        problem = str(exc)
+    if not problem:
+        return
+    from .errors import SegmentLogError
+
+    chosen = next((f"{name}={_os.environ.get(name) or python}" for name in PYTHON_ENV_VARIABLES
+                   if _os.environ.get(name)), "PYSPARK_PYTHON unset, so `python3` from PATH")
+    raise SegmentLogError(
+        f"Spark runs its Python processes with {found or python!r} ({chosen}), which cannot "
+        f"import segmentlog ({problem}), so format('segmentlog') is not found there. Set "
+        f"PYSPARK_PYTHON={_sys.executable} before the Spark session starts (export it in the "
+        f"shell, or os.environ['PYSPARK_PYTHON'] = sys.executable before getOrCreate()), or "
+        f"activate the virtualenv so that `python3` is this Python")
 
 
 def register(spark, enable_filter_pushdown=None) -> bool:
@@ -60,6 +135,7 @@ def register(spark, enable_filter_pushdown=None) -> bool:
     """
     from .spark.source import SegmentLogDataSource
 
+    check_spark_python(spark)
     spark.dataSource.register(SegmentLogDataSource)
     if enable_filter_pushdown is False:
         spark.conf.set(PUSHDOWN_CONF, "false")
@@ -88,5 +164,5 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["SegmentLogDataSource", "register", "PUSHDOWN_CONF", "offset_range",
+__all__ = ["SegmentLogDataSource", "register", "check_spark_python", "PUSHDOWN_CONF", "offset_range",
            "offset_ranges", "time_range"]

@@ -3,13 +3,40 @@ from pyspark.sql.datasource import DataSource
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from ..errors import InvalidOptionError
 from ..format.arrow import arrow_schema
 from .errors import short_errors
+
 
 
 def spark_schema(include_headers: bool) -> StructType:
     """The schema of Spark's Kafka source, column for column: the Arrow schema reads yield."""
     return from_arrow_schema(arrow_schema(include_headers))
+
+
+def _columns(schema: StructType):
+    return [(field.name, field.dataType) for field in schema.fields]
+
+
+def check_user_schema(options, given) -> None:
+    """Refuse a schema given with .schema(...) unless it has the source's own columns and
+    types, in order (nullability aside, which a DDL string cannot state): the rows are
+    Kafka's records, and Spark would fail only when a task returns them. Spark builds no
+    Python source at a load() with a schema; reader() is the first call that sees it, on
+    the driver, when the first query is planned."""
+    from ..read.options import parse_bool
+
+    if given is None:
+        return
+    own = spark_schema(parse_bool(options, "includeHeaders", False))
+    if isinstance(given, StructType) and _columns(given) == _columns(own):
+        return
+    shown = given.simpleString() if isinstance(given, StructType) else repr(given)
+    raise InvalidOptionError(
+        f"format('segmentlog') takes no schema of its own: .schema({shown}) was given, and "
+        f"the rows are always {own.simpleString()} (headers only with includeHeaders=true). "
+        f"Leave out .schema(...), and select or cast columns after load()", "schema")
+
 
 
 class SegmentLogDataSource(DataSource):
@@ -29,6 +56,7 @@ class SegmentLogDataSource(DataSource):
     def reader(self, schema):
         from .reader import make_reader
 
+        check_user_schema(self.options, schema)
         return make_reader(self.options, schema)
 
     @short_errors
@@ -40,6 +68,8 @@ class SegmentLogDataSource(DataSource):
     @short_errors
     def streamReader(self, schema):
         from .stream_read import SegmentLogStreamReader
+
+        check_user_schema(self.options, schema)
 
         return SegmentLogStreamReader(self.options, schema)
 

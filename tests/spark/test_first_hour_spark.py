@@ -1,0 +1,165 @@
+"""What a new user meets first with Spark: a Python for Spark's workers that lacks the
+package, a schema given to the reader, a topic read and written back, option typos, and a
+codec package missing at write time."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PLAIN = ("plain-0", "plain-1", "plain-2")
+
+START_SPARK = """
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+"""
+
+
+@pytest.fixture(scope="module")
+def python_without_segmentlog(tmp_path_factory):
+    """A bin directory whose `python3` is a fresh virtualenv's, without segmentlog."""
+    venv = tmp_path_factory.mktemp("bare") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=300)
+    return str(venv / "bin")
+
+
+def run_script(script, tmp_path, path_first=None, **env):
+    environment = {k: v for k, v in os.environ.items()
+                   if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    if path_first:
+        environment["PATH"] = path_first + os.pathsep + environment["PATH"]
+    environment.update(env)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
+                          text=True, timeout=600, cwd=str(tmp_path), env=environment)
+
+
+def test_register_says_to_set_pyspark_python_when_spark_workers_lack_the_package(
+        python_without_segmentlog, tmp_path):
+    # A virtualenv's Python run without activating it: `python3` on PATH is another one.
+    result = run_script(START_SPARK + """
+        import segmentlog_datasource
+        segmentlog_datasource.register(spark)
+    """.replace("\n        ", "\n"), tmp_path, python_without_segmentlog)
+    assert result.returncode != 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert f"PYSPARK_PYTHON={sys.executable} before the Spark session starts" in last, last
+    assert os.path.join(python_without_segmentlog, "python3") in last
+    assert "No module named 'segmentlog_datasource'" in last
+
+
+def test_importing_segmentlog_before_spark_starts_runs_the_workers_in_this_python(
+        python_without_segmentlog, tmp_path, kafka_logdir):
+    result = run_script("import segmentlog_datasource\n" + START_SPARK + f"""
+import os
+print(os.environ["PYSPARK_PYTHON"])
+print(spark.read.format("segmentlog").load({os.path.join(kafka_logdir, "plain-0")!r}).count())
+""", tmp_path, python_without_segmentlog)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == [sys.executable, "371"]
+
+
+def test_a_schema_given_to_the_reader_is_refused_when_the_first_query_is_planned(
+        spark, kafka_logdir):
+    path = os.path.join(kafka_logdir, "plain-0")
+    tasks_before = spark.sparkContext.statusTracker().getJobIdsForGroup()
+    df = spark.read.format("segmentlog").schema("key string, value string").load(path)
+    with pytest.raises(Exception) as caught:
+        df.count()
+    assert spark.sparkContext.statusTracker().getJobIdsForGroup() == tasks_before  # no job ran
+    message = str(caught.value)
+    assert "format('segmentlog') takes no schema of its own" in message
+    assert ".schema(struct<key:string,value:string>)" in message
+    assert "Leave out .schema(...)" in message
+
+
+def test_the_source_schema_itself_may_be_given(spark, kafka_logdir):
+    path = os.path.join(kafka_logdir, "plain-0")
+    own = spark.read.format("segmentlog").load(path).schema
+    assert spark.read.format("segmentlog").schema(own).load(path).count() == 371
+    ddl = ("key binary, value binary, topic string, partition int, offset bigint, "
+           "timestamp timestamp, timestampType int")
+    assert spark.read.format("segmentlog").schema(ddl).load(path).count() == 371
+
+
+def test_a_topic_read_with_spark_writes_back_as_the_same_records(spark, kafka_logdir, tmp_path):
+    read = (spark.read.format("segmentlog").option("includeHeaders", "true")
+            .option("subscribe", "plain").load(kafka_logdir))
+    copy = str(tmp_path / "copy")
+    # Every column as read: offset and timestampType are ignored, partition is kept.
+    read.write.format("segmentlog").mode("append").option("topic", "plain-copy").save(copy)
+    copied = spark.read.format("segmentlog").option("includeHeaders", "true").load(copy)
+    columns = ["partition", "offset", "key", "value", "timestamp", "headers"]
+
+    def records(df):
+        return sorted(tuple(row) for row in df.select(*columns).collect())
+
+    assert records(copied) == records(read)
+    assert {row.topic for row in copied.select("topic").distinct().collect()} == {"plain-copy"}
+
+
+def test_a_copy_into_a_topic_of_fewer_partitions_says_to_drop_the_partition_column(
+        spark, kafka_logdir, tmp_path):
+    copy = str(tmp_path / "copy")
+    read = spark.read.format("segmentlog").option("subscribe", "plain").load(kafka_logdir)
+    (read.limit(1).drop("partition").write.format("segmentlog").mode("append")
+     .option("topic", "narrow").option("numPartitions", 1).save(copy))
+    with pytest.raises(Exception) as caught:
+        read.write.format("segmentlog").mode("append").option("topic", "narrow").save(copy)
+    message = str(caught.value)
+    assert "which has 1 partitions (0..0)" in message and "df.drop('partition')" in message
+    read.drop("partition").write.format("segmentlog").mode("append").option(
+        "topic", "narrow").save(copy)
+    assert spark.read.format("segmentlog").load(copy).count() == 1 + read.count()
+
+
+@pytest.mark.parametrize("side, name, suggestion", [
+    ("read", "kafka.bootstrap.server", "kafka.bootstrap.servers"),
+    ("read", "startingOffset", "startingOffsets"),
+    ("write", "compresion.type", "compression.type"),
+    ("write", "store.regoin", "store.region"),
+])
+def test_a_misspelled_option_names_the_near_miss(spark, kafka_logdir, tmp_path, side, name,
+                                                 suggestion):
+    with pytest.raises(Exception) as caught:
+        if side == "read":
+            spark.read.format("segmentlog").option(name, "x").load(kafka_logdir).count()
+        else:
+            (spark.createDataFrame([(b"v",)], "value binary").write.format("segmentlog")
+             .mode("append").option("topic", "t").option(name, "x").save(str(tmp_path)))
+    assert f"did you mean '{suggestion}'" in str(caught.value)
+
+
+def test_a_codec_missing_everywhere_fails_the_write_before_any_task(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    # In every Python process, the driver's and Spark's: `import zstandard` fails and
+    # find_spec finds nothing, as where the package was never installed.
+    (site / "sitecustomize.py").write_text("import sys\nsys.modules['zstandard'] = None\n")
+    logdir = tmp_path / "logdir"
+    result = run_script(START_SPARK + f"""
+from pyspark import TaskContext
+import segmentlog_datasource
+segmentlog_datasource.register(spark, enable_filter_pushdown=False)
+tasks = spark.sparkContext.accumulator(0)
+def count_task(value):
+    tasks.add(1)
+    return value
+df = spark.createDataFrame([(b"v%d" % i,) for i in range(10)], "value binary")
+counted = spark.createDataFrame(df.rdd.map(count_task), df.schema)
+try:
+    (counted.write.format("segmentlog").mode("append").option("topic", "t")
+     .option("numPartitions", 1).option("compression.type", "zstd").save({str(logdir)!r}))
+except Exception as exc:
+    print("error", next(line for line in str(exc).splitlines() if "compression.type" in line))
+print("tasks", tasks.value)
+""", tmp_path, PYSPARK_PYTHON=sys.executable, PYTHONPATH=str(site))
+    assert result.returncode == 0, result.stderr[-3000:]
+    error, tasks = result.stdout.strip().splitlines()[-2:]
+    assert "option 'compression.type': zstd compression needs the 'zstandard' package" in error
+    assert error.endswith('pip install "segmentlog[zstd]"'), error
+    assert tasks == "tasks 0"
+    assert not logdir.exists()
+
