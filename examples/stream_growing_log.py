@@ -84,8 +84,8 @@ def main():
         with SegmentLogWriter(logdir, "events") as writer:
             writer.write_table(events(written, 700))
         written += 700
-        print(f"while the query was stopped the engine appended 700 events; "
-              f"restarted from the checkpoint with availableNow:")
+        print("while the query was stopped the engine appended 700 events; "
+              "restarted from the checkpoint with availableNow:")
         already = sum(seen)
         query = start({"availableNow": True})
         query.awaitTermination()

@@ -82,7 +82,6 @@ import posixpath
 import re
 import shutil
 import signal
-import socket
 import tempfile
 import threading
 import time

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 
-from ..errors import CorruptLogError, SegmentLogError
+from ..errors import SegmentLogError
 from ..format.layout import MAX_OFFSET
 from ..format.log import PartitionLog, Segment, discover_partitions
 from ..format.scan import TransactionFilter

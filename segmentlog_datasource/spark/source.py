@@ -8,7 +8,6 @@ from ..format.arrow import arrow_schema
 from .errors import short_errors
 
 
-
 def spark_schema(include_headers: bool) -> StructType:
     """The schema of Spark's Kafka source, column for column: the Arrow schema reads yield."""
     return from_arrow_schema(arrow_schema(include_headers))

@@ -2,14 +2,12 @@
 the Kafka-written fixtures read as the manifests say, splits are planned as for the same
 log on disk, and the requests made are the ones the storage layer promises."""
 import os
-import shutil
 
 import pyarrow as pa
 import pytest
 
 from support.manifest import arrow_rows, expected_rows, load_manifest, partition_names
 from segmentlog_datasource.errors import SegmentLogError, StoreError
-from segmentlog_datasource.format.layout import MAX_OFFSET
 from segmentlog_datasource.read.fragments import scan_fragments
 from segmentlog_datasource.format.scan import ScanOptions
 from segmentlog_datasource.read.options import parse_read_options
