@@ -159,3 +159,13 @@ def test_a_file_uri_reads_its_path(tmp_path):
     for uri in ("file:%s/logs" % tmp_path, "file://%s/logs" % tmp_path):
         fragments = list(plan_fragments(parse_read_options({"path": uri}), Constraints()))
         assert {f.topic for f in fragments} == {"events"}
+
+
+def test_a_segment_file_given_as_the_path_names_the_directory_to_give(kafka_logdir):
+    segment = os.path.join(kafka_logdir, "plain-0", "00000000000000000000.log")
+    for options in ({"path": segment}, {"path": "file://" + segment}):
+        with pytest.raises(SegmentLogError) as info:
+            plan_fragments(parse_read_options(options), Constraints())
+        message = str(info.value)
+        assert message.startswith(f"{segment}: is a file; give the partition directory")
+        assert os.path.join(kafka_logdir, "plain-0") in message and "log dir" in message
