@@ -285,28 +285,7 @@ class WriteJob:
 
     # ------------------------------------------------------------- preparation
     def _topic_count(self, topic: str, ordered: List[TaskResult]) -> int:
-        count = self.spec.partition_count(topic)
-        highest = max((r.max_partition.get(topic, -1) for r in ordered), default=-1)
-        for result in ordered:
-            used = result.topic_counts.get(topic)
-            if used is not None and count is not None and used != count:
-                raise ConcurrentWriteError(
-                    f"tasks wrote topic {topic!r} for {used} partitions but it has {count}"
-                )
-        if count is None:
-            if highest < 0:
-                raise InvalidOptionError(
-                    f"topic {topic!r} does not exist in {self.logdir}: set the 'numPartitions' "
-                    f"option to create it"
-                )
-            check_inferred_count(topic, highest, self.logdir)  # before any directory is made
-            count = highest + 1
-        if highest >= count:
-            raise InvalidInputError(
-                f"column 'partition' holds {highest} for topic {topic!r}, which has {count} "
-                f"partitions"
-            )
-        return count
+        return settled_partition_count(self.spec, topic, ordered, self.logdir)
 
     def _prepare_topic(self, topic, ordered, publish_root, summary, actions) -> None:
         count = self._topic_count(topic, ordered)
@@ -380,6 +359,34 @@ class WriteJob:
             except OSError:
                 pass
 
+
+
+def settled_partition_count(spec: TaskSpec, topic: str, ordered: List[TaskResult],
+                            logdir: str) -> int:
+    """The partition count a commit writes `topic` with: the existing one, numPartitions,
+    or (for a new topic without it) one past the highest partition the tasks wrote."""
+    count = spec.partition_count(topic)
+    highest = max((r.max_partition.get(topic, -1) for r in ordered), default=-1)
+    for result in ordered:
+        used = result.topic_counts.get(topic)
+        if used is not None and count is not None and used != count:
+            raise ConcurrentWriteError(
+                f"tasks wrote topic {topic!r} for {used} partitions but it has {count}"
+            )
+    if count is None:
+        if highest < 0:
+            raise InvalidOptionError(
+                f"topic {topic!r} does not exist in {logdir}: set the 'numPartitions' "
+                f"option to create it"
+            )
+        check_inferred_count(topic, highest, logdir)  # before any directory is made
+        count = highest + 1
+    if highest >= count:
+        raise InvalidInputError(
+            f"column 'partition' holds {highest} for topic {topic!r}, which has {count} "
+            f"partitions"
+        )
+    return count
 
 def _make_dirs(path: str, exist_ok: bool = True) -> None:
     try:

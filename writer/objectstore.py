@@ -98,16 +98,17 @@ from ..storage import StoreConfig, resolve
 from ..storage.resolve import is_remote_uri
 
 from .assembly import StagedBatches, write_segment
-from .errors import ConcurrentWriteError, InvalidInputError, TopicLayoutError, WriteAbortedError, \
+from .errors import ConcurrentWriteError, TopicLayoutError, WriteAbortedError, \
     WriteError
-from .job import DEFAULT_LEADER_EPOCH, MODES, CommitSummary, PartitionSummary
+from .job import DEFAULT_LEADER_EPOCH, MODES, CommitSummary, PartitionSummary, \
+    settled_partition_count
 from .locks import owner_alive, owner_info
 from .logdir import LOCK_PREFIX, STAGING_PREFIX, check_num_partitions, partition_count, \
     validate_topic_name
 from .options import WriteOptions
 from .publish import KILL_HOOK
 from .segments import SegmentPlan, plan_segments
-from .task import TaskResult, TaskSpec, TaskWriter, check_inferred_count
+from .task import TaskResult, TaskSpec, TaskWriter
 
 LOCK_TIMEOUT_S = 600.0  # a lock not refreshed for this long belongs to a dead writer
 JOURNAL = "publish-journal.json"
@@ -850,25 +851,7 @@ class ObjectStoreWriteJob:
         return summary, entries
 
     def _topic_count(self, topic: str, ordered: List[TaskResult]) -> int:
-        count = self.spec.partition_count(topic)
-        highest = max((r.max_partition.get(topic, -1) for r in ordered), default=-1)
-        for result in ordered:
-            used = result.topic_counts.get(topic)
-            if used is not None and count is not None and used != count:
-                raise ConcurrentWriteError(
-                    f"tasks wrote topic {topic!r} for {used} partitions but it has {count}")
-        if count is None:
-            if highest < 0:
-                raise InvalidOptionError(
-                    f"topic {topic!r} does not exist in {self.logdir}: set the 'numPartitions' "
-                    f"option to create it")
-            check_inferred_count(topic, highest, self.logdir)
-            count = highest + 1
-        if highest >= count:
-            raise InvalidInputError(
-                f"column 'partition' holds {highest} for topic {topic!r}, which has {count} "
-                f"partitions")
-        return count
+        return settled_partition_count(self.spec, topic, ordered, self.logdir)
 
     # --------------------------------------------------------------- recovery
     def recover_dead_publishes(self) -> List[str]:

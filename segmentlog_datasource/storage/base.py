@@ -74,6 +74,15 @@ class LogBytes(ABC):
     def close(self) -> None:
         ...
 
+    def _release(self, mapping) -> None:
+        """Let go of `view` and `mapping` (an mmap or None)."""
+        try:
+            self.view.release()
+            if mapping is not None:
+                mapping.close()
+        except BufferError:
+            pass  # slices are still referenced; the mapping goes when they do
+
     def __enter__(self):
         return self
 

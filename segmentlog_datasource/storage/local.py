@@ -75,12 +75,7 @@ class MappedLog(LogBytes):
 
     def close(self):
         self._file.close()
-        try:
-            self.view.release()
-            if self._map is not None:
-                self._map.close()
-        except BufferError:
-            pass  # slices are still referenced; the mapping goes when they do
+        self._release(self._map)
 
 
 class FileReader(ByteReader):

@@ -418,12 +418,7 @@ class FetchedLog(LogBytes):
             self._pool.shutdown(wait=True)
         if self._on_close is not None:
             self._on_close()
-        try:
-            self.view.release()
-            if self._map is not None:
-                self._map.close()
-        except BufferError:
-            pass  # slices are still referenced; the mapping goes when they do
+        self._release(self._map)
 
 
 def _zstd(path: str):
