@@ -1,15 +1,11 @@
-"""Paths the source and the writer take: plain local paths and `file:` URIs.
+"""Paths a local write takes: plain local paths and `file:` URIs.
 
-Logs are read and written through the local filesystem (or a shared one mounted there),
-so a URI of any other scheme (`s3://`, `hdfs://`, `abfss://`, ...) is refused up front:
-left alone it would name a local directory called `s3:`.
+Writes into stores go through writer/objectstore.py (or are refused there); any other
+URI reaching a local write is refused up front: left alone it would name a local
+directory called `gs:`. Reads resolve paths through the storage layer.
 """
-import re
-import urllib.parse
-
 from ..errors import InvalidOptionError
-
-_SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*):")
+from ..storage.resolve import _SCHEME, file_uri_path
 
 
 def local_path(path, option: str = "path") -> str:
@@ -20,14 +16,8 @@ def local_path(path, option: str = "path") -> str:
         return text
     scheme = match.group("scheme").lower()
     if scheme == "file":
-        parsed = urllib.parse.urlparse(text)
-        if parsed.netloc not in ("", "localhost") or not parsed.path:
-            raise InvalidOptionError(
-                f"option {option!r} is {text!r}: a file: URI must name a path on this "
-                f"machine (file:/dir or file:///dir), not on host {parsed.netloc!r}", option)
-        return urllib.parse.unquote(parsed.path)
+        return file_uri_path(text, option)
     raise InvalidOptionError(
-        f"option {option!r} is {text!r}: segmentlog reads and writes local (or mounted "
-        f"shared) filesystem paths only, and the {scheme!r} scheme is not supported. Give a "
-        f"plain path or a file: URI (a relative directory whose name holds ':' can be given "
-        f"as ./{text})", option)
+        f"option {option!r} is {text!r}: a local write takes a plain path or a file: URI, "
+        f"and the {scheme!r} scheme is not one (a relative directory whose name holds ':' "
+        f"can be given as ./{text})", option)

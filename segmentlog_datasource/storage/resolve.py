@@ -20,7 +20,8 @@ def is_remote_uri(path) -> bool:
         len(match.group("scheme")) > 1  # not a Windows drive letter
 
 
-def _local(text: str, option: str) -> str:
+def file_uri_path(text: str, option: str = "path") -> str:
+    """The local path a file: URI names (on this machine only)."""
     parsed = urllib.parse.urlparse(text)
     if parsed.netloc not in ("", "localhost") or not parsed.path:
         raise InvalidOptionError(
@@ -41,7 +42,7 @@ def resolve(path, config: Optional[StoreConfig] = None, option: str = "path"
         return LOCAL, os.path.abspath(text)
     scheme = match.group("scheme").lower()
     if scheme == "file":
-        return LOCAL, os.path.abspath(_local(text, option))
+        return LOCAL, os.path.abspath(file_uri_path(text, option))
     parsed = urllib.parse.urlparse(text)
     if parsed.username or parsed.password:
         raise InvalidOptionError(
