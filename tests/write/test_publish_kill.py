@@ -3,7 +3,9 @@ finishes the interrupted publish from its journal, so every partition then holds
 the killed job's records or none, the job as a whole all or none, and that write works.
 
 The kill comes from the test hook SEGMENTLOG_TEST_KILL_AT_STEP=N (writer/publish.py): the
-process kills itself right after its Nth publishing rename. At the end of the file, the
+process kills itself right after its Nth publishing rename. Those writers are forked from a
+server that has imported the writer (support/children.py), so a sweep of dozens of kills
+costs their work, not dozens of interpreter starts. At the end of the file, the
 same writes are killed from outside after random delays instead, over the whole life of
 the process (starting Python, imports, staging, segment writing, publishing).
 """
@@ -23,6 +25,7 @@ from segmentlog_datasource.writer import WriteOptions, write_log
 from segmentlog_datasource.writer.publish import JOURNAL, KILL_HOOK
 from segmentlog_datasource.writer.stream import StreamSink
 
+from support.children import run_script
 from support.kafka_logs import decode_logdir
 from support.stream_sink import leftovers, sink_records
 
@@ -55,12 +58,9 @@ exec(ROWS)
 
 
 def run_child(script, logdir, step):
-    """Run `script` with the kill hook at `step`; True if it was killed."""
-    env = dict(os.environ, PYTHONPATH=TESTS_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               PYTHONDONTWRITEBYTECODE="1")
-    env[KILL_HOOK] = str(step)
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script), logdir], env=env,
-                          capture_output=True, text=True, timeout=120)
+    """Run `script` in a process of its own with the kill hook at `step`; True if it was
+    killed."""
+    done = run_script(textwrap.dedent(script), [logdir], env={KILL_HOOK: str(step)})
     assert done.returncode in (0, -9), done.stderr
     return done.returncode == -9
 

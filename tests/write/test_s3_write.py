@@ -5,7 +5,6 @@ clashing object; a stale lock is taken over; a writer SIGKILLed while publishing
 finished by the next write; what is refused is refused with a clear error."""
 import json
 import os
-import subprocess
 import sys
 import textwrap
 import time
@@ -25,6 +24,7 @@ from segmentlog_datasource.writer import objectstore
 from segmentlog_datasource.writer.publish import KILL_HOOK
 from segmentlog_datasource.writer.stream import StreamSink
 
+from support.children import run_script
 from support.kafka_logs import decode_logdir
 
 BUCKET = "segmentlog-writes"
@@ -270,11 +270,9 @@ def test_writer_killed_while_publishing_is_finished_by_the_next_write(s3, prefix
     uri = f"s3://{BUCKET}/{prefix}"
     write_log(uri, rows("old", 20, [0, 1], topic="t"), num_partitions=3, **{
         k: v for k, v in SMALL.items() if k != "index_interval_bytes"})
-    env = dict(os.environ, PYTHONPATH=TESTS_ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               PYTHONDONTWRITEBYTECODE="1")
-    env[KILL_HOOK] = str(step)
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(KILLED_JOB), uri, TESTS_ROOT],
-                          env=env, capture_output=True, text=True, timeout=180)
+    # A process of its own, forked from a server that has imported the writer and boto3.
+    done = run_script(textwrap.dedent(KILLED_JOB), [uri, TESTS_ROOT],
+                      env=dict(s3.env(), **{KILL_HOOK: str(step)}), timeout=180)
     assert done.returncode == -9, done.stderr
     assert any(name.startswith(".segmentlog-staging-") and name.endswith("publish-journal.json")
                for name in objects(s3, prefix))
