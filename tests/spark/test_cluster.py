@@ -4,7 +4,8 @@ record exactly once, with tasks on both executors; from local disk, and from an 
 (moto behind the counting proxy) together with a write into it that reads back exactly.
 
 The driver runs in a subprocess (support/cluster_job.py): this pytest process keeps its own
-local SparkSession.
+local SparkSession. Every phase, local and S3, runs in one application of one cluster: a
+driver and two executors start once for the module.
 """
 import base64
 import collections
@@ -13,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -22,8 +22,11 @@ from support.manifest import expected_rows, load_manifest, partition_names
 
 JOB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                    "support", "cluster_job.py")
-MAX_OFFSETS_PER_TRIGGER = 50
-# Generous: a loaded 2-core machine ran the local-fixture job past 150 s; only a hang should fail.
+# Several micro-batches each (the fixtures hold over 5,000 records), few enough that the
+# run is not spent scheduling them.
+MAX_OFFSETS_PER_TRIGGER = 700
+# Generous (a loaded 2-core machine ran the local phases alone past 150 s): only a hang
+# should fail.
 JOB_TIMEOUT = 420
 
 
@@ -88,24 +91,43 @@ def run_job(cluster, spec, work, timeout=JOB_TIMEOUT):
 
 
 @pytest.fixture(scope="module")
-def cluster_run(cluster, kafka_logdir, tmp_path_factory):
-    """Both phases over local fixtures in one application."""
+def cluster_run(cluster, s3_server, kafka_logdir, tmp_path_factory):
+    """Every phase in one application: a batch read and an AvailableNow stream of the
+    fixtures on local disk, then the same from S3 and a write into it, where the executors
+    have no copy of the data (the fixtures' local directory is never named)."""
     work = tmp_path_factory.mktemp("cluster-job")
     stream_logdir = work / "logdir"
     shutil.copytree(kafka_logdir, stream_logdir)
     for root, dirs, files in os.walk(stream_logdir):
         for name in dirs + files:
             os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
-    spec = {
-        "phases": ["batch", "stream"],
-        "logdir": kafka_logdir,
-        "stream_logdir": str(stream_logdir),
-        "checkpoint": str(work / "checkpoint"),
-        "stream_options": {"maxOffsetsPerTrigger": str(MAX_OFFSETS_PER_TRIGGER)},
-    }
-    started = time.monotonic()
-    result = run_job(cluster, spec, work)
-    result["seconds"] = time.monotonic() - started
+    s3_server.make_bucket(BUCKET)
+    s3_server.upload_tree(kafka_logdir, BUCKET, "batch")
+    s3_server.upload_tree(kafka_logdir, BUCKET, "stream")
+    store = {"store.endpoint": s3_server.endpoint, "store.region": s3_server.region,
+             "store.accessKeyId": s3_server.access_key,
+             "store.secretAccessKey": s3_server.secret_key}
+    spec = {"phases": [
+        {"name": "batch", "run": "batch", "logdir": kafka_logdir},
+        {"name": "stream", "run": "stream", "logdir": str(stream_logdir),
+         "checkpoint": str(work / "checkpoint"),
+         "stream_options": {"maxOffsetsPerTrigger": str(MAX_OFFSETS_PER_TRIGGER)}},
+        {"name": "s3-batch", "run": "batch", "logdir": f"s3://{BUCKET}/batch",
+         "read_options": store},
+        {"name": "s3-stream", "run": "stream", "logdir": f"s3://{BUCKET}/stream",
+         "checkpoint": str(work / "s3-checkpoint"), "read_options": store,
+         "stream_options": {"maxOffsetsPerTrigger": str(S3_MAX_OFFSETS_PER_TRIGGER)}},
+        {"name": "s3-write", "run": "write", "write_path": f"s3://{BUCKET}/out",
+         "write_rows": WRITE_ROWS, "read_options": store,
+         "write_options": {"topic": WRITE_TOPIC, "numPartitions": "3",
+                           "segment.bytes": "16384"}},
+    ]}
+    s3_server.reset_counts()
+    result = run_job(cluster, spec, work, timeout=JOB_TIMEOUT + 150)
+    result["requests"] = s3_server.requests()
+    print("cluster phases:", {name: (round(p.get("seconds", 0), 1), len(p.get("batches", [])))
+                              for name, p in result["phases"].items()})
+    assert store["store.secretAccessKey"] not in result["output"]
     return result
 
 
@@ -124,8 +146,8 @@ def assert_both_executors_ran_tasks(result, phase):
     assert all(count > 0 for count in tasks.values()), (phase, tasks)
 
 
-def check_batch(result, kafka_logdir):
-    batch = phase(result, "batch")
+def check_batch(result, kafka_logdir, name="batch"):
+    batch = phase(result, name)
     got = job_records(batch["rows"])
     expected = manifest_records(kafka_logdir)
     assert len(expected) > 5000
@@ -133,20 +155,20 @@ def check_batch(result, kafka_logdir):
     assert not duplicates, duplicates[:10]
     assert len(got) == len(expected)
     assert set(got) == set(expected)
-    assert_both_executors_ran_tasks(result, "batch")
+    assert_both_executors_ran_tasks(result, name)
 
 
 def test_batch_read_on_the_cluster_delivers_every_record_once(cluster_run, kafka_logdir):
     check_batch(cluster_run, kafka_logdir)
 
 
-def check_stream(result, kafka_logdir, limit=MAX_OFFSETS_PER_TRIGGER):
-    stream = phase(result, "stream")
+def check_stream(result, kafka_logdir, limit, name="stream", batch_name="batch"):
+    stream = phase(result, name)
     got = job_records(stream["rows"])
     keys = collections.Counter(r[:3] for r in got)
     duplicates = [key for key, n in keys.items() if n > 1]
     assert not duplicates, duplicates[:10]
-    batch_keys = {r[:3] for r in job_records(phase(result, "batch")["rows"])}
+    batch_keys = {r[:3] for r in job_records(phase(result, batch_name)["rows"])}
     assert set(keys) == batch_keys
     assert set(got) == set(manifest_records(kafka_logdir))
 
@@ -162,12 +184,13 @@ def check_stream(result, kafka_logdir, limit=MAX_OFFSETS_PER_TRIGGER):
         for tp, (first, final) in b["ranges"].items():
             assert first > last.get(tp, -1), (tp, b["id"], first, last.get(tp))
             last[tp] = final
-    assert_both_executors_ran_tasks(result, "stream")
+    assert len(batches) > 1, [b["rows"] for b in batches]
+    assert_both_executors_ran_tasks(result, name)
 
 
 def test_available_now_stream_on_the_cluster_delivers_every_record_once(cluster_run,
                                                                         kafka_logdir):
-    check_stream(cluster_run, kafka_logdir)
+    check_stream(cluster_run, kafka_logdir, MAX_OFFSETS_PER_TRIGGER)
 
 
 # ------------------------------------------------------------------ from and into S3
@@ -177,38 +200,6 @@ WRITE_ROWS = 3000
 WRITE_TOPIC = "written"
 # Each trigger lists the store and reads indexes again: fewer, larger micro-batches.
 S3_MAX_OFFSETS_PER_TRIGGER = 1500
-
-
-@pytest.fixture(scope="module")
-def s3_cluster_run(cluster, s3_server, kafka_logdir, tmp_path_factory):
-    """The three phases in one application, every path in the store: the executors have
-    no copy of the data (the fixtures' local directory is never named)."""
-    work = tmp_path_factory.mktemp("cluster-s3-job")
-    s3_server.make_bucket(BUCKET)
-    s3_server.upload_tree(kafka_logdir, BUCKET, "batch")
-    s3_server.upload_tree(kafka_logdir, BUCKET, "stream")
-    store = {"store.endpoint": s3_server.endpoint, "store.region": s3_server.region,
-             "store.accessKeyId": s3_server.access_key,
-             "store.secretAccessKey": s3_server.secret_key}
-    spec = {
-        "phases": ["batch", "stream", "write"],
-        "logdir": f"s3://{BUCKET}/batch",
-        "stream_logdir": f"s3://{BUCKET}/stream",
-        "checkpoint": str(work / "checkpoint"),
-        "stream_options": {"maxOffsetsPerTrigger": str(S3_MAX_OFFSETS_PER_TRIGGER)},
-        "read_options": store,
-        "write_path": f"s3://{BUCKET}/out",
-        "write_rows": WRITE_ROWS,
-        "write_options": {"topic": WRITE_TOPIC, "numPartitions": "3",
-                          "segment.bytes": "16384"},
-    }
-    s3_server.reset_counts()
-    result = run_job(cluster, spec, work, timeout=JOB_TIMEOUT + 150)
-    result["requests"] = s3_server.requests()
-    print("s3 cluster phases:", {name: (round(p.get("seconds", 0), 1), len(p.get("batches", [])))
-                                 for name, p in result["phases"].items()})
-    assert store["store.secretAccessKey"] not in result["output"]
-    return result
 
 
 def segment_gets(result, prefix):
@@ -221,10 +212,10 @@ def segment_gets(result, prefix):
     return got
 
 
-def test_batch_read_from_s3_on_the_cluster_delivers_every_record_once(s3_cluster_run,
+def test_batch_read_from_s3_on_the_cluster_delivers_every_record_once(cluster_run,
                                                                       kafka_logdir):
-    check_batch(s3_cluster_run, kafka_logdir)
-    fetched = segment_gets(s3_cluster_run, "batch")
+    check_batch(cluster_run, kafka_logdir, "s3-batch")
+    fetched = segment_gets(cluster_run, "batch")
     assert set(fetched) == set(partition_names(kafka_logdir))
     # The tasks read the segments' bytes from the store: at least all the records.
     on_disk = sum(os.path.getsize(os.path.join(d, n)) for d, _, names in os.walk(kafka_logdir)
@@ -233,13 +224,13 @@ def test_batch_read_from_s3_on_the_cluster_delivers_every_record_once(s3_cluster
 
 
 def test_available_now_stream_from_s3_on_the_cluster_delivers_every_record_once(
-        s3_cluster_run, kafka_logdir):
-    check_stream(s3_cluster_run, kafka_logdir, S3_MAX_OFFSETS_PER_TRIGGER)
-    assert set(segment_gets(s3_cluster_run, "stream")) == set(partition_names(kafka_logdir))
+        cluster_run, kafka_logdir):
+    check_stream(cluster_run, kafka_logdir, S3_MAX_OFFSETS_PER_TRIGGER, "s3-stream", "s3-batch")
+    assert set(segment_gets(cluster_run, "stream")) == set(partition_names(kafka_logdir))
 
 
-def test_write_to_s3_on_the_cluster_reads_back_exactly(s3_cluster_run):
-    outcome = phase(s3_cluster_run, "write")
+def test_write_to_s3_on_the_cluster_reads_back_exactly(cluster_run):
+    outcome = phase(cluster_run, "s3-write")
     got = job_records(outcome["rows"])
     assert len(got) == WRITE_ROWS
     by_partition = collections.defaultdict(list)
@@ -250,8 +241,8 @@ def test_write_to_s3_on_the_cluster_reads_back_exactly(s3_cluster_run):
     assert {p: sorted(o) for p, o in by_partition.items()} == \
         {p: list(range(WRITE_ROWS // 3)) for p in range(3)}
     assert {r[4] for r in got} == {b"v%d" % i for i in range(WRITE_ROWS)}
-    assert_both_executors_ran_tasks(s3_cluster_run, "write")
-    puts = [r.key for r in s3_cluster_run["requests"]
+    assert_both_executors_ran_tasks(cluster_run, "s3-write")
+    puts = [r.key for r in cluster_run["requests"]
             if r.method == "PUT" and r.status == 200 and (r.key or "").startswith("out/")]
     # The executors uploaded their tasks' staging files; the commit, the segments.
     staged = [k for k in puts if "/task-" in k and ".segmentlog-staging-" in k]

@@ -3,17 +3,21 @@ process keeps one local SparkSession.
 
     python cluster_job.py <spec.json> <result.json>
 
-spec: {"master": "spark://...", "phases": ["batch", "stream", "write"], "logdir": ...,
-       "stream_logdir": ..., "checkpoint": ..., "stream_options": {...},
-       "read_options": {...} (batch, stream and write read-back: e.g. store.* options),
-       "write_path": ..., "write_rows": n, "write_options": {...}, "timeout": seconds}
+spec: {"master": "spark://...", "executors": n, "timeout": seconds,
+       "phases": [{"name": ..., "run": "batch" | "stream" | "write",
+                   "read_options": {...} (reads and the write's read-back: e.g. store.*),
+                   batch: "logdir"; stream: "logdir", "checkpoint", "stream_options";
+                   write: "write_path", "write_rows", "write_options"}, ...]}
+
+Every phase runs in the one application, in order, so a test of several phases pays for
+one driver and one pair of executors.
 
 result: {"app_id", "ui", "executors": [...], "error": traceback or None,
          "phases": {name: {"rows": [...] or "error": traceback, "seconds",
                            "tasks": {executor id: tasks this phase ran},
-                           and for "stream" "batches": [{"id", "rows", "at",
+                           and for a stream "batches": [{"id", "rows", "at",
                            "ranges": {"topic-partition": [first, last offset]}}]}
-                           and for "write" "rows": what a batch read of write_path got}}}
+                           and for a write "rows": what a batch read of write_path got}}}
 
 Rows are [topic, partition, offset, base64 key, base64 value, epoch ms, timestampType,
 [[header key, base64 value], ...]], converted by Spark SQL so that no time zone enters.
@@ -105,7 +109,7 @@ def run_stream(spark, spec):
         .options(**spec.get("read_options", {}))
     for key, value in spec.get("stream_options", {}).items():
         reader = reader.option(key, value)
-    query = (reader.load(spec["stream_logdir"]).selectExpr(*ROW_COLUMNS)
+    query = (reader.load(spec["logdir"]).selectExpr(*ROW_COLUMNS)
              .writeStream.foreachBatch(collect)
              .option("checkpointLocation", spec["checkpoint"])
              .trigger(availableNow=True).start())
@@ -169,17 +173,17 @@ def main(spec_path: str, result_path: str):
         executors = Executors(sc.uiWebUrl, sc.applicationId)
         # Both executors must be up before the first job, or one may take every task.
         executors.wait_for(spec.get("executors", 2), timeout=60)
-        for name in spec["phases"]:
+        for phase in spec["phases"]:
             before = executors.tasks()
             started = time.monotonic()
             try:
-                outcome = PHASES[name](spark, spec)
+                outcome = PHASES[phase["run"]](spark, dict(phase, timeout=spec.get("timeout", 120)))
             except Exception:  # the next phase still runs; the test reports this one
                 outcome = {"error": traceback.format_exc()}
             outcome["seconds"] = time.monotonic() - started
             after = executors.tasks()
             outcome["tasks"] = {e: after[e] - before.get(e, 0) for e in after}
-            result["phases"][name] = outcome
+            result["phases"][phase["name"]] = outcome
         result["executors"] = executors.listing()
     except BaseException:
         result["error"] = traceback.format_exc()
