@@ -11,10 +11,11 @@ import datetime as dt
 import json
 import os
 import shutil
-import sys
 import tempfile
 
 import pyarrow as pa
+
+from example_session import ExampleSession
 
 START = dt.datetime(2023, 11, 14, 22, 0, tzinfo=dt.timezone.utc)
 START_MS = int(START.timestamp() * 1000)
@@ -41,21 +42,17 @@ def write_sample_log(logdir):
     write_log(logdir, alerts, topic="alerts", num_partitions=1)
 
 
-def main():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+def main(spark=None):
+    """Runs on `spark` when given (and leaves it running), else on a local session."""
     from pyspark.sql import functions as F
 
     from segmentlog_datasource import offset_range, offset_ranges, time_range
 
     logdir = tempfile.mkdtemp(prefix="segmentlog-read-")
     write_sample_log(logdir)
-    spark = (SparkSession.builder.master("local[2]").appName("segmentlog-read-example")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    session = ExampleSession(spark, "segmentlog-read-example",
+                             {"spark.sql.session.timeZone": "UTC"})
+    spark = session.spark
     try:
         def reader():
             # A DataFrameReader keeps its options, so a new one for every read; splits of
@@ -112,7 +109,7 @@ def main():
                reader().option("subscribe", "readings").option("maxRecordsPerPartition", 1_000)
                .load(logdir), READINGS)
     finally:
-        spark.stop()
+        session.close()
         shutil.rmtree(logdir, ignore_errors=True)
     print("removed", os.path.basename(logdir))
 

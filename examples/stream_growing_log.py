@@ -10,10 +10,11 @@ while it was down, and stops by itself.
 """
 import os
 import shutil
-import sys
 import tempfile
 
 import pyarrow as pa
+
+from example_session import ExampleSession
 
 START_MS = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC
 
@@ -27,9 +28,8 @@ def events(first, count):
     })
 
 
-def main():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+def main(spark=None):
+    """Runs on `spark` when given (and leaves it running), else on a local session."""
     from pyspark.sql import functions as F
 
     from segmentlog_datasource.writer import SegmentLogWriter, write_log
@@ -39,12 +39,9 @@ def main():
     write_log(logdir, events(0, 1_000), topic="events", num_partitions=2)
     written = 1_000
 
-    spark = (SparkSession.builder.master("local[2]").appName("segmentlog-stream-example")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    session = ExampleSession(spark, "segmentlog-stream-example",
+                             {"spark.sql.shuffle.partitions": "2"})
+    spark = session.spark
     seen = []
 
     def record_batch(batch, batch_id):
@@ -93,7 +90,7 @@ def main():
               f"last end offsets {query.lastProgress['sources'][0]['endOffset']}")
         assert sum(seen) == written, (seen, written)
     finally:
-        spark.stop()
+        session.close()
         shutil.rmtree(workdir, ignore_errors=True)
     print("removed", os.path.basename(workdir))
 

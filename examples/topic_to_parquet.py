@@ -12,10 +12,11 @@ import datetime as dt
 import json
 import os
 import shutil
-import sys
 import tempfile
 
 import pyarrow as pa
+
+from example_session import ExampleSession
 
 START = dt.datetime(2023, 11, 13, 20, 0, tzinfo=dt.timezone.utc)
 ORDERS = 9_000  # one every 30 s for three days and a half
@@ -38,21 +39,17 @@ def write_orders(logdir):
     write_log(logdir, table, topic="orders", num_partitions=3, compression="gzip")
 
 
-def main():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+def main(spark=None):
+    """Runs on `spark` when given (and leaves it running), else on a local session."""
     from pyspark.sql import functions as F
 
     workdir = tempfile.mkdtemp(prefix="segmentlog-parquet-")
     logdir, table_dir = os.path.join(workdir, "logs"), os.path.join(workdir, "orders.parquet")
     write_orders(logdir)
-    spark = (SparkSession.builder.master("local[2]").appName("segmentlog-parquet-example")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.sql.shuffle.partitions", "2")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    session = ExampleSession(spark, "segmentlog-parquet-example",
+                             {"spark.sql.session.timeZone": "UTC",
+                                               "spark.sql.shuffle.partitions": "2"})
+    spark = session.spark
     try:
         order_schema = "order BIGINT, amount DOUBLE, items INT"
         orders = (spark.read.format("segmentlog")
@@ -84,7 +81,7 @@ def main():
         # The Kafka coordinates survive the copy: each (partition, offset) once.
         assert parquet.select("partition", "offset").distinct().count() == ORDERS
     finally:
-        spark.stop()
+        session.close()
         shutil.rmtree(workdir, ignore_errors=True)
     print("removed", os.path.basename(workdir))
 

@@ -10,8 +10,9 @@ end) and overwrites one with a new partition count.
 import importlib.util
 import os
 import shutil
-import sys
 import tempfile
+
+from example_session import ExampleSession
 
 START_MS = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC
 # Codecs whose Python package is installed: lz4 and gzip always are, zstd and snappy come
@@ -28,18 +29,14 @@ def disk_bytes(logdir, topic):
                for name in names)
 
 
-def main():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
+def main(spark=None):
+    """Runs on `spark` when given (and leaves it running), else on a local session."""
     from pyspark.sql import functions as F
 
     logdir = tempfile.mkdtemp(prefix="segmentlog-write-")
-    spark = (SparkSession.builder.master("local[2]").appName("segmentlog-write-example")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
+    session = ExampleSession(spark, "segmentlog-write-example",
+                             {"spark.sql.session.timeZone": "UTC"})
+    spark = session.spark
     try:
         views = (spark.range(0, 20_000, 1, numPartitions=2)
                  .select(
@@ -99,7 +96,7 @@ def main():
               f"views-gzip still has {spark.read.format('segmentlog').option('subscribe', 'views-gzip').load(logdir).count():,}")
         assert partitions == [0, 1]
     finally:
-        spark.stop()
+        session.close()
         shutil.rmtree(logdir, ignore_errors=True)
     print("removed", os.path.basename(logdir))
 

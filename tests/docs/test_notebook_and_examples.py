@@ -1,12 +1,15 @@
 """The notebook and every example run to the end, so neither goes stale.
 
-The notebook is executed through a Jupyter kernel of this interpreter (nbclient), the
-examples as scripts of this interpreter. Each runs in a scratch directory that is its
-working directory (not the checkout: Spark's Python workers put the working directory
-first on sys.path, and would import the checkout's package), its TMPDIR and Spark's
-local and temp directory; what it leaves there is checked and then removed.
+The notebook is executed through a Jupyter kernel of this interpreter (nbclient). The
+examples that use Spark run in this process on the test run's one SparkSession, through
+their `main(spark)`; the demo (the README's first command) and the Spark-free example run
+as scripts of this interpreter, each in a scratch directory that is its working
+directory (not the checkout: Spark's Python workers put the working directory first on
+sys.path, and would import the checkout's package), its TMPDIR and Spark's local and temp
+directory. What a run leaves in its temp directory is checked and then removed.
 """
 import glob
+import importlib.util
 import os
 import subprocess
 import sys
@@ -20,7 +23,10 @@ pytestmark = pytest.mark.spark
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTEBOOK = os.path.join(ROOT, "notebooks", "segmentlog_tour.ipynb")
-EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "examples", "*.py")))
+EXAMPLES_DIR = os.path.join(ROOT, "examples")
+# example_session.py is the examples' shared helper, not an example.
+EXAMPLES = sorted(path for path in glob.glob(os.path.join(EXAMPLES_DIR, "*.py"))
+                  if os.path.basename(path) != "example_session.py")
 # Records per minute, bytes per segment, key skew, consumer lag, read_committed.
 NOTEBOOK_PLOTS = 5
 # What each example prints once it has shown what it is there for.
@@ -36,6 +42,9 @@ EXAMPLE_OUTPUT = {
 }
 # The demo's default log is sized for a first look, not for CI.
 EXAMPLE_ARGUMENTS = {"demo.py": ["--rows", "20000"]}
+# Run as scripts: the README's first command, and the example that shows pyspark is never
+# imported (which a process with a SparkSession cannot show).
+SCRIPT_EXAMPLES = ["demo.py", "engine_without_spark.py"]
 
 
 @pytest.fixture
@@ -63,16 +72,38 @@ def test_every_example_has_expected_output():
     assert sorted(os.path.basename(path) for path in EXAMPLES) == sorted(EXAMPLE_OUTPUT)
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
-def test_example_runs(path, scratch):
+def check_output(name, stdout):
+    for expected in EXAMPLE_OUTPUT[name]:
+        assert expected in stdout, f"{name} did not print {expected!r}:\n{stdout}"
+
+
+@pytest.mark.parametrize("name", SCRIPT_EXAMPLES)
+def test_example_runs_as_a_script(name, scratch):
     directory, env = scratch
-    name = os.path.basename(path)
-    run = subprocess.run([sys.executable, path, *EXAMPLE_ARGUMENTS.get(name, [])], cwd=directory,
+    run = subprocess.run([sys.executable, os.path.join(EXAMPLES_DIR, name),
+                          *EXAMPLE_ARGUMENTS.get(name, [])], cwd=directory,
                          env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, f"{name} exited with {run.returncode}:\n{run.stdout}\n{run.stderr[-5000:]}"
-    for expected in EXAMPLE_OUTPUT[name]:
-        assert expected in run.stdout, f"{name} did not print {expected!r}:\n{run.stdout}"
+    check_output(name, run.stdout)
     assert left_behind(directory) == []
+
+
+@pytest.mark.parametrize("name", sorted(set(EXAMPLE_OUTPUT) - set(SCRIPT_EXAMPLES)))
+def test_example_runs_on_the_test_session(name, spark, capsys, monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(EXAMPLES_DIR)  # where `from example_session import ...` looks
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the example's temp files go here
+    settings = {key: spark.conf.get(key, None) for key in
+                ("spark.sql.session.timeZone", "spark.sql.shuffle.partitions")}
+    spec = importlib.util.spec_from_file_location(f"example_{name[:-3]}",
+                                                  os.path.join(EXAMPLES_DIR, name))
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    example.main(spark=spark)
+    check_output(name, capsys.readouterr().out)
+    assert left_behind(str(tmp_path)) == []
+    # The session is left as the example found it: running, with the same SQL settings.
+    assert spark.range(3).count() == 3
+    assert {key: spark.conf.get(key, None) for key in settings} == settings
 
 
 def image_outputs(notebook):
