@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from support.background import Background
 from support.fixtures import FIXTURES_ENV, fixtures_root
 
 HAVE_PYSPARK = importlib.util.find_spec("pyspark") is not None
@@ -20,6 +21,9 @@ collect_ignore_glob = [] if HAVE_PYSPARK else ["spark/*"]
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "spark: the test runs Spark (deselect with -m 'not spark')")
+    config.addinivalue_line(
+        "markers", "background(starter=...): the test checks a program that starter starts "
+        "when the run begins (support/background.py); such tests run last")
     # kafka-python, the independent codec the tests compare with, loads its protocol
     # schemas through deprecated importlib.resources calls.
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:kafka.*")
@@ -32,6 +36,21 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "spark" in item.fixturenames or str(item.fspath).startswith(spark_dir):
             item.add_marker(pytest.mark.spark)
+    # Last, so that their programs run while the rest of the suite does.
+    items[:] = ([item for item in items if not item.get_closest_marker("background")]
+                + [item for item in items if item.get_closest_marker("background")])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def background(request):
+    """The programs of the selected tests' `background` markers, started now (in the order
+    of their tests) and run one at a time beside the suite."""
+    jobs = Background()
+    for item in request.session.items:
+        for mark in item.iter_markers("background"):
+            jobs.start(mark.kwargs["starter"], request)
+    yield jobs
+    jobs.close()
 
 
 @pytest.fixture(scope="session")

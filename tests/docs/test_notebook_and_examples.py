@@ -1,12 +1,14 @@
 """The notebook and every example run to the end, so neither goes stale.
 
-The notebook is executed through a Jupyter kernel of this interpreter (nbclient). The
-examples that use Spark run in this process on the test run's one SparkSession, through
-their `main(spark)`; the demo (the README's first command) and the Spark-free example run
-as scripts of this interpreter, each in a scratch directory that is its working
-directory (not the checkout: Spark's Python workers put the working directory first on
-sys.path, and would import the checkout's package), its TMPDIR and Spark's local and temp
-directory. What a run leaves in its temp directory is checked and then removed.
+The notebook is executed through a Jupyter kernel of this interpreter (nbclient, in
+support/run_notebook.py). The examples that use Spark run in this process on the test
+run's one SparkSession, through their `main(spark)`; the demo (the README's first command)
+and the Spark-free example run as scripts of this interpreter. The notebook and the demo
+start when the run begins and are checked at its end (support/background.py). Each
+program runs in a scratch directory that is its working directory (not the checkout:
+Spark's Python workers put the working directory first on sys.path, and would import the
+checkout's package), its TMPDIR and Spark's local and temp directory; what it leaves there
+is checked.
 """
 import glob
 import importlib.util
@@ -15,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 
-import nbclient
 import nbformat
 import pytest
 
@@ -23,6 +24,7 @@ pytestmark = pytest.mark.spark
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTEBOOK = os.path.join(ROOT, "notebooks", "segmentlog_tour.ipynb")
+NOTEBOOK_RUNNER = os.path.join(ROOT, "tests", "support", "run_notebook.py")
 EXAMPLES_DIR = os.path.join(ROOT, "examples")
 # example_session.py is the examples' shared helper, not an example.
 EXAMPLES = sorted(path for path in glob.glob(os.path.join(EXAMPLES_DIR, "*.py"))
@@ -47,20 +49,25 @@ EXAMPLE_ARGUMENTS = {"demo.py": ["--rows", "20000"]}
 SCRIPT_EXAMPLES = ["demo.py", "engine_without_spark.py"]
 
 
-@pytest.fixture
-def scratch():
-    """A directory for one run (working directory, TMPDIR, Spark's local and temp dirs),
-    and the environment that points there."""
-    with tempfile.TemporaryDirectory(prefix="segmentlog-docs-test-") as directory:
-        env = dict(os.environ)
-        env.update({
-            "PYSPARK_PYTHON": sys.executable,
-            "TMPDIR": directory,
-            "SPARK_LOCAL_DIRS": directory,
-            "PYSPARK_SUBMIT_ARGS": f"--driver-java-options -Djava.io.tmpdir={directory} pyspark-shell",
-        })
-        env.pop("PYTHONPATH", None)
-        yield directory, env
+def scratch_env(directory):
+    """The environment of a program run in `directory` (its working directory, TMPDIR and
+    Spark's local and temp dirs)."""
+    env = dict(os.environ)
+    env.update({
+        "PYSPARK_PYTHON": sys.executable,
+        "TMPDIR": str(directory),
+        "SPARK_LOCAL_DIRS": str(directory),
+        "PYSPARK_SUBMIT_ARGS": f"--driver-java-options -Djava.io.tmpdir={directory} pyspark-shell",
+    })
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def run_script_example(name, directory):
+    return subprocess.run([sys.executable, os.path.join(EXAMPLES_DIR, name),
+                           *EXAMPLE_ARGUMENTS.get(name, [])], cwd=str(directory),
+                          env=scratch_env(directory), capture_output=True, text=True,
+                          timeout=900)
 
 
 def left_behind(directory):
@@ -77,15 +84,26 @@ def check_output(name, stdout):
         assert expected in stdout, f"{name} did not print {expected!r}:\n{stdout}"
 
 
-@pytest.mark.parametrize("name", SCRIPT_EXAMPLES)
-def test_example_runs_as_a_script(name, scratch):
-    directory, env = scratch
-    run = subprocess.run([sys.executable, os.path.join(EXAMPLES_DIR, name),
-                          *EXAMPLE_ARGUMENTS.get(name, [])], cwd=directory,
-                         env=env, capture_output=True, text=True, timeout=900)
+def check_script_run(name, directory, run):
     assert run.returncode == 0, f"{name} exited with {run.returncode}:\n{run.stdout}\n{run.stderr[-5000:]}"
     check_output(name, run.stdout)
     assert left_behind(directory) == []
+
+
+def start_demo(request):
+    directory = request.getfixturevalue("tmp_path_factory").mktemp("demo")
+    return lambda: (directory, run_script_example("demo.py", directory))
+
+
+@pytest.mark.background(starter=start_demo)
+def test_the_demo_runs_as_a_script(background):
+    directory, run = background.result(start_demo)
+    check_script_run("demo.py", directory, run)
+
+
+def test_the_engine_example_runs_as_a_script_without_pyspark(tmp_path):
+    name = "engine_without_spark.py"
+    check_script_run(name, tmp_path, run_script_example(name, tmp_path))
 
 
 @pytest.mark.parametrize("name", sorted(set(EXAMPLE_OUTPUT) - set(SCRIPT_EXAMPLES)))
@@ -121,17 +139,24 @@ def test_committed_notebook_keeps_its_outputs():
     assert image_outputs(notebook) >= NOTEBOOK_PLOTS
 
 
-def test_notebook_runs(scratch, kafka_logdir):
-    directory, env = scratch
-    env["SEGMENTLOG_FIXTURES"] = kafka_logdir  # the notebook's transactions come from txn-0
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=600,
-                                     resources={"metadata": {"path": directory}})
-    client.execute(env=env)  # raises CellExecutionError naming the cell that failed
-    assert not [output for cell in notebook.cells if cell.cell_type == "code"
-                for output in cell.outputs if output.output_type == "error"]
+def start_notebook(request):
+    directory = request.getfixturevalue("tmp_path_factory").mktemp("notebook")
+    env = scratch_env(directory)
+    env["SEGMENTLOG_FIXTURES"] = request.getfixturevalue("kafka_logdir")  # txn-0's transactions
+    executed = directory / "executed.ipynb"
+    return lambda: (directory, executed, subprocess.run(
+        [sys.executable, NOTEBOOK_RUNNER, NOTEBOOK, str(executed)], cwd=str(directory), env=env,
+        capture_output=True, text=True, timeout=900))
+
+
+@pytest.mark.background(starter=start_notebook)
+def test_notebook_runs(background):
+    directory, executed, run = background.result(start_notebook)
+    assert run.returncode == 0, run.stderr[-5000:]  # CellExecutionError names the cell
+    notebook = nbformat.read(str(executed), as_version=4)
+    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert all(cell.execution_count is not None for cell in code_cells)
+    assert not [output for cell in code_cells for output in cell.outputs
+                if output.output_type == "error"]
     assert image_outputs(notebook) >= NOTEBOOK_PLOTS
     assert left_behind(directory) == []

@@ -19,6 +19,7 @@ import pytest
 
 from support.cluster import StandaloneCluster, kill_group
 from support.manifest import expected_rows, load_manifest, partition_names
+from support.s3server import S3Server
 
 JOB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                    "support", "cluster_job.py")
@@ -53,13 +54,6 @@ def job_records(rows):
             for topic, partition, offset, key, value, ts, ts_type, headers in rows]
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    """One cluster for the module: each run below is an application of its own."""
-    with StandaloneCluster(workers=2, cores=1, memory="1g") as started:
-        yield started
-
-
 def run_job(cluster, spec, work, timeout=JOB_TIMEOUT):
     """Run cluster_job.py as the driver of one application; its result, with the workers."""
     spec = dict(spec, master=cluster.master_url, executors=2, timeout=timeout - 30)
@@ -90,23 +84,26 @@ def run_job(cluster, spec, work, timeout=JOB_TIMEOUT):
     return result
 
 
-@pytest.fixture(scope="module")
-def cluster_run(cluster, s3_server, kafka_logdir, tmp_path_factory):
-    """Every phase in one application: a batch read and an AvailableNow stream of the
-    fixtures on local disk, then the same from S3 and a write into it, where the executors
-    have no copy of the data (the fixtures' local directory is never named)."""
-    work = tmp_path_factory.mktemp("cluster-job")
+def start_cluster_run(request):
+    """Every phase in one application of one cluster: a batch read and an AvailableNow
+    stream of the fixtures on local disk, then the same from S3 and a write into it, where
+    the executors have no copy of the data (the fixtures' local directory is never named).
+    The cluster and the application run while the rest of the suite does
+    (support/background.py), with an S3 server of their own: the other tests reset and
+    count the shared server's requests."""
+    kafka_logdir = request.getfixturevalue("kafka_logdir")
+    work = request.getfixturevalue("tmp_path_factory").mktemp("cluster-job")
     stream_logdir = work / "logdir"
     shutil.copytree(kafka_logdir, stream_logdir)
     for root, dirs, files in os.walk(stream_logdir):
         for name in dirs + files:
             os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
+    s3_server = S3Server()
+    request.session.config.add_cleanup(s3_server.close)
     s3_server.make_bucket(BUCKET)
     s3_server.upload_tree(kafka_logdir, BUCKET, "batch")
     s3_server.upload_tree(kafka_logdir, BUCKET, "stream")
-    store = {"store.endpoint": s3_server.endpoint, "store.region": s3_server.region,
-             "store.accessKeyId": s3_server.access_key,
-             "store.secretAccessKey": s3_server.secret_key}
+    store = s3_server.store_options()
     spec = {"phases": [
         {"name": "batch", "run": "batch", "logdir": kafka_logdir},
         {"name": "stream", "run": "stream", "logdir": str(stream_logdir),
@@ -122,12 +119,29 @@ def cluster_run(cluster, s3_server, kafka_logdir, tmp_path_factory):
          "write_options": {"topic": WRITE_TOPIC, "numPartitions": "3",
                            "segment.bytes": "16384"}},
     ]}
-    s3_server.reset_counts()
-    result = run_job(cluster, spec, work, timeout=JOB_TIMEOUT + 150)
-    result["requests"] = s3_server.requests()
+
+    def program():
+        with StandaloneCluster(workers=2, cores=1, memory="1g") as cluster:
+            s3_server.reset_counts()
+            result = run_job(cluster, spec, work, timeout=JOB_TIMEOUT + 150)
+        result["requests"] = s3_server.requests()
+        s3_server.close()
+        result["secret"] = store["store.secretAccessKey"]
+        return result
+
+    return program
+
+
+# Every test here checks the application that start_cluster_run runs.
+pytestmark = pytest.mark.background(starter=start_cluster_run)
+
+
+@pytest.fixture(scope="module")
+def cluster_run(background):
+    result = background.result(start_cluster_run)
     print("cluster phases:", {name: (round(p.get("seconds", 0), 1), len(p.get("batches", [])))
                               for name, p in result["phases"].items()})
-    assert store["store.secretAccessKey"] not in result["output"]
+    assert result["secret"] not in result["output"]
     return result
 
 

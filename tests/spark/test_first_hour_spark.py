@@ -17,46 +17,69 @@ spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "fal
 """
 
 
-@pytest.fixture(scope="module")
-def python_without_segmentlog(tmp_path_factory):
+def python_without_segmentlog(directory):
     """A bin directory whose `python3` is a fresh virtualenv's, without segmentlog."""
-    venv = tmp_path_factory.mktemp("bare") / "venv"
+    venv = directory / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
                    timeout=300)
     return str(venv / "bin")
 
 
-def run_script(script, tmp_path, path_first=None, **env):
+def script_run(request, script, path_first=None, **env):
+    """A starter's program (support/background.py): `script` (or script(directory)) run by
+    this Python in a directory of its own, with `path_first` ahead on PATH ("bare": a virtualenv's bin
+    without segmentlog) and the given variables; PYSPARK_PYTHON and
+    PYSPARK_DRIVER_PYTHON unset."""
+    directory = request.getfixturevalue("tmp_path_factory").mktemp("first-hour")
     environment = {k: v for k, v in os.environ.items()
                    if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    if path_first == "bare":
+        path_first = python_without_segmentlog(directory)
     if path_first:
         environment["PATH"] = path_first + os.pathsep + environment["PATH"]
-    environment.update(env)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
-                          text=True, timeout=600, cwd=str(tmp_path), env=environment)
+    environment.update({k: v(directory) if callable(v) else v for k, v in env.items()})
+    if callable(script):
+        script = script(directory)
+
+    def program():
+        done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)],
+                              capture_output=True, text=True, timeout=600, cwd=str(directory),
+                              env=environment)
+        return directory, path_first, done
+
+    return program
 
 
-def test_register_says_to_set_pyspark_python_when_spark_workers_lack_the_package(
-        python_without_segmentlog, tmp_path):
+def start_register_without_the_package(request):
     # A virtualenv's Python run without activating it: `python3` on PATH is another one.
-    result = run_script(START_SPARK + """
+    return script_run(request, START_SPARK + """
         import segmentlog_datasource
         segmentlog_datasource.register(spark)
-    """.replace("\n        ", "\n"), tmp_path, python_without_segmentlog)
+    """.replace("\n        ", "\n"), "bare")
+
+
+@pytest.mark.background(starter=start_register_without_the_package)
+def test_register_says_to_set_pyspark_python_when_spark_workers_lack_the_package(background):
+    _, bare, result = background.result(start_register_without_the_package)
     assert result.returncode != 0
     last = result.stderr.strip().splitlines()[-1]
     assert f"PYSPARK_PYTHON={sys.executable} before the Spark session starts" in last, last
-    assert os.path.join(python_without_segmentlog, "python3") in last
+    assert os.path.join(bare, "python3") in last
     assert "No module named 'segmentlog_datasource'" in last
 
 
-def test_importing_segmentlog_before_spark_starts_runs_the_workers_in_this_python(
-        python_without_segmentlog, tmp_path, kafka_logdir):
-    result = run_script("import segmentlog_datasource\n" + START_SPARK + f"""
+def start_import_before_spark(request):
+    plain_0 = os.path.join(request.getfixturevalue("kafka_logdir"), "plain-0")
+    return script_run(request, "import segmentlog_datasource\n" + START_SPARK + f"""
 import os
 print(os.environ["PYSPARK_PYTHON"])
-print(spark.read.format("segmentlog").load({os.path.join(kafka_logdir, "plain-0")!r}).count())
-""", tmp_path, python_without_segmentlog)
+print(spark.read.format("segmentlog").load({plain_0!r}).count())
+""", "bare")
+
+
+@pytest.mark.background(starter=start_import_before_spark)
+def test_importing_segmentlog_before_spark_starts_runs_the_workers_in_this_python(background):
+    _, _, result = background.result(start_import_before_spark)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.split() == [sys.executable, "371"]
 
@@ -132,14 +155,18 @@ def test_a_misspelled_option_names_the_near_miss(spark, kafka_logdir, tmp_path, 
     assert f"did you mean '{suggestion}'" in str(caught.value)
 
 
-def test_a_codec_missing_everywhere_fails_the_write_before_any_task(tmp_path):
-    site = tmp_path / "site"
+def without_zstandard(directory):
+    """A site directory whose sitecustomize makes `import zstandard` fail and find_spec find
+    nothing, as where the package was never installed, in every Python process that has it
+    on PYTHONPATH (the driver's and Spark's)."""
+    site = directory / "site"
     site.mkdir()
-    # In every Python process, the driver's and Spark's: `import zstandard` fails and
-    # find_spec finds nothing, as where the package was never installed.
     (site / "sitecustomize.py").write_text("import sys\nsys.modules['zstandard'] = None\n")
-    logdir = tmp_path / "logdir"
-    result = run_script(START_SPARK + f"""
+    return str(site)
+
+
+def start_codec_missing(request):
+    return script_run(request, lambda directory: START_SPARK + f"""
 from pyspark import TaskContext
 import segmentlog_datasource
 segmentlog_datasource.register(spark, enable_filter_pushdown=False)
@@ -151,15 +178,19 @@ df = spark.createDataFrame([(b"v%d" % i,) for i in range(10)], "value binary")
 counted = spark.createDataFrame(df.rdd.map(count_task), df.schema)
 try:
     (counted.write.format("segmentlog").mode("append").option("topic", "t")
-     .option("numPartitions", 1).option("compression.type", "zstd").save({str(logdir)!r}))
+     .option("numPartitions", 1).option("compression.type", "zstd").save({str(directory / "logdir")!r}))
 except Exception as exc:
     print("error", next(line for line in str(exc).splitlines() if "compression.type" in line))
 print("tasks", tasks.value)
-""", tmp_path, PYSPARK_PYTHON=sys.executable, PYTHONPATH=str(site))
+""", PYSPARK_PYTHON=sys.executable, PYTHONPATH=without_zstandard)
+
+
+@pytest.mark.background(starter=start_codec_missing)
+def test_a_codec_missing_everywhere_fails_the_write_before_any_task(background):
+    directory, _, result = background.result(start_codec_missing)
     assert result.returncode == 0, result.stderr[-3000:]
     error, tasks = result.stdout.strip().splitlines()[-2:]
     assert "option 'compression.type': zstd compression needs the 'zstandard' package" in error
     assert error.endswith('pip install "segmentlog[zstd]"'), error
     assert tasks == "tasks 0"
-    assert not logdir.exists()
-
+    assert not (directory / "logdir").exists()

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from support.stream_pipeline_job import OUTPUT_TOPIC, PARTITIONS, pipeline
 from support.streams import append
 
@@ -48,33 +50,51 @@ def test_a_pipeline_stopped_in_the_middle_resumes_exactly_once(spark, tmp_path):
     assert check_exactly_once(spark, input_dir, output_dir) == 600
 
 
-def test_a_pipeline_killed_in_the_middle_resumes_exactly_once(spark, tmp_path):
-    input_dir, output_dir = str(tmp_path / "in"), str(tmp_path / "out")
-    checkpoint = str(tmp_path / "cp")
+def start_killed_pipeline(request):
+    """600 records, and the pipeline as a script (support/stream_pipeline_job.py) killed
+    (driver JVM and Python alike) once a few micro-batches have landed; run beside the
+    suite (support/background.py)."""
+    work = request.getfixturevalue("tmp_path_factory").mktemp("killed-pipeline")
+    input_dir, output_dir = str(work / "in"), str(work / "out")
+    checkpoint = str(work / "cp")
     append(input_dir, "orders", 0, 600, partitions=PARTITIONS)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    job = subprocess.Popen([sys.executable, JOB, input_dir, checkpoint, output_dir],
-                           cwd=str(tmp_path), env=env, start_new_session=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        # Kill the driver (JVM and Python alike) once a few micro-batches have landed.
-        deadline = time.time() + 240
-        while time.time() < deadline:
-            records = glob.glob(os.path.join(output_dir, ".segmentlog-sink-*.json"))
-            if records:
-                with open(records[0]) as handle:
-                    try:
-                        if json.load(handle).get("committed_batch", -1) >= 3:
-                            break
-                    except ValueError:
-                        pass  # being replaced right now
-            assert job.poll() is None, "the pipeline job ended by itself"
-            time.sleep(0.2)
-        else:
-            raise AssertionError("the pipeline committed no micro-batches in time")
-    finally:
-        os.killpg(job.pid, signal.SIGKILL)
-        job.wait()
+
+    def program():
+        job = subprocess.Popen([sys.executable, JOB, input_dir, checkpoint, output_dir],
+                               cwd=str(work), env=env, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 240
+            while time.time() < deadline:
+                if committed_batch(output_dir) >= 3:
+                    break
+                assert job.poll() is None, "the pipeline job ended by itself"
+                time.sleep(0.2)
+            else:
+                raise AssertionError("the pipeline committed no micro-batches in time")
+        finally:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait()
+        return input_dir, checkpoint, output_dir
+
+    return program
+
+
+def committed_batch(output_dir):
+    """The last micro-batch the sink recorded as committed, -1 before the first."""
+    for path in glob.glob(os.path.join(output_dir, ".segmentlog-sink-*.json")):
+        with open(path) as handle:
+            try:
+                return json.load(handle).get("committed_batch", -1)
+            except ValueError:
+                pass  # being replaced right now
+    return -1
+
+
+@pytest.mark.background(starter=start_killed_pipeline)
+def test_a_pipeline_killed_in_the_middle_resumes_exactly_once(spark, background):
+    input_dir, checkpoint, output_dir = background.result(start_killed_pipeline)
     assert len(read_log(spark, output_dir, OUTPUT_TOPIC)) < 600  # killed mid-way
     append(input_dir, "orders", 600, 90, partitions=PARTITIONS)
     query = pipeline(spark, input_dir, checkpoint, output_dir, {"availableNow": True})

@@ -1,0 +1,51 @@
+"""Programs that start with the test run and are checked at its end.
+
+A few tests drive a whole program of their own: the notebook through a Jupyter kernel, the
+demo script, an application on the standalone cluster, Spark drivers that are killed.
+Each spends most of a minute starting JVMs and waiting on them, on one core at a time, and
+so does most of the rest of the suite. Such a test names a starter with the `background`
+marker:
+
+    def start_demo(request):            # runs in the main thread when the run begins
+        directory = ...                 # fixtures through request.getfixturevalue(...)
+        return lambda: subprocess.run([...])   # the program: runs in the background thread
+
+    @pytest.mark.background(starter=start_demo)
+    def test_demo(background):
+        done = background.result(start_demo)   # waits for it; re-raises what it raised
+
+The conftest calls every selected test's starters before the first test runs, queues their
+programs on one background thread, one at a time, and orders the tests that carry the
+marker last, so that on a 2-core machine these programs overlap with the rest of the suite
+instead of following it. A test run on its own (pytest -k ...) starts only its own.
+"""
+import concurrent.futures
+
+
+class Background:
+    def __init__(self):
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="segmentlog-background")
+        self._jobs = {}
+
+    def start(self, starter, request):
+        """Run `starter(request)` now and queue the program it returns (once per starter)."""
+        if starter not in self._jobs:
+            try:
+                program = starter(request)
+            except BaseException as exc:  # reported by the test that asks for it
+                future = concurrent.futures.Future()
+                future.set_exception(exc)
+            else:
+                future = self._pool.submit(program)
+            self._jobs[starter] = future
+        return self._jobs[starter]
+
+    def result(self, starter, timeout=None):
+        if starter not in self._jobs:
+            raise LookupError(f"{starter!r} was not started: mark the test with "
+                              "@pytest.mark.background(starter=...)")
+        return self._jobs[starter].result(timeout)
+
+    def close(self):
+        self._pool.shutdown(wait=True, cancel_futures=True)
