@@ -226,9 +226,8 @@ def test_a_wrong_secret_is_one_line_without_the_secret(auth_server):
 
 
 def test_the_right_secret_as_options_reads(auth_server, kafka_logdir):
-    options = {"path": "s3://locked/logs", "store.endpoint": auth_server.endpoint,
-               "store.region": auth_server.region, "store.accessKeyId": auth_server.access_key,
-               "store.secretAccessKey": auth_server.secret_key, "includeHeaders": "true"}
+    options = {"path": "s3://locked/logs", "includeHeaders": "true",
+               **auth_server.store_options()}
     _, rows = _rows(options)
     assert rows == expected_rows(load_manifest(kafka_logdir, "plain-0"))
 

@@ -81,9 +81,7 @@ def test_a_tiered_layout_in_s3_reads_as_kafka_read_it(s3_server, aiven_root,
     s3_server.make_bucket(BUCKET)
     s3_server.upload_tree(aiven_root, BUCKET, "aiven")
     s3_server.upload_tree(local_tiered_root, BUCKET, "lts")
-    store = {"store.endpoint": s3_server.endpoint, "store.region": s3_server.region,
-             "store.accessKeyId": s3_server.access_key,
-             "store.secretAccessKey": s3_server.secret_key}
+    store = s3_server.store_options()
     _check_every_case(f"s3://{BUCKET}/aiven", kafka_logdir, store)
     _check_every_case(f"s3://{BUCKET}/lts", kafka_logdir, store)
 

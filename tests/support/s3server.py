@@ -333,6 +333,11 @@ class S3Server:
             "AWS_EC2_METADATA_DISABLED": "true",
         }
 
+    def store_options(self) -> dict:
+        """The same endpoint and credentials as segmentlog's store.* options."""
+        return {"store.endpoint": self.endpoint, "store.region": self.region,
+                "store.accessKeyId": self.access_key, "store.secretAccessKey": self.secret_key}
+
     def _boto_client(self, service: str):
         import boto3
         from botocore.config import Config

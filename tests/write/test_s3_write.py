@@ -156,8 +156,7 @@ def test_new_and_existing_topic_written_as_locally_byte_for_byte(s3, prefix, tmp
 
 def test_engine_writer_appends_with_store_options(s3, prefix):
     uri = f"s3a://{BUCKET}/{prefix}/"
-    options = {"store.endpoint": s3.endpoint, "store.region": s3.region,
-               "store.accessKeyId": s3.access_key, "store.secretAccessKey": s3.secret_key}
+    options = s3.store_options()
     with SegmentLogWriter(uri, topic="events", num_partitions=2, options=options) as writer:
         writer.write_rows([{"key": b"k%d" % i, "value": b"v%d" % i} for i in range(20)])
         assert s3.secret_key not in repr(writer.job.target)
