@@ -121,7 +121,7 @@ def start_cluster_run(request):
     ]}
 
     def program():
-        with StandaloneCluster(workers=2, cores=1, memory="1g") as cluster:
+        with StandaloneCluster(workers=2, cores=1, memory="1g", parent=str(work)) as cluster:
             s3_server.reset_counts()
             result = run_job(cluster, spec, work, timeout=JOB_TIMEOUT + 150)
         result["requests"] = s3_server.requests()

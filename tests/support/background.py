@@ -14,7 +14,9 @@ marker:
     def test_demo(background):
         done = background.result(start_demo)   # waits for it; re-raises what it raised
 
-The conftest calls every selected test's starters before the first test runs, queues their
+A program keeps its files in directories its starter made: tempfile's default directory is
+not its own (a test may redirect it while the program runs). The conftest calls every
+selected test's starters before the first test runs, queues their
 programs on one background thread, one at a time, and orders the tests that carry the
 marker last, so that on a 2-core machine these programs overlap with the rest of the suite
 instead of following it. A test run on its own (pytest -k ...) starts only its own.

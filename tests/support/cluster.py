@@ -80,8 +80,11 @@ class DaemonExited(RuntimeError):
 class StandaloneCluster:
     def __init__(self, workers: int = 2, cores: int = 1, memory: str = "1g",
                  daemon_memory: str = "256m", start_timeout: float = 90.0,
-                 attempts: int = 3):
+                 attempts: int = 3, parent: str = None):
         self.workers = workers
+        # Where its directory goes (tempfile's default when None): a cluster started in a
+        # background thread names it, since a test may redirect tempfile's default meanwhile.
+        self.parent = parent
         self.cores = cores
         self.memory = memory
         self.daemon_memory = daemon_memory
@@ -125,7 +128,7 @@ class StandaloneCluster:
         return process
 
     def start(self):
-        self.root = tempfile.mkdtemp(prefix="segmentlog-cluster-")
+        self.root = tempfile.mkdtemp(prefix="segmentlog-cluster-", dir=self.parent)
         os.makedirs(os.path.join(self.root, "logs"))
         try:
             for attempt in range(1, self.attempts + 1):
