@@ -1,7 +1,8 @@
 """`pip install .` without extras brings no PySpark, and the Spark-free layers run.
 
 The install goes into a fresh virtual environment (no system site packages), from this
-checkout, the way a cluster image with its own Spark would install the package.
+checkout, the way a cluster image with its own Spark would install the package. It runs
+beside the rest of the suite, and these tests last.
 """
 import json
 import os
@@ -43,14 +44,27 @@ USE_WITHOUT_SPARK = textwrap.dedent("""
 """)
 
 
+def start_plain_install(request):
+    """The virtualenv and the pip install, run beside the suite (support/background.py)."""
+    venv = request.getfixturevalue("tmp_path_factory").mktemp("plain-install") / "venv"
+
+    def program():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+        python = venv / "bin" / "python"
+        installed = subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "--no-compile", str(CHECKOUT)],
+            capture_output=True, text=True, timeout=900)
+        return python, installed
+
+    return program
+
+
+pytestmark = pytest.mark.background(starter=start_plain_install)
+
+
 @pytest.fixture(scope="module")
-def plain_install(tmp_path_factory):
-    venv = tmp_path_factory.mktemp("plain-install") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    python = venv / "bin" / "python"
-    installed = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--no-compile", str(CHECKOUT)],
-        capture_output=True, text=True, timeout=900)
+def plain_install(background):
+    python, installed = background.result(start_plain_install)
     assert installed.returncode == 0, installed.stderr[-3000:]
     return python
 
