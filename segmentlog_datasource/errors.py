@@ -41,6 +41,28 @@ class SegmentShrankError(CorruptLogError):
         return None  # the message says to read it again
 
 
+class CheckpointError(SegmentLogError):
+    """A checkpoint file beside the segments (a log dir's offset checkpoints, a partition's
+    leader-epoch-checkpoint or partition.metadata) that Kafka would refuse to load."""
+
+    def __init__(self, path, line, reason):
+        self.path = str(path)
+        self.line = line
+        self.reason = reason
+        where = self.path if line is None else f"{self.path} line {line}"
+        super().__init__(f"{where}: {reason}; {self.remedy}")
+
+    @property
+    def remedy(self) -> str:
+        if self.path.endswith("partition.metadata"):
+            return "move the file aside: the partition is then read without a topic id"
+        if self.path.endswith("leader-epoch-checkpoint"):
+            return ("move the file aside: the copy then has no leader epochs, and among "
+                    "several copies of the partition it is never taken for the leader's")
+        return ("move the file aside: its partitions are then read from their first segment "
+                "to their log end")
+
+
 class UnsupportedFormatError(SegmentLogError):
     """Bytes that are valid Kafka but use something this library cannot decode here."""
 

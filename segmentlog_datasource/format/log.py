@@ -10,8 +10,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
-from ..errors import CorruptLogError, SegmentLogError
+from ..errors import CheckpointError, CorruptLogError, SegmentLogError
 from ..storage import LOCAL, Chunk, Store, StoreConfig, TreeView, resolve
+from . import checkpoints
+from .checkpoints import EpochEntry, OffsetEntry
 from .indexes import AbortedTransaction, OffsetIndex, TimeIndex, parse_transaction_index
 from .entries import (BatchHeader, check_offset_order, ends_data, read_entry_or_end,
                       verify_checksum)
@@ -22,8 +24,13 @@ INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
 SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex|snapshot)$")
-# Files of interrupted or pending Kafka operations: never data to read.
-PENDING_SUFFIXES = (".deleted", ".cleaned", ".swap")
+# Files of interrupted or pending Kafka operations: never data to read, except a .swap
+# segment, which recovery swaps in (see PartitionLog.open).
+SWAP_SUFFIX = ".swap"
+CLEANED_SUFFIX = ".cleaned"
+PENDING_SUFFIXES = (".deleted", CLEANED_SUFFIX, SWAP_SUFFIX)
+SWAP_SEGMENT_NAME = re.compile(r"^(\d{20})\.log\.swap$")
+CLEANED_FILE_NAME = re.compile(r"^(\d{20})\.[a-z]+\.cleaned$")
 KNOWN_FILES = {"leader-epoch-checkpoint", "partition.metadata"}
 # The topic part must be a name Kafka allows (ASCII letters, digits, '.', '_', '-', at
 # most 249 characters), so `date=2023-01-01` or `my photos-1` are never partitions.
@@ -74,18 +81,19 @@ class Segment:
     _time_index: Optional[TimeIndex] = field(default=None, repr=False)
     _valid_ends: Dict[bool, int] = field(default_factory=dict, repr=False)
     _aborted: Optional[List[AbortedTransaction]] = field(default=None, repr=False)
+    # ".swap": the files of a swap that Kafka's recovery would complete (see PartitionLog.open)
+    file_suffix: str = ""
 
     def _file(self, suffix: str) -> str:
         located = self.locations.get(suffix) if self.locations is not None else None
         if located is not None:
             return located[0]
-        return self.store.join(self.directory, segment_file_name(self.base_offset, suffix))
+        return self.store.join(self.directory,
+                               segment_file_name(self.base_offset, suffix) + self.file_suffix)
 
     @property
     def log_path(self) -> str:
-        if self.locations is not None:
-            return self._file(LOG_SUFFIX)
-        return self.store.join(self.directory, segment_file_name(self.base_offset, LOG_SUFFIX))
+        return self._file(LOG_SUFFIX)
 
     @property
     def index_path(self) -> str:
@@ -191,6 +199,32 @@ class Segment:
         return last
 
 
+def _absent_indexes(store: Store, base: str, file_suffix: str, present) -> frozenset:
+    """The index suffixes a remote listing showed absent (a local read just tries)."""
+    if not store.remote:
+        return frozenset()
+    return frozenset(suffix for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+                     if base + suffix + file_suffix not in present)
+
+
+def _complete_swaps(segments: List[Segment], swaps: List[Segment],
+                    cleaned_from: Optional[int]) -> List[Segment]:
+    """The segments as Kafka's recovery leaves them after an interrupted swap: a .swap
+    segment takes the place of the segments whose base offsets lie in the offsets it
+    holds. A .swap at or past the first .cleaned file's offset belongs to a cleaning or
+    split that never finished, and recovery deletes it: it is not data."""
+    for swap in sorted(swaps, key=lambda s: s.base_offset):
+        if cleaned_from is not None and swap.base_offset >= cleaned_from:
+            continue
+        last = swap.last_entry()
+        if last is None:
+            continue
+        end = last.last_offset + 1
+        segments = [s for s in segments if not swap.base_offset <= s.base_offset < end]
+        segments.append(swap)
+    return sorted(segments, key=lambda s: s.base_offset)
+
+
 def iter_file_headers(reader, path, position: int, end: int, allow_torn_tail: bool,
                       verify: bool = False, base_offset: Optional[int] = None
                       ) -> Iterator[BatchHeader]:
@@ -218,23 +252,69 @@ def iter_file_headers(reader, path, position: int, end: int, allow_torn_tail: bo
         position += header.size
 
 
+class LogDirState:
+    """The offset checkpoints of one log dir (see format.checkpoints), each file read and
+    parsed when first asked for: a read needs the log start and high watermark files only.
+    `present`: the names a listing showed there (None: not listed, try each)."""
+
+    def __init__(self, path: Optional[str], store: Store = LOCAL,
+                 present: Optional[frozenset] = None):
+        self.path = path
+        self.store = store
+        self.present = present
+        self._files: Dict[str, Dict[Tuple[str, int], OffsetEntry]] = {}
+
+    def file_path(self, name: str) -> Optional[str]:
+        return None if self.path is None else self.store.join(self.path, name)
+
+    def entries(self, name: str) -> Dict[Tuple[str, int], OffsetEntry]:
+        if name not in self._files:
+            found = {}
+            if self.path is not None and (self.present is None or name in self.present):
+                data = self.store.read_optional(self.file_path(name))
+                if data is not None:
+                    found = checkpoints.parse_offset_checkpoint(data, self.file_path(name))
+            self._files[name] = found
+        return self._files[name]
+
+    def has_file(self, name: str) -> bool:
+        """Whether the file is there (read to find out when the dir was not listed)."""
+        if self.path is None:
+            return False
+        if self.present is not None:
+            return name in self.present
+        return self.store.read_optional(self.file_path(name)) is not None
+
+
+NO_LOG_DIR = LogDirState(None)
+
+
 class PartitionLog:
-    """One `<topic>-<partition>` directory: its segments in base-offset order."""
+    """One `<topic>-<partition>` directory: its segments in base-offset order, read with
+    the offset checkpoints of the log dir that holds it."""
 
     def __init__(self, directory: str, topic: str, partition: int, segments: List[Segment],
-                 store: Store = LOCAL):
+                 store: Store = LOCAL, log_dir: LogDirState = NO_LOG_DIR):
         self.directory = directory
         self.topic = topic
         self.partition = partition
         self.segments = segments
         self.store = store
+        self.log_dir = log_dir
         self._base_offsets = [s.base_offset for s in segments]
+        self._start_offset: Optional[int] = None
+        self._leader_epochs = None
+        # The other copies of this partition in one read (other brokers, JBOD dirs), when
+        # this copy is the one that serves it (see read.replicas).
+        self.replicas: List["PartitionLog"] = []
 
     @classmethod
     def open(cls, directory: str, store: Optional[Store] = None,
-             tree: Optional[TreeView] = None) -> "PartitionLog":
+             tree: Optional[TreeView] = None, log_dir: Optional[LogDirState] = None
+             ) -> "PartitionLog":
         """The partition in `directory` (a local path, or a path of `store`), listed live or
-        from `tree`, a listing made beforehand."""
+        from `tree`, a listing made beforehand; `log_dir`: the checkpoints of the log dir
+        that holds it (default: those in its parent directory)."""
         if store is None:
             store, directory = resolve(directory)
         elif not store.remote:
@@ -246,10 +326,14 @@ class PartitionLog:
                 f"{directory}: not a partition directory (expected <topic>-<partition>)"
             )
         topic, partition = parsed
+        if log_dir is None:
+            log_dir = LogDirState(store.dirname(directory), store)
         tree = tree or store.tree(directory)
         names = sorted(tree.names(directory))
         present = set(names)
         segments = []
+        swaps = []
+        cleaned_from = None
         for name in names:
             match = SEGMENT_NAME.match(name)
             if match:
@@ -265,11 +349,24 @@ class PartitionLog:
                         path, None,
                         f"is {kind}; a segment's .{match.group(2)} file must be a regular file")
                 if match.group(2) == "log":
-                    absent = frozenset(
-                        suffix for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
-                        if match.group(1) + suffix not in present) if store.remote else frozenset()
                     segments.append(Segment(directory, int(match.group(1)), entry.size,
-                                            store=store, absent=absent))
+                                            store=store,
+                                            absent=_absent_indexes(store, match.group(1), "",
+                                                                   present)))
+                continue
+            swap = SWAP_SEGMENT_NAME.match(name)
+            if swap:
+                entry = tree.entry(store.join(directory, name))
+                if entry is not None and entry.kind == "file":
+                    swaps.append(Segment(directory, int(swap.group(1)), entry.size, store=store,
+                                         absent=_absent_indexes(store, swap.group(1), SWAP_SUFFIX,
+                                                                present),
+                                         file_suffix=SWAP_SUFFIX))
+                continue
+            cleaned = CLEANED_FILE_NAME.match(name)
+            if cleaned:
+                offset = int(cleaned.group(1))
+                cleaned_from = offset if cleaned_from is None else min(cleaned_from, offset)
                 continue
             if name in KNOWN_FILES or name.endswith(PENDING_SUFFIXES) or name.endswith("-checkpoint"):
                 continue
@@ -278,10 +375,46 @@ class PartitionLog:
                     f"{store.join(directory, name)}: segment file name is not a 20-digit "
                     f"base offset followed by .log"
                 )
-        segments.sort(key=lambda s: s.base_offset)
+        segments = _complete_swaps(segments, swaps, cleaned_from)
         if segments:
             segments[-1].active = True
-        return cls(directory, topic, partition, segments, store)
+        return cls(directory, topic, partition, segments, store, log_dir)
+
+    # ------------------------------------------------------------ beside the segments
+    def checkpointed(self, name: str) -> Optional[OffsetEntry]:
+        """This partition's entry in the log dir's offset checkpoint file `name`."""
+        return self.log_dir.entries(name).get(self.topic_partition)
+
+    @property
+    def first_segment_offset(self) -> int:
+        return self.segments[0].base_offset if self.segments else 0
+
+    @property
+    def high_watermark(self) -> Optional[int]:
+        """The checkpointed high watermark, as Kafka loads it: at least the log start, at
+        most the log end. None when no checkpoint covers the partition."""
+        entry = self.checkpointed(checkpoints.HIGH_WATERMARK_FILE)
+        if entry is None:
+            return None
+        if entry.offset <= self.start_offset:
+            return self.start_offset
+        if self.segments and entry.offset <= self.segments[-1].base_offset:
+            return entry.offset
+        return min(entry.offset, self.end_offset())
+
+    def leader_epochs(self) -> Optional[List[EpochEntry]]:
+        """The partition's leader-epoch-checkpoint entries; None when it has no such file."""
+        if self._leader_epochs is None:
+            path = self.store.join(self.directory, checkpoints.LEADER_EPOCH_FILE)
+            data = self.store.read_optional(path)
+            self._leader_epochs = [None if data is None
+                                   else checkpoints.parse_leader_epochs(data, path)]
+        return self._leader_epochs[0]
+
+    def topic_id(self) -> Optional[str]:
+        path = self.store.join(self.directory, checkpoints.PARTITION_METADATA_FILE)
+        data = self.store.read_optional(path)
+        return None if data is None else checkpoints.parse_partition_metadata(data, path)
 
     def __repr__(self):
         return f"PartitionLog({self.topic!r}, {self.partition}, {len(self.segments)} segments)"
@@ -299,7 +432,18 @@ class PartitionLog:
 
     @property
     def start_offset(self) -> int:
-        return self.segments[0].base_offset if self.segments else 0
+        """The log start offset: the first segment's base, raised by the log dir's
+        log-start-offset-checkpoint (DeleteRecords, retention inside a segment), at most
+        the log end, as Kafka loads it. Nothing below it is read."""
+        if self._start_offset is None:
+            start = self.first_segment_offset
+            entry = self.checkpointed(checkpoints.LOG_START_FILE)
+            if entry is not None and entry.offset > start:
+                start = entry.offset
+                if not self.segments or start > self.segments[-1].base_offset:
+                    start = min(start, self.end_offset())
+            self._start_offset = start
+        return self._start_offset
 
     def end_offset(self, verify: bool = False) -> int:
         """Log end offset: one past the last complete batch of the last segment (with
@@ -308,7 +452,7 @@ class PartitionLog:
             last = segment.last_entry(allow_torn_tail=self.is_last(segment), verify=verify)
             if last is not None:
                 return last.last_offset + 1
-        return self.start_offset
+        return self.first_segment_offset
 
     def aborted_transactions(self) -> List[AbortedTransaction]:
         aborted = []
@@ -361,17 +505,23 @@ class PartitionLog:
             position = segment.offset_index.lookup(offset)[1] if number == first else 0
             yield from segment.iter_headers(position, allow_torn_tail=self.is_last(segment))
 
-    def last_stable_offset(self, verify: bool = False) -> int:
-        """First offset of the earliest transaction still open at the end of the log.
+    def last_stable_offset(self, verify: bool = False, up_to: Optional[int] = None) -> int:
+        """First offset of the earliest transaction still open at the end of the log, or
+        at `up_to` (a high watermark: batches from there on do not count yet), at most
+        that end and at least the log start.
 
         With `verify` every batch is checksummed before its header counts (any header's
         attributes, producer id or offsets can move the result), which reads the whole log.
         """
         open_since: Dict[int, int] = {}
-        end = self.start_offset
+        end = self.first_segment_offset
         for segment in self.segments:
+            if up_to is not None and segment.base_offset >= up_to:
+                break
             for header in segment.iter_headers(0, allow_torn_tail=self.is_last(segment),
                                                verify=verify):
+                if up_to is not None and header.base_offset >= up_to:
+                    break
                 end = header.last_offset + 1
                 if not header.is_transactional:
                     continue
@@ -379,7 +529,10 @@ class PartitionLog:
                     open_since.pop(header.producer_id, None)
                 else:
                     open_since.setdefault(header.producer_id, header.base_offset)
-        return min(open_since.values(), default=end)
+        stable = min(open_since.values(), default=end)
+        if up_to is not None:
+            stable = min(stable, up_to)
+        return max(stable, self.start_offset)
 
     def offset_for_timestamp(self, timestamp: int) -> Optional[int]:
         """Earliest offset whose record timestamp is >= `timestamp`, found as Kafka finds it.
@@ -401,14 +554,33 @@ class PartitionLog:
 
 def discover_partitions(paths: Iterable[str], config: Optional[StoreConfig] = None
                         ) -> List[PartitionLog]:
+    """One partition log per topic-partition under the paths (see discover_copies); a
+    partition found twice is an error here (read.replicas.consumer_partitions makes
+    several copies one partition, as a read does)."""
+    logs = discover_copies(paths, config)
+    for before, log in zip(logs, logs[1:]):
+        if before.topic_partition == log.topic_partition:
+            raise SegmentLogError(
+                f"topic {log.topic!r} partition {log.partition} appears twice: "
+                f"{before.directory} and {log.directory} (copies of one partition, from "
+                f"several brokers or log dirs, are read as one by a read, or by "
+                f"segmentlog_datasource.read.replicas.consumer_partitions)")
+    return logs
+
+
+def discover_copies(paths: Iterable[str], config: Optional[StoreConfig] = None
+                    ) -> List[PartitionLog]:
     """Partition logs under each path: a log dir, or a partition directory itself; local
-    paths, file: URIs or URIs of a store (see storage), listed once each.
+    paths, file: URIs or URIs of a store (see storage), listed once each. Each is read
+    with the offset checkpoints of the log dir that holds it. Several copies of one
+    partition (several brokers' dirs, JBOD dirs) are all returned, in path order.
 
     A path that holds neither a partition directory nor segments, but other things (a
     Parquet table, a folder of photos), is an error: it is not a Kafka log. An empty
     directory, or one with only Kafka's bookkeeping files, holds no partitions yet.
     """
-    found: Dict[Tuple[str, int], PartitionLog] = {}
+    found: List[PartitionLog] = []
+    seen = set()
     for given in paths:
         store, path = resolve(given, config)
         tree = store.tree(path)
@@ -421,11 +593,15 @@ def discover_partitions(paths: Iterable[str], config: Optional[StoreConfig] = No
             raise SegmentLogError(f"{path}: no such directory" + (
                 " (no objects under this prefix)" if store.remote else ""))
         candidates = []
+        log_dir = None
         if _is_partition_dir(store, tree, path):
             candidates.append(path)
         else:
             foreign = []
-            for name in sorted(tree.names(path)):
+            names = sorted(tree.names(path))
+            log_dir = LogDirState(path, store, frozenset(
+                name for name in names if name in checkpoints.OFFSET_CHECKPOINT_FILES))
+            for name in names:
                 child = store.join(path, name)
                 # Dot-prefixed names are staging areas and records of segmentlog writes.
                 if name.startswith("."):
@@ -436,12 +612,7 @@ def discover_partitions(paths: Iterable[str], config: Optional[StoreConfig] = No
                     foreign.append(name)
             if not candidates:
                 tiered = _tiered_partitions(store, tree, path)
-                for log in tiered:
-                    if log.topic_partition in found:
-                        raise SegmentLogError(
-                            f"topic {log.topic!r} partition {log.partition} appears twice: "
-                            f"{found[log.topic_partition].directory} and {log.directory}")
-                    found[log.topic_partition] = log
+                found.extend(tiered)
                 if tiered:
                     continue
             if not candidates and foreign:
@@ -453,14 +624,12 @@ def discover_partitions(paths: Iterable[str], config: Optional[StoreConfig] = No
                     f"directories (or at one of them)"
                 )
         for directory in candidates:
-            log = PartitionLog.open(directory, store, tree)
-            if log.topic_partition in found:
-                raise SegmentLogError(
-                    f"topic {log.topic!r} partition {log.partition} appears twice: "
-                    f"{found[log.topic_partition].directory} and {directory}"
-                )
-            found[log.topic_partition] = log
-    return sorted(found.values(), key=lambda log: (log.topic, log.partition))
+            if (type(store), directory) in seen:
+                continue  # the same directory given twice
+            seen.add((type(store), directory))
+            found.append(PartitionLog.open(directory, store, tree, log_dir))
+    order = {id(log): number for number, log in enumerate(found)}
+    return sorted(found, key=lambda log: (log.topic, log.partition, order[id(log)]))
 
 
 def _tiered_partitions(store: Store, tree: TreeView, root: str) -> List[PartitionLog]:

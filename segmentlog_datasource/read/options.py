@@ -220,9 +220,18 @@ class ReadOptions:
     max_records_per_partition: Optional[int]
     max_batch_inflated_bytes: int = DEFAULT_MAX_INFLATED_BYTES
     store: StoreConfig = field(default_factory=StoreConfig)  # store.* options
+    read_up_to: str = "highWatermark"  # READ_UP_TO's values
+
+    @property
+    def to_high_watermark(self) -> bool:
+        return self.read_up_to == HIGH_WATERMARK
 
 
 DEFAULT_MAX_PARTITION_BYTES = 128 << 20
+# readUpTo: what a consumer of the cluster sees (to the high watermark of the log dir's
+# replication-offset-checkpoint), or every complete batch (to the log end).
+HIGH_WATERMARK, LOG_END = "highWatermark", "logEnd"
+READ_UP_TO = (HIGH_WATERMARK, LOG_END)
 
 READ_OPTIONS = {
     "path", "paths", "subscribe", "subscribePattern", "assign",
@@ -230,7 +239,7 @@ READ_OPTIONS = {
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
     "startingOffsetsByTimestampStrategy", "includeHeaders", "isolationLevel",
     "verifyChecksums", "failOnDataLoss", "maxPartitionBytes", "minPartitions",
-    "maxRecordsPerPartition", "maxBatchInflatedBytes",
+    "maxRecordsPerPartition", "maxBatchInflatedBytes", "readUpTo",
 } | set(STORE_OPTIONS)
 # Admission control of streaming reads (read.stream); a batch read ignores them, as
 # Spark's Kafka source does.
@@ -305,6 +314,18 @@ def parse_isolation(options) -> bool:
     return text == "read_committed"
 
 
+def parse_read_up_to(options) -> str:
+    raw = _get(options, "readUpTo")
+    if raw is None:
+        return HIGH_WATERMARK
+    for value in READ_UP_TO:
+        if str(raw).strip().lower() == value.lower():
+            return value
+    raise InvalidOptionError.for_value(
+        "readUpTo", raw, "highWatermark (what a consumer of the cluster reads; the default) "
+                         "or logEnd (every complete batch, past the high watermark)")
+
+
 def parse_read_options(options) -> ReadOptions:
     check_known_read_options(options)
     strategy = (_get(options, "startingOffsetsByTimestampStrategy") or "error").strip().lower()
@@ -329,4 +350,5 @@ def parse_read_options(options) -> ReadOptions:
         max_batch_inflated_bytes=parse_positive_int(
             options, "maxBatchInflatedBytes", DEFAULT_MAX_INFLATED_BYTES),
         store=store,
+        read_up_to=parse_read_up_to(options),
     )

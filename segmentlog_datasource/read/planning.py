@@ -10,10 +10,11 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 from ..errors import SegmentLogError
 from ..format.layout import MAX_OFFSET
-from ..format.log import PartitionLog, Segment, discover_partitions
+from ..format.log import PartitionLog, Segment
 from ..format.scan import TransactionFilter
 from .fragments import Fragment
 from .options import EARLIEST, EXCLUDE_INTERNAL_OPTION, LATEST, OffsetSpec, ReadOptions
+from .replicas import check_replicas, consumer_partitions, read_bound
 
 # What opening one more fragment costs, in bytes of reading, when packing small ones into
 # one Spark partition (Spark's file sources count spark.sql.files.openCostInBytes alike).
@@ -65,7 +66,7 @@ class Constraints:
 
 
 def select_partitions(read: ReadOptions, constraints: Constraints) -> List[PartitionLog]:
-    logs = discover_partitions(read.paths, read.store)
+    logs = consumer_partitions(read.paths, read.store)
     if not logs:
         raise SegmentLogError(
             "no <topic>-<partition> directories found under " + ", ".join(read.paths))
@@ -116,14 +117,16 @@ def _specific_offsets(spec: OffsetSpec, option: str, logs: List[PartitionLog]) -
 
 
 def _resolve(spec: OffsetSpec, which: str, log: PartitionLog, read: ReadOptions,
-             specific: Optional[Dict], log_end) -> int:
-    """An offset for `spec`; `log_end()` finds the log end offset, only when needed."""
+             specific: Optional[Dict], log_end, unbounded_end: int) -> int:
+    """An offset for `spec`; `log_end()` finds where the log ends for this read (the high
+    watermark, or the log end offset), only when needed; `unbounded_end` is the end of
+    a read to the latest offset (MAX_OFFSET: the sizes seen when a split is read)."""
     option = f"{which}Offsets"
     if spec.kind == "earliest":
         return log.start_offset
     if spec.kind == "latest":
         # Reading to the end needs no offset: splits stop at the sizes seen now.
-        return MAX_OFFSET if which == "ending" else log_end()
+        return unbounded_end if which == "ending" else log_end()
     if spec.kind in ("timestamp", "timestamps"):
         timestamp = spec.timestamp if spec.kind == "timestamp" else specific[log.topic_partition]
         found = log.offset_for_timestamp(timestamp)
@@ -133,12 +136,12 @@ def _resolve(spec: OffsetSpec, which: str, log: PartitionLog, read: ReadOptions,
             raise SegmentLogError(
                 f"{which}: no record in {log.topic}-{log.partition} has a timestamp >= "
                 f"{timestamp}; set startingOffsetsByTimestampStrategy=latest to start at the end")
-        return MAX_OFFSET if which == "ending" else log_end()
+        return unbounded_end if which == "ending" else log_end()
     value = specific[log.topic_partition]
     if value == EARLIEST:
         return log.start_offset
     if value == LATEST:
-        return MAX_OFFSET if which == "ending" else log_end()
+        return unbounded_end if which == "ending" else log_end()
     end = log_end()
     if value < log.start_offset or value > end:
         if read.fail_on_data_loss:
@@ -160,14 +163,18 @@ def offset_ranges(read: ReadOptions, logs: List[PartitionLog]) -> Dict:
     for log in logs:
         cache = []
 
-        def log_end(log=log, cache=cache):
+        bound = read_bound(log, read)
+
+        def log_end(log=log, cache=cache, bound=bound):
             if not cache:
-                cache.append(log.end_offset(verify=read.verify_checksums))
+                end = log.end_offset(verify=read.verify_checksums)
+                cache.append(end if bound is None else min(end, bound))
             return cache[0]
 
-        start = _resolve(read.starting, "starting", log, read, specific_start, log_end)
-        end = _resolve(read.ending, "ending", log, read, specific_end, log_end)
-        ranges[log.topic_partition] = (start, end)
+        unbounded = MAX_OFFSET if bound is None else bound
+        start = _resolve(read.starting, "starting", log, read, specific_start, log_end, unbounded)
+        end = _resolve(read.ending, "ending", log, read, specific_end, log_end, unbounded)
+        ranges[log.topic_partition] = (start, end if bound is None else min(end, bound))
     return ranges
 
 
@@ -201,14 +208,19 @@ def plan_ranges(logs: List[PartitionLog], ranges: Dict, read: ReadOptions,
             start = max(start, min(constraints.offset_values))
             end = min(end, max(constraints.offset_values) + 1)
         lso = None
+        bound = read_bound(log, read)
+        if bound is not None:
+            end = min(end, bound)
         if read.read_committed:
             if last_stable is not None and log.topic_partition in last_stable:
                 lso = last_stable[log.topic_partition]
             else:
-                lso = log.last_stable_offset(verify=read.verify_checksums)
+                lso = log.last_stable_offset(verify=read.verify_checksums, up_to=bound)
             end = min(end, lso)
         if start >= end or not log.segments:
             continue
+        if log.replicas:
+            check_replicas(log, start, end if end < MAX_OFFSET else log.end_offset())
         transactions = None
         if read.read_committed:
             aborted = [t for t in log.aborted_transactions()

@@ -1,0 +1,145 @@
+"""A cluster's partitions as a consumer sees them: copies made one, bounded as Kafka serves.
+
+Several copies of one partition (the log dirs of several brokers, or one broker's JBOD
+dirs) are one partition. The copy whose leader-epoch-checkpoint ends with the highest
+epoch (ties: the highest log end offset) is the leader's: it serves every read, and its
+log dir's checkpoints give the log start offset and high watermark. Another copy holds
+the leader's batches up to where Kafka would truncate it on its next fetch (its last
+epoch's end in the leader's epochs); past that it has diverged. Within what a read
+plans, every copy's batch headers must equal the leader's (base offset, last offset,
+CRC) up to that point and below the read's end; only headers are read, never records.
+Copies without leader epochs are compared over all that both hold.
+"""
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from ..errors import CorruptLogError
+from ..format.entries import BatchHeader
+from ..format.log import PartitionLog, discover_copies
+from ..storage import StoreConfig
+from .options import ReadOptions
+
+
+def consumer_partitions(paths, config: Optional[StoreConfig] = None) -> List[PartitionLog]:
+    """One log per topic-partition under `paths`: the serving copy, its other copies in
+    its `replicas`."""
+    groups: Dict[Tuple[str, int], List[PartitionLog]] = {}
+    for log in discover_copies(paths, config):
+        groups.setdefault(log.topic_partition, []).append(log)
+    logs = []
+    for copies in groups.values():
+        leader = choose_leader(copies)
+        leader.replicas = [copy for copy in copies if copy is not leader]
+        logs.append(leader)
+    return logs
+
+
+def last_epoch(log: PartitionLog) -> Optional[int]:
+    epochs = log.leader_epochs()
+    return epochs[-1].epoch if epochs else None
+
+
+def choose_leader(copies: List[PartitionLog]) -> PartitionLog:
+    if len(copies) == 1:
+        return copies[0]
+
+    def rank(log):
+        epoch = last_epoch(log)
+        return (-1 if epoch is None else epoch, log.end_offset())
+
+    return max(copies, key=rank)  # the first of equals: the earlier path
+
+
+def read_bound(log: PartitionLog, read: ReadOptions) -> Optional[int]:
+    """Where a read of `log` stops: its high watermark (readUpTo=highWatermark, the
+    default, where a checkpoint covers it), else None: at the log end."""
+    return log.high_watermark if read.to_high_watermark else None
+
+
+def agreed_end(copy: PartitionLog, leader: PartitionLog) -> int:
+    """Where `copy` stops holding the leader's data: at its log end, or where Kafka
+    would truncate it (the end, in the leader's epochs, of the copy's last epoch)."""
+    end = copy.end_offset()
+    mine, theirs = copy.leader_epochs(), leader.leader_epochs()
+    if mine and theirs:
+        last = mine[-1].epoch
+        later = [entry.start_offset for entry in theirs if entry.epoch > last]
+        end = min(end, later[0] if later else leader.end_offset())
+    return end
+
+
+def diverges_at(copy: PartitionLog, leader: PartitionLog) -> Optional[int]:
+    """The first offset `copy` holds that the leader does not (None: it diverges nowhere)."""
+    end = agreed_end(copy, leader)
+    return end if end < copy.end_offset() else None
+
+
+def check_replicas(log: PartitionLog, start: int, end: int) -> None:
+    """Every other copy of `log` holds the same batches in [start, end), as far as it
+    holds the leader's data (see agreed_end); a CorruptLogError naming both files and
+    the offset otherwise."""
+    for copy in log.replicas:
+        until = min(end, agreed_end(copy, log))
+        begin = max(start, copy.start_offset)
+        if begin >= until:
+            continue
+        theirs = _headers(copy, begin, until)
+        for mine in _headers(log, begin, until):
+            other = next(theirs, None)
+            if other is None:
+                break
+            if (mine.base_offset, mine.last_offset, mine.crc) != \
+                    (other.base_offset, other.last_offset, other.crc):
+                raise CorruptLogError(
+                    other.path, other.position,
+                    f"copies of {log.topic}-{log.partition} disagree at offset "
+                    f"{min(mine.base_offset, other.base_offset)}: {mine.path} holds offsets "
+                    f"{mine.base_offset}..{mine.last_offset} (CRC {mine.crc:#010x}) at byte "
+                    f"{mine.position}, this copy offsets {other.base_offset}.."
+                    f"{other.last_offset} (CRC {other.crc:#010x}); below the high watermark "
+                    f"the copies of a partition hold the same batches. Read the copies "
+                    f"apart (one path each) to see which holds what")
+
+
+def _headers(log: PartitionLog, start: int, end: int) -> Iterator["_WithPath"]:
+    """Batch headers of `log` holding offsets in [start, end), each with its file path."""
+    first = log.segment_index_for(start)
+    for number, segment in enumerate(log.segments[first:], first):
+        if segment.base_offset >= end:
+            return
+        position = segment.offset_index.lookup(start)[1] if number == first else 0
+        for header in segment.iter_headers(position, allow_torn_tail=log.is_last(segment)):
+            if header.base_offset >= end:
+                return
+            if header.last_offset >= start:
+                yield _WithPath(header, segment.log_path)
+
+
+class _WithPath:
+    __slots__ = ("header", "path")
+
+    def __init__(self, header: BatchHeader, path: str):
+        self.header, self.path = header, path
+
+    def __getattr__(self, name):
+        return getattr(self.header, name)
+
+
+def replica_report(log: PartitionLog) -> List[dict]:
+    """Per copy, leader first: where it is, its last epoch, log end, checkpointed high
+    watermark and log start, and where it diverges from the leader."""
+    from ..format import checkpoints
+
+    rows = []
+    for copy in [log] + log.replicas:
+        hw = copy.checkpointed(checkpoints.HIGH_WATERMARK_FILE)
+        rows.append({
+            "directory": copy.directory,
+            "leader": copy is log,
+            "last_epoch": last_epoch(copy),
+            "log_start_offset": copy.start_offset,
+            "log_end_offset": copy.end_offset(),
+            "high_watermark_checkpoint": None if hw is None else hw.offset,
+            "lag": None if copy is log else log.end_offset() - agreed_end(copy, log),
+            "diverges_at": None if copy is log else diverges_at(copy, log),
+        })
+    return rows
