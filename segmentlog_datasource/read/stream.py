@@ -16,10 +16,11 @@ from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..errors import InvalidOptionError, SegmentLogError
 from ..format.entries import BatchHeader
-from ..format.log import PartitionLog, discover_partitions
+from ..format.log import PartitionLog
 from .fragments import Fragment
 from .options import LATEST, ReadOptions, _get, parse_positive_int, parse_read_options
 from .planning import group_fragments, offset_ranges, plan_ranges
+from .replicas import consumer_partitions, read_bound
 
 TopicPartition = Tuple[str, int]
 Offsets = Dict[TopicPartition, int]
@@ -150,21 +151,29 @@ class _TailScan:
         self.position = 0
         self.open_since: Dict[int, int] = {}
         self.end = 0
+        self.reached_limit = False  # the last advance stopped at its limit, not the data's end
 
-    def advance(self, log: PartitionLog) -> Tuple[int, int]:
-        """(log end offset, last stable offset) of `log` now."""
+    def advance(self, log: PartitionLog, limit: Optional[int] = None) -> Tuple[int, int]:
+        """(end, last stable offset) of `log` now: the end is one past the last complete
+        batch, or `limit` (a high watermark) when that comes first; batches from `limit`
+        on are left for a later trigger, so that they count for transactions only once
+        they are below it."""
         bases = [segment.base_offset for segment in log.segments]
         if self.segment_base not in bases or \
                 log.segments[bases.index(self.segment_base)].size < self.position:
             # First look, or the segment scanned last is gone or shrank: start over.
             self._restart(log)
+        self.reached_limit = False
         if self.segment_base is None:
-            return self.end, self.end
+            return self._bounded(limit)
         first = bases.index(self.segment_base)
         for segment in log.segments[first:]:
             position = self.position if segment.base_offset == self.segment_base else 0
             for header in segment.iter_headers(position, allow_torn_tail=log.is_last(segment),
                                                verify=self.verify):
+                if limit is not None and header.base_offset >= limit:
+                    self.reached_limit = True
+                    break
                 position += header.size
                 self.end = header.last_offset + 1
                 if self.track_transactions and header.is_transactional:
@@ -173,7 +182,13 @@ class _TailScan:
                     else:
                         self.open_since.setdefault(header.producer_id, header.base_offset)
             self.segment_base, self.position = segment.base_offset, position
-        return self.end, min(self.open_since.values(), default=self.end)
+            if self.reached_limit:
+                break
+        return self._bounded(limit)
+
+    def _bounded(self, limit: Optional[int]) -> Tuple[int, int]:
+        end = self.end if limit is None else min(self.end, limit)
+        return end, min(min(self.open_since.values(), default=end), end)
 
     def _restart(self, log: PartitionLog) -> None:
         self.open_since, self.end = {}, log.start_offset
@@ -225,7 +240,7 @@ class LogStream:
 
     # ------------------------------------------------------------ discovery
     def partitions_now(self) -> Dict[TopicPartition, PartitionView]:
-        logs = discover_partitions(self.read.paths, self.read.store)
+        logs = consumer_partitions(self.read.paths, self.read.store)
         views = {}
         for log in logs:
             if not self.read.selection.matches(log.topic, log.partition):
@@ -234,8 +249,9 @@ class LogStream:
             if tail is None:
                 tail = self._tails[log.topic_partition] = _TailScan(self.read.read_committed,
                                                                   self.read.verify_checksums)
-            end, available = tail.advance(log)
-            if log.segments and tail.segment_base == log.segments[-1].base_offset:
+            end, available = tail.advance(log, read_bound(log, self.read))
+            if log.segments and tail.segment_base == log.segments[-1].base_offset and \
+                    not tail.reached_limit:
                 # The tail scan has walked the active segment to where its data ends:
                 # planning this trigger's micro-batch need not walk it again.
                 log.segments[-1].found_valid_end(tail.verify, tail.position)

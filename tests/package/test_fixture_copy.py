@@ -1,13 +1,14 @@
-"""tests/fixtures/kafka-written is an exact copy of the shared Kafka-written fixtures."""
+"""tests/fixtures/kafka-written and broker-disks are exact copies of the shared fixtures."""
 import filecmp
 import os
 
 import pytest
 
-from support.fixtures import BUNDLED
+from support.fixtures import BUNDLED, BUNDLED_BROKER_DISKS
 from support.paths import CHECKOUT
 
 SHARED = CHECKOUT.parent / "shared" / "fixtures" / "kafka-written"
+SHARED_BROKER_DISKS = CHECKOUT.parent / "shared" / "fixtures" / "broker-disks"
 
 
 def relative_files(root):
@@ -24,10 +25,20 @@ def test_the_bundled_copy_holds_every_case_with_its_manifest():
     assert "README.md" in names and len(partitions) == 14 and partitions == manifests
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason=f"no shared fixtures beside the checkout "
-                                                 f"({SHARED}) to compare the copy with")
-def test_the_bundled_copy_equals_the_shared_fixtures():
-    assert relative_files(BUNDLED) == relative_files(SHARED)
-    for name in relative_files(SHARED):
-        assert filecmp.cmp(os.path.join(BUNDLED, name), os.path.join(SHARED, name),
+@pytest.mark.parametrize("bundled,shared", [(BUNDLED, SHARED),
+                                            (BUNDLED_BROKER_DISKS, SHARED_BROKER_DISKS)],
+                         ids=["kafka-written", "broker-disks"])
+def test_the_bundled_copy_equals_the_shared_fixtures(bundled, shared):
+    if not shared.is_dir():
+        pytest.skip(f"no shared fixtures beside the checkout ({shared}) to compare the copy with")
+    assert relative_files(bundled) == relative_files(shared)
+    for name in relative_files(shared):
+        assert filecmp.cmp(os.path.join(bundled, name), os.path.join(shared, name),
                            shallow=False), name
+
+
+def test_the_bundled_broker_disks_hold_three_brokers_and_a_manifest():
+    names = relative_files(BUNDLED_BROKER_DISKS)
+    assert {"README.md", "manifest.json"} <= set(names)
+    assert {n.split(os.sep)[0] for n in names if os.sep in n} == {
+        "broker-0", "broker-1", "broker-2"}

@@ -1,9 +1,11 @@
-"""Where the Kafka-written fixtures are: SEGMENTLOG_FIXTURES, else the copy in tests/."""
+"""Where the Kafka-written fixtures are: SEGMENTLOG_FIXTURES, else the copies in tests/."""
 import os
 
 FIXTURES_ENV = "SEGMENTLOG_FIXTURES"
-BUNDLED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                       "fixtures", "kafka-written")
+FIXTURES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "fixtures")
+BUNDLED = os.path.join(FIXTURES_DIR, "kafka-written")
+BUNDLED_BROKER_DISKS = os.path.join(FIXTURES_DIR, "broker-disks")
 
 
 def fixtures_root() -> str:
@@ -11,3 +13,16 @@ def fixtures_root() -> str:
     dir itself), or the copy of ../shared/fixtures/kafka-written kept in tests/fixtures."""
     root = os.environ.get(FIXTURES_ENV) or BUNDLED
     return os.path.join(root, "logdir") if os.path.isdir(os.path.join(root, "logdir")) else root
+
+
+def broker_disks_root() -> str:
+    """The three brokers' log dirs with their manifest: the broker-disks set beside
+    $SEGMENTLOG_FIXTURES's set (a fixtures/ folder holds both), else the copy of
+    ../shared/fixtures/broker-disks kept in tests/fixtures."""
+    given = os.environ.get(FIXTURES_ENV)
+    if given:
+        beside = os.path.join(os.path.dirname(os.path.abspath(given).rstrip(os.sep)),
+                              "broker-disks")
+        if os.path.isfile(os.path.join(beside, "manifest.json")):
+            return beside
+    return BUNDLED_BROKER_DISKS
