@@ -82,22 +82,76 @@ def check_replicas(log: PartitionLog, start: int, end: int) -> None:
         begin = max(start, copy.start_offset)
         if begin >= until:
             continue
-        theirs = _headers(copy, begin, until)
-        for mine in _headers(log, begin, until):
-            other = next(theirs, None)
-            if other is None:
-                break
-            if (mine.base_offset, mine.last_offset, mine.crc) != \
-                    (other.base_offset, other.last_offset, other.crc):
-                raise CorruptLogError(
-                    other.path, other.position,
-                    f"copies of {log.topic}-{log.partition} disagree at offset "
-                    f"{min(mine.base_offset, other.base_offset)}: {mine.path} holds offsets "
-                    f"{mine.base_offset}..{mine.last_offset} (CRC {mine.crc:#010x}) at byte "
-                    f"{mine.position}, this copy offsets {other.base_offset}.."
-                    f"{other.last_offset} (CRC {other.crc:#010x}); below the high watermark "
-                    f"the copies of a partition hold the same batches. Read the copies "
-                    f"apart (one path each) to see which holds what")
+        _compare_headers(log, copy, _equal_bytes_until(log, copy, begin, until), until)
+
+
+# Bytes compared at a time where two copies lay a segment out alike.
+COMPARE_CHUNK_BYTES = 1 << 20
+
+
+def _equal_bytes_until(log: PartitionLog, copy: PartitionLog, begin: int, until: int) -> int:
+    """An offset up to which `copy` is shown to hold the leader's batches from `begin` by
+    equal bytes at equal positions of segments with equal base offsets, from a position
+    both offset indexes give for `begin` (replication copies batches as they are, so
+    copies usually lay segments out alike). Past it, batch headers are compared."""
+    theirs = {segment.base_offset: segment for segment in copy.segments}
+    offset = begin
+    first = log.segment_index_for(begin)
+    for number, segment in enumerate(log.segments[first:], first):
+        other = theirs.get(segment.base_offset)
+        if segment.base_offset >= until or other is None or segment.store.remote or \
+                other.store.remote:
+            return offset
+        position = segment.offset_index.lookup(offset)[1]
+        if other.offset_index.lookup(offset)[1] != position:
+            return offset
+        following = log.segments[number + 1].base_offset if number + 1 < len(log.segments) \
+            else None
+        if following is not None and following <= until:
+            stop, reached = segment.size, following
+        else:
+            # Up to the last index entry below `until`: the batches before its position end
+            # below its offset (the few after it are compared by header).
+            reached, stop = segment.offset_index.lookup(until - 1)
+        if stop <= position or other.size < stop or \
+                not _same_bytes(segment, other, position, stop):
+            return offset
+        offset = max(offset, reached)
+        if following is None or following > until:
+            return offset
+    return offset
+
+
+def _same_bytes(mine, theirs, position: int, stop: int) -> bool:
+    with mine.store.reader(mine.log_path, mine.size) as left, \
+            theirs.store.reader(theirs.log_path, theirs.size) as right:
+        while position < stop:
+            length = min(COMPARE_CHUNK_BYTES, stop - position)
+            if left.pread(length, position) != right.pread(length, position):
+                return False
+            position += length
+    return True
+
+
+def _compare_headers(log: PartitionLog, copy: PartitionLog, begin: int, until: int) -> None:
+    if begin >= until:
+        return
+    theirs = _headers(copy, begin, until)
+    for mine in _headers(log, begin, until):
+        other = next(theirs, None)
+        if other is None:
+            break
+        if (mine.base_offset, mine.last_offset, mine.crc) != \
+                (other.base_offset, other.last_offset, other.crc):
+            raise CorruptLogError(
+                other.path, other.position,
+                f"copies of {log.topic}-{log.partition} disagree at offset "
+                f"{min(mine.base_offset, other.base_offset)}: {mine.path} holds offsets "
+                f"{mine.base_offset}..{mine.last_offset} (CRC {mine.crc:#010x}) at byte "
+                f"{mine.position}, this copy offsets {other.base_offset}.."
+                f"{other.last_offset} (CRC {other.crc:#010x}); below the high watermark "
+                f"the copies of a partition hold the same batches. Read the copies "
+                f"apart (one path each) to see which holds what")
 
 
 def _headers(log: PartitionLog, start: int, end: int) -> Iterator["_WithPath"]:
