@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
-from ..errors import CheckpointError, CorruptLogError, SegmentLogError
+from ..errors import CorruptLogError, SegmentLogError
 from ..storage import LOCAL, Chunk, Store, StoreConfig, TreeView, resolve
 from . import checkpoints
 from .checkpoints import EpochEntry, OffsetEntry
