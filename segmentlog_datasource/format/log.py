@@ -391,16 +391,21 @@ class PartitionLog:
 
     @property
     def high_watermark(self) -> Optional[int]:
-        """The checkpointed high watermark, as Kafka loads it: at least the log start, at
-        most the log end. None when no checkpoint covers the partition."""
+        """The checkpointed high watermark, at least the log start; None when no checkpoint
+        covers the partition. Kafka also takes it at most at the log end when it loads the
+        log: a read bounded by it stops at the log end anyway, and high_watermark_now
+        applies that clamp where the value itself is shown."""
         entry = self.checkpointed(checkpoints.HIGH_WATERMARK_FILE)
         if entry is None:
             return None
-        if entry.offset <= self.start_offset:
-            return self.start_offset
-        if self.segments and entry.offset <= self.segments[-1].base_offset:
-            return entry.offset
-        return min(entry.offset, self.end_offset())
+        return max(entry.offset, self.start_offset)
+
+    def high_watermark_now(self) -> Optional[int]:
+        """The high watermark as Kafka loads it: within [log start, log end]."""
+        bound = self.high_watermark
+        if bound is None or (self.segments and bound <= self.segments[-1].base_offset):
+            return bound
+        return min(bound, self.end_offset())
 
     def leader_epochs(self) -> Optional[List[EpochEntry]]:
         """The partition's leader-epoch-checkpoint entries; None when it has no such file."""
