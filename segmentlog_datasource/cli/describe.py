@@ -1,16 +1,19 @@
 """`segmentlog describe`: what each topic-partition of a log holds, from its headers."""
 from typing import Dict, List, Optional
 
+from ..errors import CorruptLogError
 from ..format import PartitionLog, TransactionFilter
 from ..format.compression import CODEC_NAMES
+from ..read.replicas import replica_report
 from .entries import LogStop, walk_log
 
 
 def describe_partition(log: PartitionLog) -> dict:
     """Segments, offsets, the time index's range, counts, codecs and transactions of one
-    partition. Records are counted from batch headers (legacy wrappers are decoded);
-    read_committed visibility follows the consumer's rule (aborted batches, control
-    records and offsets at or past the last stable offset are hidden)."""
+    partition as its files hold them, and what a consumer reads of it (see
+    _consumer_view): `log` is the copy that serves it, its other copies in `replicas`.
+    Records are counted from batch headers (legacy wrappers are decoded); `records` is
+    every record on disk, control records included."""
     segments: List[dict] = []
     entries: List[tuple] = []  # (segment path, LogEntry) of the data entries
     open_since: Dict[int, int] = {}
@@ -62,10 +65,10 @@ def describe_partition(log: PartitionLog) -> dict:
         })
     with_data = [s for s in segments if s["batches"]]
     log_end = with_data[-1]["last_offset"] + 1 if with_data else log.start_offset
-    last_stable = min(open_since.values(), default=log_end)
-    uncommitted, committed = _visible_records(log, entries, last_stable)
+    consumer = _consumer_view(log, entries, log_end)
     firsts = [s["time_index_first"] for s in segments if s["time_index_first"] is not None]
     maxima = [s["max_timestamp"] for s in segments if s["max_timestamp"] is not None]
+    epochs = log.leader_epochs()
     return {
         "topic": log.topic,
         "partition": log.partition,
@@ -76,37 +79,67 @@ def describe_partition(log: PartitionLog) -> dict:
         "first_offset": with_data[0]["first_offset"] if with_data else None,
         "last_offset": with_data[-1]["last_offset"] if with_data else None,
         "log_end_offset": log_end,
-        "last_stable_offset": last_stable,
+        "last_stable_offset": consumer["last_stable_offset"],
         "open_transactions": sorted([pid, first] for pid, first in open_since.items()),
         "has_producer_ids": any(entry.header.producer_id >= 0 for _, entry in entries),
-        "records_visible_read_uncommitted": uncommitted,
-        "records_visible_read_committed": committed,
+        "records_visible_read_uncommitted": consumer["read_uncommitted"],
+        "records_visible_read_committed": consumer["read_committed"],
         "bytes": sum(s["log_size"] for s in segments),
         "valid_bytes": sum(s["valid_bytes"] for s in segments),
         "codecs": sorted(codecs),
         "time_index_range": [min(firsts), max(maxima)] if firsts and maxima else None,
         "torn_tail": torn_tail,
+        "log_start_offset": log.start_offset,
+        "high_watermark": consumer["high_watermark"],
+        "leader_epochs": None if epochs is None else [[e.epoch, e.start_offset]
+                                                      for e in epochs],
+        "topic_id": log.topic_id(),
+        "replicas": replica_report(log),
     }
 
 
-def _visible_records(log: PartitionLog, entries, last_stable: int):
-    """Data records visible to read_uncommitted and read_committed consumers."""
-    hidden = TransactionFilter(log.aborted_transactions(), last_stable)
+def _consumer_view(log: PartitionLog, entries, log_end: int) -> dict:
+    """What a consumer of the partition reads: the high watermark, the last stable offset
+    up to it and the data records in [log start, high watermark) (to the log end where no
+    checkpoint gives a high watermark), all records and those read_committed shows.
+
+    The LSO is the log's own (PartitionLog.last_stable_offset); where damage stops its
+    walk of the headers it is None, and so is the read_committed count."""
+    high_watermark = log.high_watermark
+    if high_watermark is not None:
+        high_watermark = min(high_watermark, log_end)  # as Kafka loads it
+    end = log_end if high_watermark is None else high_watermark
+    try:
+        last_stable: Optional[int] = log.last_stable_offset(up_to=high_watermark)
+    except CorruptLogError:
+        last_stable = None  # the on-disk columns (tail) say where and why
+    hidden = TransactionFilter(log.aborted_transactions(),
+                               end if last_stable is None else last_stable)
+    start = log.start_offset
     uncommitted = committed = 0
     for path, entry in entries:
         header = entry.header
         if header.is_control:
             continue
-        records = entry.record_total(path)
-        uncommitted += records
-        if header.is_transactional and hidden.is_aborted(header):
+        uncommitted += _records_between(entry, path, start, end)
+        if last_stable is None or header.is_transactional and hidden.is_aborted(header):
             continue
-        if header.last_offset < last_stable:
-            committed += records
-        elif header.base_offset < last_stable:
-            committed += sum(1 for r in entry.records(path) if r.offset < last_stable)
-    return uncommitted, committed
+        committed += _records_between(entry, path, start, min(end, last_stable))
+    return {"high_watermark": high_watermark, "last_stable_offset": last_stable,
+            "read_uncommitted": uncommitted,
+            "read_committed": None if last_stable is None else committed}
 
+
+def _records_between(entry, path, low: int, high: int) -> int:
+    """How many of the entry's records have offsets in [low, high): an entry across a
+    bound is decoded (a compacted batch has gaps in its offsets; a legacy wrapper's
+    header gives its last offset only)."""
+    header = entry.header
+    if header.last_offset < low or header.base_offset >= high:
+        return 0
+    if low <= header.base_offset and header.last_offset < high and not entry.legacy_wrapper:
+        return entry.record_total(path)
+    return sum(1 for record in entry.records(path) if low <= record.offset < high)
 
 
 def describe_log(logs: List[PartitionLog]) -> List[dict]:

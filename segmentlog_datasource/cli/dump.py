@@ -1,21 +1,33 @@
 """`segmentlog dump`: a log, a partition or one file, entry by entry, as kafka-dump-log.
 
-Everything is produced as dicts (one per batch, record, index entry...): `--json`
-prints them one per line, the text form prints them in kafka-dump-log's words.
+Everything is produced as dicts (one per batch, record, index entry, checkpoint
+entry...): `--json` prints them one per line, the text form prints them in
+kafka-dump-log's words (checkpoint files, which it does not dump, as Kafka names their
+fields).
 """
 import base64
 import json
-from typing import Iterator, List, Optional
+from typing import Iterable, Iterator, List, Optional
 
 from ..errors import CorruptLogError, SegmentLogError
-from ..format import PartitionLog, Segment, discover_partitions
+from ..format import PartitionLog, Segment, checkpoints
 from ..format.log import parse_partition_dir_name
+from ..read.replicas import consumer_partitions
 from ..storage import resolve
 from .entries import LogEntry, LogStop, batch_fields, control_fields, timestamp_type_name, walk_log
 from .files import (base_offset_of, offset_index_entries, producer_snapshot, time_index_entries,
                     transaction_index_entries)
 
 FILE_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
+# What each offset checkpoint of a log dir holds, per partition.
+OFFSET_CHECKPOINT_HOLDS = {
+    checkpoints.HIGH_WATERMARK_FILE: "high watermarks",
+    checkpoints.LOG_START_FILE: "log start offsets",
+    checkpoints.RECOVERY_POINT_FILE: "recovery points (flushed up to)",
+    checkpoints.CLEANER_FILE: "log cleaner positions (cleaned up to)",
+}
+CHECKPOINT_FILES = frozenset(OFFSET_CHECKPOINT_HOLDS) | {checkpoints.LEADER_EPOCH_FILE,
+                                                         checkpoints.PARTITION_METADATA_FILE}
 DECODERS = ("utf8", "hex", "json")
 
 
@@ -51,8 +63,8 @@ def record_fields(record, batch, print_data: bool, decoder: str) -> dict:
 
 
 def is_single_file(store, path: str) -> bool:
-    return path.endswith(FILE_SUFFIXES) and store.size_of(path) is not None and \
-        not store.tree(path).isdir(path)
+    dumped = path.endswith(FILE_SUFFIXES) or store.basename(path) in CHECKPOINT_FILES
+    return dumped and store.size_of(path) is not None and not store.tree(path).isdir(path)
 
 
 def standalone_log(store, path: str) -> PartitionLog:
@@ -78,13 +90,23 @@ class Dump:
         self.offset = offset
         self.timestamp = timestamp
 
-    def items(self, given: str) -> Iterator[dict]:
-        store, path = resolve(given)
-        if is_single_file(store, path):
-            yield from self.file_items(store, path)
-            return
-        for log in discover_partitions([given]):
-            yield from self.log_items(log)
+    def items(self, paths: Iterable[str]) -> Iterator[dict]:
+        """Each single file as given; the directories' partitions together where the
+        first directory is, as a consumer reads them (the copies of a partition in
+        several brokers' log dirs as one: the leader's copy is dumped)."""
+        paths = list(paths)
+        files = {}
+        for given in paths:
+            store, path = resolve(given)
+            if is_single_file(store, path):
+                files[given] = (store, path)
+        directories = [given for given in paths if given not in files]
+        for given in paths:
+            if given in files:
+                yield from self.file_items(*files[given])
+            elif given == directories[0]:
+                for log in consumer_partitions(directories):
+                    yield from self.log_items(log)
 
     def file_items(self, store, path: str) -> Iterator[dict]:
         name = store.basename(path)
@@ -94,7 +116,9 @@ class Dump:
         data = store.read_optional(path) or b""
         base = base_offset_of(name) or 0
         yield {"kind": "file", "file": path, "size": len(data)}
-        if path.endswith(".snapshot"):
+        if name in CHECKPOINT_FILES:
+            yield from checkpoint_items(name, data, path)
+        elif path.endswith(".snapshot"):
             snapshot = producer_snapshot(data, path)
             yield {"kind": "snapshot", "file": path, "version": snapshot["version"],
                    "crc": snapshot["crc"], "crc_valid": snapshot["crc_valid"],
@@ -167,6 +191,29 @@ class Dump:
                 yield record_fields(record, entry, self.print_data, self.decoder)
 
 
+def checkpoint_items(name: str, data: bytes, path: str) -> Iterator[dict]:
+    """The entries of a checkpoint file as Kafka loads them (format.checkpoints decodes;
+    a later entry for a partition replaces an earlier one), each with its line."""
+    if name == checkpoints.PARTITION_METADATA_FILE:
+        yield {"kind": "partition_metadata", "file": path, "version": 0,
+               "topic_id": checkpoints.parse_partition_metadata(data, path)}
+        return
+    if name == checkpoints.LEADER_EPOCH_FILE:
+        epochs = checkpoints.parse_leader_epochs(data, path)
+        yield {"kind": "checkpoint", "file": path, "checkpoint": name,
+               "holds": "leader epochs and the offset each began at", "entries": len(epochs)}
+        for entry in epochs:
+            yield {"kind": "leader_epoch_entry", "file": path, "line": entry.line,
+                   "epoch": entry.epoch, "start_offset": entry.start_offset}
+        return
+    offsets = checkpoints.parse_offset_checkpoint(data, path)
+    yield {"kind": "checkpoint", "file": path, "checkpoint": name,
+           "holds": OFFSET_CHECKPOINT_HOLDS[name], "entries": len(offsets)}
+    for (topic, partition), entry in sorted(offsets.items(), key=lambda item: item[1].line):
+        yield {"kind": "offset_checkpoint_entry", "file": path, "line": entry.line,
+               "topic": topic, "partition": partition, "offset": entry.offset}
+
+
 def text_line(item: dict) -> str:
     """One item in kafka-dump-log's words."""
     kind = item["kind"]
@@ -216,6 +263,17 @@ def text_line(item: dict) -> str:
         return (f"version: {item['version']} producerId: {item['producer_id']} "
                 f"firstOffset: {item['first_offset']} lastOffset: {item['last_offset']} "
                 f"lastStableOffset: {item['last_stable_offset']}")
+    if kind == "checkpoint":
+        count = item["entries"]
+        return f"{item['checkpoint']}: {item['holds']}, {count} entr{'y' if count == 1 else 'ies'}"
+    if kind == "offset_checkpoint_entry":
+        return (f"topic: {item['topic']} partition: {item['partition']} "
+                f"offset: {item['offset']} (line {item['line']})")
+    if kind == "leader_epoch_entry":
+        return (f"epoch: {item['epoch']} startOffset: {item['start_offset']} "
+                f"(line {item['line']})")
+    if kind == "partition_metadata":
+        return f"version: {item['version']} topicId: {item['topic_id']}"
     if kind == "snapshot":
         return (f"version: {item['version']} crc: {item['crc']} "
                 f"isvalid: {_bool(item['crc_valid'])} producers: {item['entries']}")

@@ -6,6 +6,7 @@ damaged, 2 for a usage error (unknown option, a path that is not a log).
 import csv
 import datetime
 import json
+import os
 import sys
 from typing import Iterable, Iterator, List, Optional
 
@@ -13,14 +14,17 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
-from ..errors import CorruptLogError, InvalidOptionError, SegmentLogError
-from ..format import discover_partitions
+from ..errors import CheckpointError, CorruptLogError, InvalidOptionError, SegmentLogError
 from ..format.compression import CODEC_NAMES
+from ..format.log import discover_copies
+from ..read.replicas import consumer_partitions
 from ..writer import SegmentLogWriter
 from .describe import describe_partition
 from .dump import DECODERS, Dump, json_line, text_line
-from .verify import DAMAGE, verify_partition
+from .tables import Column, print_table
+from .verify import DAMAGE, Finding, verify_copies
 
 DAMAGED, USAGE = 1, 2
 WRITE_CHUNK_ROWS = 10_000
@@ -28,26 +32,43 @@ WRITE_CHUNK_ROWS = 10_000
 
 def _console(stderr: bool = False, wide: bool = False) -> Console:
     console = Console(stderr=stderr, highlight=False, soft_wrap=not wide)
-    if wide and not console.is_terminal:
-        # Piped into a file or a pager: no terminal width to fit, keep rows on one line.
+    if wide and not console.is_terminal and not os.environ.get("COLUMNS"):
+        # Piped into a file or a pager: no terminal width to fit, keep rows on one line
+        # (unless COLUMNS asks for a width).
         console = Console(stderr=stderr, highlight=False, width=200)
     return console
 
 
 def _fail(error: SegmentLogError):
-    """Damage exits 1; anything else the log layer refuses (not a log dir, a bad option)
-    is a usage error."""
-    if isinstance(error, CorruptLogError):
-        _console(stderr=True).print(f"[red]damaged:[/red] {error}", markup=True)
+    """Damage (a segment, an index or a checkpoint file Kafka would refuse) exits 1;
+    anything else the log layer refuses (not a log dir, a bad option) is a usage error."""
+    if isinstance(error, (CorruptLogError, CheckpointError)):
+        message = Text("damaged: ", style="red")
+        message.append(str(error))  # as text: a path or a line may hold "["
+        _console(stderr=True).print(message)
         sys.exit(DAMAGED)
     raise click.UsageError(str(error))
 
 
-def _partitions(path: str):
+def _partitions(paths):
+    """The partitions under `paths` as a consumer of the cluster reads them: the copies
+    of one partition (several brokers' log dirs) are one, served by the leader's."""
     try:
-        return discover_partitions([path])
+        return consumer_partitions(list(paths))
     except SegmentLogError as error:
         _fail(error)
+
+
+def _copies(paths):
+    """Every copy of every partition under `paths`, each its own (verify checks each)."""
+    try:
+        return discover_copies(list(paths))
+    except SegmentLogError as error:
+        _fail(error)
+
+
+def _shown_paths(paths) -> str:
+    return " ".join(paths)
 
 
 def _when(millis: Optional[int]) -> str:
@@ -63,49 +84,127 @@ def main():
     """Look into, check and write Apache Kafka segment-log directories (no broker, no Spark).
 
     PATH is a log dir (holding <topic>-<partition> directories), one partition directory,
-    or a store URI such as s3://bucket/prefix.
+    or a store URI such as s3://bucket/prefix. describe, dump and verify take several:
+    the log dirs of several brokers (or one broker's JBOD dirs) are read as a consumer of
+    the cluster reads them, the copies of a partition as one, served by the leader's copy
+    (the one whose leader-epoch-checkpoint reaches the latest epoch, then the longest).
     """
 
 
 @main.command()
-@click.argument("path")
-@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of a table.")
-def describe(path, as_json):
-    """Per topic-partition: segments, offsets, time range, counts, codecs, transactions."""
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of tables.")
+def describe(paths, as_json):
+    """Per topic-partition: what its files hold (segments, offsets, time range, batches,
+    records, bytes, codecs, open transactions, a torn tail) and what a consumer reads of
+    it (log start, high watermark, last stable offset, log end, leader epochs; with
+    several copies, which leads and how far each other lags or where it diverges).
+
+    Record counts: "records" of the files is every record on disk (control records
+    included); "records" and "committed" of what a consumer reads count the data records
+    in [log start, high watermark) (to the log end where no replication-offset-checkpoint
+    covers the partition) that read_uncommitted and read_committed consumers see (in
+    --json: records, records_visible_read_uncommitted, records_visible_read_committed).
+    The LSO is computed up to the high watermark. A partition with several copies is
+    described from the leader's copy and its log dir's checkpoints.
+    """
     try:
-        described = [describe_partition(log) for log in _partitions(path)]
+        described = [describe_partition(log) for log in _partitions(paths)]
     except SegmentLogError as error:
         _fail(error)
     if as_json:
-        click.echo(json.dumps({"path": path, "partitions": described}, indent=2))
+        click.echo(json.dumps({"path": _shown_paths(paths), "paths": list(paths),
+                               "partitions": described}, indent=2))
         return
-    table = Table(title=f"segmentlog: {path}", title_justify="left")
-    for name, justify in (("partition", "left"), ("segments", "right"), ("offsets", "right"),
-                          ("time index (UTC)", "left"), ("batches", "right"),
-                          ("records", "right"), ("bytes", "right"), ("codecs", "left"),
-                          ("LSO", "right"), ("open transactions", "left"),
-                          ("tail", "left")):
-        table.add_column(name, justify=justify, overflow="fold",
-                         no_wrap=name not in ("open transactions", "tail"))
+    console = _console(wide=True)
+    title = f"segmentlog: {_shown_paths(paths)}"
+    _print_files_table(console, title, described)
+    _print_consumer_table(console, described)
+    if any(len(part["replicas"]) > 1 for part in described):
+        _print_copies_table(console, described)
+
+
+def _number(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def _print_files_table(console, title: str, described: List[dict]) -> None:
+    columns = [Column("partition", "left"), Column("segments"), Column("offsets"),
+               Column("time index (UTC)", "left"), Column("batches"), Column("records"),
+               Column("bytes"), Column("codecs", "left", wraps=True),
+               Column("open transactions", "left", wraps=True),
+               Column("tail", "left", wraps=True)]
+    rows = []
     for part in described:
         offsets = "empty" if part["first_offset"] is None else \
             f"{part['first_offset']}..{part['last_offset']}"
         span = part["time_index_range"]
         tail = part["torn_tail"]
-        table.add_row(
+        rows.append([
             f"{part['topic']}-{part['partition']}", str(len(part["segments"])), offsets,
             "-" if span is None else f"{_when(span[0])}\n{_when(span[1])}",
             str(part["batches"]), str(part["records"]), f"{part['bytes']:,}",
-            ", ".join(part["codecs"]), str(part["last_stable_offset"]),
+            ", ".join(part["codecs"]) or "-",
             ", ".join(f"producer {pid} from {first}" for pid, first in part["open_transactions"])
             or "-",
             "-" if tail is None else f"{tail['kind']} at byte {tail['position']} "
-                                     f"({tail['trailing_bytes']} bytes)")
-    _console(wide=True).print(table)
+                                     f"({tail['trailing_bytes']} bytes)"])
+    print_table(console, title, columns, rows)
+
+
+def _print_consumer_table(console, described: List[dict]) -> None:
+    """Offsets and counts as a consumer reads each partition (from the leader's copy)."""
+    columns = [Column("partition", "left"), Column("log start"), Column("high watermark"),
+               Column("LSO"), Column("log end"), Column("records"), Column("committed"),
+               Column("leader epochs", "left", wraps=True)]
+    rows = []
+    for part in described:
+        epochs = part["leader_epochs"]
+        rows.append([
+            f"{part['topic']}-{part['partition']}", str(part["log_start_offset"]),
+            _number(part["high_watermark"]), _number(part["last_stable_offset"]),
+            str(part["log_end_offset"]), str(part["records_visible_read_uncommitted"]),
+            _number(part["records_visible_read_committed"]),
+            "-" if not epochs else " ".join(f"{epoch}@{start}" for epoch, start in epochs)])
+    print_table(console, "as a consumer reads it: records in [log start, high watermark)",
+                columns, rows)
+
+
+def _print_copies_table(console, described: List[dict]) -> None:
+    """Each copy of each partition: the leader's first, then how far each other copy
+    lags (offsets of the leader's log it does not hold) or where it diverges."""
+    columns = [Column("partition", "left"), Column("copy", "left"), Column("last epoch"),
+               Column("log start"), Column("log end"), Column("HW checkpoint"),
+               Column("state", "left", wraps=True)]
+    names = _copy_names(described)
+    rows = []
+    for part in described:
+        for copy in part["replicas"]:
+            if copy["leader"]:
+                state = "leader"
+            elif copy["diverges_at"] is not None:
+                state = f"diverges at {copy['diverges_at']}"
+            else:
+                state = f"lags {copy['lag']}"
+            rows.append([f"{part['topic']}-{part['partition']}", names[copy["directory"]],
+                         _number(copy["last_epoch"]), str(copy["log_start_offset"]),
+                         str(copy["log_end_offset"]), _number(copy["high_watermark_checkpoint"]),
+                         state])
+    print_table(console, "copies", columns, rows)
+
+
+def _copy_names(described: List[dict]) -> dict:
+    """Each copy's directory by its log dir, as far as that differs from the other log
+    dirs ("broker-0" for /data/broker-0/orders-0): the partition is in its own column."""
+    directories = [copy["directory"] for part in described for copy in part["replicas"]]
+    log_dirs = {d: d.rstrip("/").rsplit("/", 1)[0].split("/") for d in directories}
+    common = os.path.commonprefix(list(log_dirs.values())) if log_dirs else []
+    return {d: "/".join(parts[len(common):] or parts[-1:]) or d
+            for d, parts in log_dirs.items()}
 
 
 @main.command()
-@click.argument("path")
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
 @click.option("--records", is_flag=True, help="A line per record after each batch.")
 @click.option("--print-data", is_flag=True, help="Show keys, values and headers (implies --records).")
 @click.option("--decoder", type=click.Choice(DECODERS), default="utf8", show_default=True,
@@ -114,53 +213,73 @@ def describe(path, as_json):
 @click.option("--timestamp", type=int,
               help="Start at the first record at or after this epoch-ms time (via the time index).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
-def dump(path, records, print_data, decoder, offset, timestamp, as_json):
-    """Batch by batch, like kafka-dump-log. PATH may also be one .log, .index, .timeindex,
-    .txnindex or .snapshot file."""
+def dump(paths, records, print_data, decoder, offset, timestamp, as_json):
+    """Batch by batch, like kafka-dump-log; several log dirs (brokers) as a consumer
+    reads them, each partition from the leader's copy. PATH may also be one .log, .index,
+    .timeindex, .txnindex or .snapshot file, or a checkpoint file: a log dir's
+    replication-offset-checkpoint, log-start-offset-checkpoint,
+    recovery-point-offset-checkpoint or cleaner-offset-checkpoint, a partition's
+    leader-epoch-checkpoint or partition.metadata (their entries, each with its line)."""
     if offset is not None and timestamp is not None:
         raise click.UsageError("give --offset or --timestamp, not both")
     shown = json_line if as_json else text_line
     try:
-        for item in Dump(records, print_data, decoder, offset, timestamp).items(path):
+        for item in Dump(records, print_data, decoder, offset, timestamp).items(paths):
             click.echo(shown(item))
     except SegmentLogError as error:
         _fail(error)
 
 
 @main.command()
-@click.argument("path")
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="The findings as one JSON document.")
-def verify(path, as_json):
+def verify(paths, as_json):
     """Check every batch (checksum, offsets, decoding), the offset, time and transaction
-    indexes, and report torn tails. Exit 0 when nothing is damaged, 1 otherwise."""
-    logs = _partitions(path)
+    indexes, and report torn tails; and the checkpoint files beside them: each offset
+    checkpoint of a log dir, each leader-epoch-checkpoint and partition.metadata parses,
+    a high watermark is not past its log end, nor a log start offset (one below the first
+    segment is a note: Kafka starts the log there), leader epochs grow with their
+    offsets, and the copies of a partition (several PATHs: several brokers) hold the same
+    batches below the high watermark. A checkpoint finding names its file and line.
+    Exit 0 when nothing is damaged, 1 otherwise."""
+    copies = _copies(paths)
     errors = _console(stderr=True)
-    total = sum(segment.size for log in logs for segment in log.segments)
-    report = []
+    total = sum(segment.size for log in copies for segment in log.segments)
     # A bar only on a terminal: piped output stays free of control characters.
     with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
                   TimeRemainingColumn(), console=errors, transient=True,
                   disable=not errors.is_terminal) as progress:
         task = progress.add_task("verifying", total=total)
-        for log in logs:
-            progress.update(task, description=f"{log.topic}-{log.partition}")
-            findings = verify_partition(log, lambda n: progress.advance(task, n))
-            report.append({"topic": log.topic, "partition": log.partition,
-                           "directory": log.directory,
-                           "findings": [f.as_dict() for f in findings]})
-    damaged = sum(1 for part in report for f in part["findings"] if f["kind"] == DAMAGE)
+
+        def advance(count):
+            progress.advance(task, count)
+
+        def starting(copy):
+            progress.update(task, description=f"{copy.topic}-{copy.partition}")
+
+        try:
+            log_dirs, report = verify_copies(copies, advance, starting)
+        except SegmentLogError as error:
+            _fail(error)
+    damaged = sum(1 for part in log_dirs + report for f in part["findings"]
+                  if f["kind"] == DAMAGE)
     if as_json:
-        click.echo(json.dumps({"path": path, "valid": not damaged, "damage": damaged,
-                               "partitions": report}, indent=2))
+        click.echo(json.dumps({"path": _shown_paths(paths), "paths": list(paths),
+                               "valid": not damaged, "damage": damaged,
+                               "log_dirs": log_dirs, "partitions": report}, indent=2))
     else:
         out = _console()
-        for part in report:
+        for part in log_dirs + report:
             for finding in part["findings"]:
                 colour = {"damage": "red", "torn tail": "yellow"}.get(finding["kind"], "cyan")
-                out.print(f"[{colour}]{finding['kind']}[/{colour}] {finding['file']} at byte "
-                          f"{finding['position']}: {finding['message']}", markup=True)
+                line = Text(finding["kind"], style=colour)
+                line.append(f" {Finding(**finding).where}: {finding['message']}")
+                out.print(line)
+        partitions = len({(part["topic"], part["partition"]) for part in report})
+        counted = f"{partitions} partitions" + \
+            (f" ({len(report)} copies)" if len(report) > partitions else "")
         verdict = "[red]damaged[/red]" if damaged else "[green]valid[/green]"
-        out.print(f"{len(report)} partitions, {total:,} bytes: {verdict}"
+        out.print(f"{counted}, {total:,} bytes: {verdict}"
                   + (f" ({damaged} findings of damage)" if damaged else ""), markup=True)
     sys.exit(DAMAGED if damaged else 0)
 

@@ -3,26 +3,46 @@
 A finding is damage (the exit status says so), a torn tail (the last segment of a live or
 crashed broker ends inside an entry, or in preallocated zeros: Kafka's recovery
 truncates it, nothing is lost that was acknowledged) or a note.
+
+Beside the segments: each offset checkpoint of a log dir, and each partition's
+leader-epoch-checkpoint and partition.metadata, must parse as Kafka loads them; a
+checkpointed high watermark and log start offset must lie within the log they describe;
+leader epochs must grow with their start offsets; and the copies of a partition (several
+brokers' log dirs) must hold the same batches below the high watermark, as far as each
+holds the leader's data. A checkpoint finding names its file and line.
 """
 from dataclasses import asdict, dataclass
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
-from ..errors import CorruptLogError
-from ..format import PartitionLog, Segment
+from ..errors import CheckpointError, CorruptLogError, SegmentLogError
+from ..format import PartitionLog, Segment, checkpoints
+from ..format.checkpoints import leader_epoch_faults
+from ..format.log import LogDirState
+from ..read.replicas import check_replicas, choose_leader, diverges_at
 from ..format.indexes import OFFSET_ENTRY, TIME_ENTRY, parse_transaction_index
 from ..format.log import INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
 from .entries import LogEntry, LogStop, walk_log
 from .files import offset_index_entries, time_index_entries
 
 DAMAGE, TORN_TAIL, NOTE = "damage", "torn tail", "note"
+TOPIC_ID_LINE = 2  # of partition.metadata, after its version line
 
 
 @dataclass
 class Finding:
     kind: str  # DAMAGE, TORN_TAIL or NOTE
     file: str
-    position: Optional[int]
+    position: Optional[int]  # a byte of the file, None when a line is at fault
     message: str
+    line: Optional[int] = None  # the line of a checkpoint file, from 1
+
+    @property
+    def where(self) -> str:
+        if self.line is not None:
+            return f"{self.file} line {self.line}"
+        if self.position is not None:
+            return f"{self.file} at byte {self.position}"
+        return self.file
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -239,3 +259,166 @@ def verify_partition(log: PartitionLog, advance: Callable[[int], None] = lambda 
     except CorruptLogError as damage:  # what the format layer refuses to read further
         check.damage(damage.path, damage.position, damage.reason)
     return check.findings
+
+
+def _checkpoint_damage(error: CheckpointError) -> Finding:
+    return Finding(DAMAGE, error.path, None, f"{error.reason}; {error.remedy}", error.line)
+
+
+def verify_log_dir(log_dir: LogDirState) -> List[Finding]:
+    """Each offset checkpoint file of the log dir parses (entries for partitions that are
+    not there are fine: Kafka ignores them)."""
+    findings = []
+    for name in checkpoints.OFFSET_CHECKPOINT_FILES:
+        if log_dir.has_file(name):
+            try:
+                log_dir.entries(name)
+            except CheckpointError as error:
+                findings.append(_checkpoint_damage(error))
+    return findings
+
+
+def verify_beside_segments(log: PartitionLog) -> List[Finding]:
+    """The partition's own checkpoint files, and its log dir's offsets for it against
+    its log. A log dir file that does not parse is verify_log_dir's finding."""
+    findings: List[Finding] = []
+    epochs_path = log.store.join(log.directory, checkpoints.LEADER_EPOCH_FILE)
+    try:
+        epochs = log.leader_epochs()
+    except CheckpointError as error:
+        findings.append(_checkpoint_damage(error))
+    else:
+        for line, problem in leader_epoch_faults(epochs or []):
+            remedy = CheckpointError(epochs_path, line, problem).remedy
+            findings.append(Finding(DAMAGE, epochs_path, None, f"{problem}; {remedy}", line))
+    try:
+        log.topic_id()
+    except CheckpointError as error:
+        findings.append(_checkpoint_damage(error))
+    try:
+        end = log.end_offset()
+        high_watermark = log.checkpointed(checkpoints.HIGH_WATERMARK_FILE)
+        log_start = log.checkpointed(checkpoints.LOG_START_FILE)
+    except (CorruptLogError, CheckpointError):
+        return findings  # found by the segment checks, or by verify_log_dir
+    name = f"{log.topic}-{log.partition}"
+    if high_watermark is not None and high_watermark.offset > end:
+        findings.append(Finding(
+            DAMAGE, log.log_dir.file_path(checkpoints.HIGH_WATERMARK_FILE), None,
+            f"high watermark {high_watermark.offset} of {name} is past its log end {end}: "
+            f"records the cluster acknowledged are missing from {log.directory}",
+            high_watermark.line))
+    if log_start is not None:
+        path = log.log_dir.file_path(checkpoints.LOG_START_FILE)
+        if log_start.offset > end:
+            findings.append(Finding(
+                DAMAGE, path, None,
+                f"log start offset {log_start.offset} of {name} is past its log end {end}",
+                log_start.line))
+        elif log_start.offset < log.first_segment_offset:
+            # Retention deletes segments before the next checkpoint is written: Kafka
+            # then starts the log at its first segment.
+            findings.append(Finding(
+                NOTE, path, None,
+                f"log start offset {log_start.offset} of {name} is below its first "
+                f"segment's base offset {log.first_segment_offset}, where the log starts",
+                log_start.line))
+    return findings
+
+
+def verify_replicas(copies: List[PartitionLog]
+                    ) -> Tuple[Dict[Tuple[str, int], PartitionLog], Dict[str, List[Finding]]]:
+    """The copy that serves each partition, as a read chooses it (read.replicas; the
+    first copy where a checkpoint that does not parse leaves no choice), and findings by
+    copy directory: the copies compared as a read compares them, over [log start, high
+    watermark) of the leader's copy. A copy that diverges from the leader's (its records
+    past that point are not data) is a note."""
+    groups: Dict[Tuple[str, int], List[PartitionLog]] = {}
+    for copy in copies:
+        groups.setdefault(copy.topic_partition, []).append(copy)
+    leaders = {key: group[0] for key, group in groups.items()}
+    findings: Dict[str, List[Finding]] = {}
+    for key, group in groups.items():
+        if len(group) < 2:
+            continue
+        try:
+            leader = choose_leader(group)
+            leaders[key] = leader
+            leader.replicas = [copy for copy in group if copy is not leader]
+            end = leader.high_watermark
+            check_replicas(leader, leader.start_offset,
+                           leader.end_offset() if end is None else end)
+        except CorruptLogError as damage:
+            at_fault = next((copy for copy in group
+                             if copy.store.dirname(damage.path or "") == copy.directory), None)
+            # A disagreement names the files of two copies; other damage, in one copy's
+            # segments, is what that copy's own checks report.
+            if at_fault is not None and any(copy.directory in damage.reason
+                                            for copy in group if copy is not at_fault):
+                findings.setdefault(at_fault.directory, []).append(
+                    Finding(DAMAGE, damage.path, damage.position, damage.reason))
+            continue
+        except SegmentLogError:
+            continue  # a checkpoint that does not parse: its own finding
+        _note_divergence(leader, findings)
+        _check_topic_ids(leader, findings)
+    return leaders, findings
+
+
+def _note_divergence(leader: PartitionLog, findings: Dict[str, List[Finding]]) -> None:
+    for copy in leader.replicas:
+        try:
+            point = diverges_at(copy, leader)
+        except SegmentLogError:
+            continue
+        if point is not None:
+            findings.setdefault(copy.directory, []).append(Finding(
+                NOTE, copy.directory, None,
+                f"this copy diverges from the leader's ({leader.directory}) at offset "
+                f"{point}: its records from there on are not data (Kafka truncates them "
+                f"when the copy next fetches)"))
+
+
+def _check_topic_ids(leader: PartitionLog, findings: Dict[str, List[Finding]]) -> None:
+    try:
+        expected = leader.topic_id()
+    except CheckpointError:
+        return
+    for copy in leader.replicas:
+        try:
+            found = copy.topic_id()
+        except CheckpointError:
+            continue
+        if None not in (expected, found) and found != expected:
+            path = copy.store.join(copy.directory, checkpoints.PARTITION_METADATA_FILE)
+            findings.setdefault(copy.directory, []).append(Finding(
+                DAMAGE, path, None,
+                f"topic id {found} differs from the leader's copy's {expected} "
+                f"({leader.directory}): the copies are of two topics of one name (one "
+                f"deleted and created again); read them apart", TOPIC_ID_LINE))
+
+
+def verify_copies(copies: List[PartitionLog], advance: Callable[[int], None] = lambda n: None,
+                  starting: Callable[[PartitionLog], None] = lambda log: None
+                  ) -> Tuple[List[dict], List[dict]]:
+    """(log dirs, partitions) of a verify report: per log dir its offset checkpoint
+    findings; per copy of a partition its segments', indexes' and checkpoints' findings,
+    and the comparison with the other copies. `starting(copy)` is told of each copy
+    before its segments are read, `advance(n)` of every n bytes (for a progress bar)."""
+    log_dirs: Dict[str, LogDirState] = {}
+    for copy in copies:
+        if copy.log_dir.path is not None:
+            log_dirs.setdefault(copy.log_dir.path, copy.log_dir)
+    dir_report = [{"path": path, "findings": [f.as_dict() for f in verify_log_dir(state)]}
+                  for path, state in log_dirs.items()]
+    leaders, by_copy = verify_replicas(copies)
+    partitions = []
+    for copy in copies:
+        starting(copy)
+        findings = verify_partition(copy, advance) + verify_beside_segments(copy) + \
+            by_copy.get(copy.directory, [])
+        partitions.append({"topic": copy.topic, "partition": copy.partition,
+                           "directory": copy.directory,
+                           "leader": leaders[copy.topic_partition] is copy,
+                           "findings": [f.as_dict() for f in findings]})
+    return dir_report, partitions
