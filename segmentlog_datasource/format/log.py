@@ -7,6 +7,7 @@ beside them. Everything else Kafka leaves there is recognised and skipped.
 import bisect
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
@@ -147,24 +148,31 @@ class Segment:
         return [] if data is None else parse_transaction_index(data, self.txn_index_path)
 
     def iter_headers(self, start_position: int = 0, allow_torn_tail: bool = False,
-                     verify: bool = False, end: Optional[int] = None) -> Iterator[BatchHeader]:
+                     verify: bool = False, end: Optional[int] = None,
+                     next_offset: Optional[int] = None) -> Iterator[BatchHeader]:
         """Batch headers from `start_position` on (to `end`, default the size), reading
         only the header bytes, or with `verify` each whole entry, whose checksum must
-        match before it is yielded."""
+        match before it is yielded. Offsets must increase from `next_offset` (default
+        the base offset)."""
         with self.store.reader(self.log_path, self.size, self.log_chunks) as reader:
             yield from iter_file_headers(reader, self.log_path, start_position,
                                          self.size if end is None else end,
-                                         allow_torn_tail, verify, self.base_offset)
+                                         allow_torn_tail, verify,
+                                         self.base_offset if next_offset is None else next_offset)
 
     def valid_end(self, verify: bool = False) -> int:
         """Where the valid data of this segment, taken as the active one, ends: at the
         first torn, zero-filled or unframeable entry, or before a last entry that fails
         its checksum (with `verify`). Planning cuts no split past it, so every split agrees on it.
-        Walks every header once (Kafka's recovery reads the whole active segment too)."""
+        Walks every header once (Kafka's recovery reads the whole active segment too): the
+        plain magic-2 batches of a local file with the compiled walk, the rest in Python."""
         if verify not in self._valid_ends:
+            start, next_offset, walked_last = self._walk_plain_batches()
             last = None
-            for last in self.iter_headers(0, allow_torn_tail=True):
+            for last in self.iter_headers(start, allow_torn_tail=True, next_offset=next_offset):
                 pass
+            if last is None and walked_last >= 0:
+                last = next(self.iter_headers(walked_last, allow_torn_tail=True), None)
             end = 0 if last is None else last.end_position
             if verify and last is not None:
                 with self.store.reader(self.log_path, self.size, self.log_chunks) as reader:
@@ -173,6 +181,24 @@ class Segment:
                     end = last.position
             self._valid_ends[verify] = end
         return self._valid_ends[verify]
+
+    def _walk_plain_batches(self) -> Tuple[int, int, int]:
+        """(where the compiled walk of whole, ordered magic-2 batches stopped, the offset
+        after the last it took, where that batch starts or -1): (0, base, -1) where the
+        file is not local or the walk is not built."""
+        if self.store.remote or self.log_chunks is not None or self.locations is not None:
+            return 0, self.base_offset, -1
+        from .fastpath import batch_header_walker
+
+        walk = batch_header_walker(allow_pure=False)
+        if walk is None:
+            return 0, self.base_offset, -1
+        with self.store.open_log(self.log_path, self.size) as data:
+            stop, last_start, rows = walk(data.view, 0, self.size, self.base_offset)
+        if last_start < 0:
+            return 0, self.base_offset, -1
+        last_offset = int.from_bytes(rows[-16:-8], sys.byteorder, signed=True)
+        return stop, last_offset + 1, last_start
 
     def found_valid_end(self, verify: bool, position: int) -> None:
         """Record where a walk of every header under the same rule (a streaming tail scan)

@@ -10,10 +10,13 @@ plans, every copy's batch headers must equal the leader's (base offset, last off
 CRC) up to that point and below the read's end; only headers are read, never records.
 Copies without leader epochs are compared over all that both hold.
 """
+import bisect
+from array import array
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from ..errors import CorruptLogError
 from ..format.entries import BatchHeader
+from ..format.fastpath import batch_header_walker
 from ..format.log import PartitionLog, discover_copies
 from ..storage import StoreConfig
 from .options import ReadOptions
@@ -76,61 +79,79 @@ def diverges_at(copy: PartitionLog, leader: PartitionLog) -> Optional[int]:
 def check_replicas(log: PartitionLog, start: int, end: int) -> None:
     """Every other copy of `log` holds the same batches in [start, end), as far as it
     holds the leader's data (see agreed_end); a CorruptLogError naming both files and
-    the offset otherwise."""
+    the offset otherwise. Magic-2 batch headers are walked by the compiled walk where the
+    segments are local files; what it leaves (legacy messages, a torn tail, a store)
+    is compared header by header in Python."""
+    spans = {}
     for copy in log.replicas:
         until = min(end, agreed_end(copy, log))
         begin = max(start, copy.start_offset)
-        if begin >= until:
+        if begin < until:
+            spans[id(copy)] = (begin, until)
+    if not spans:
+        return
+    # The leader's headers once, over the widest span, for every copy.
+    widest = (min(b for b, _ in spans.values()), max(u for _, u in spans.values()))
+    leader = _WalkedHeaders(log, *widest)
+    for copy in log.replicas:
+        if id(copy) not in spans:
             continue
-        _compare_headers(log, copy, _equal_bytes_until(log, copy, begin, until), until)
+        begin, until = spans[id(copy)]
+        theirs = _WalkedHeaders(copy, begin, until)
+        reached = min(leader.reached, theirs.reached, until)
+        if leader.rows(begin, reached) != theirs.rows(begin, reached):
+            _compare_headers(log, copy, begin, reached)  # names the files and the offset
+        _compare_headers(log, copy, max(begin, reached), until)
 
 
-# Bytes compared at a time where two copies lay a segment out alike.
-COMPARE_CHUNK_BYTES = 1 << 20
+_TRIPLE = 24  # bytes of one walked row: base offset, last offset, CRC (native int64 each)
 
 
-def _equal_bytes_until(log: PartitionLog, copy: PartitionLog, begin: int, until: int) -> int:
-    """An offset up to which `copy` is shown to hold the leader's batches from `begin` by
-    equal bytes at equal positions of segments with equal base offsets, from a position
-    both offset indexes give for `begin` (replication copies batches as they are, so
-    copies usually lay segments out alike). Past it, batch headers are compared."""
-    theirs = {segment.base_offset: segment for segment in copy.segments}
-    offset = begin
-    first = log.segment_index_for(begin)
-    for number, segment in enumerate(log.segments[first:], first):
-        other = theirs.get(segment.base_offset)
-        if segment.base_offset >= until or other is None or segment.store.remote or \
-                other.store.remote:
-            return offset
-        position = segment.offset_index.lookup(offset)[1]
-        if other.offset_index.lookup(offset)[1] != position:
-            return offset
-        following = log.segments[number + 1].base_offset if number + 1 < len(log.segments) \
-            else None
-        if following is not None and following <= until:
-            stop, reached = segment.size, following
-        else:
-            # Up to the last index entry below `until`: the batches before its position end
-            # below its offset (the few after it are compared by header).
-            reached, stop = segment.offset_index.lookup(until - 1)
-        if stop <= position or other.size < stop or \
-                not _same_bytes(segment, other, position, stop):
-            return offset
-        offset = max(offset, reached)
-        if following is None or following > until:
-            return offset
-    return offset
+class _WalkedHeaders:
+    """(base offset, last offset, CRC) of the batches of `log` holding offsets in
+    [begin, until), as far as the compiled walk goes (`reached`: until when it saw them
+    all), packed as the walk packs them, so that two copies compare as bytes."""
 
+    def __init__(self, log: PartitionLog, begin: int, until: int):
+        walk = batch_header_walker()
+        packed = []
+        reached = begin
+        first = log.segment_index_for(begin)
+        for number, segment in enumerate(log.segments[first:], first):
+            if segment.base_offset >= until or segment.store.remote or segment.log_chunks:
+                break
+            following = log.segments[number + 1].base_offset \
+                if number + 1 < len(log.segments) else None
+            # The offset index only where the span starts or ends inside this segment.
+            position = 0
+            if number == first and begin > segment.base_offset:
+                position = segment.offset_index.lookup(begin)[1]
+            end = segment.size
+            if following is None or following > until:
+                stop_at = segment.offset_index.position_after(until - 1)
+                end = segment.size if stop_at is None else min(stop_at, segment.size)
+            with segment.store.open_log(segment.log_path, segment.size) as data:
+                stop, _, rows = walk(data.view, position, end, segment.base_offset)
+            packed.append(rows)
+            if stop < end:
+                # An entry the walk does not take: the Python comparison goes on from it.
+                if rows:
+                    reached = max(reached, array("q", rows[-_TRIPLE:])[1] + 1)
+                break
+            if following is None or end < segment.size:
+                reached = until
+                break
+            reached = max(reached, following)
+        self.packed = b"".join(packed)
+        self.reached = min(reached, until)
+        triples = array("q", self.packed)
+        self._bases, self._lasts = triples[0::3], triples[1::3]
 
-def _same_bytes(mine, theirs, position: int, stop: int) -> bool:
-    with mine.store.reader(mine.log_path, mine.size) as left, \
-            theirs.store.reader(theirs.log_path, theirs.size) as right:
-        while position < stop:
-            length = min(COMPARE_CHUNK_BYTES, stop - position)
-            if left.pread(length, position) != right.pread(length, position):
-                return False
-            position += length
-    return True
+    def rows(self, begin: int, until: int) -> bytes:
+        """The packed rows of the batches holding offsets in [begin, until)."""
+        low = bisect.bisect_left(self._lasts, begin)
+        high = bisect.bisect_left(self._bases, until)
+        return self.packed[low * _TRIPLE:max(low, high) * _TRIPLE]
 
 
 def _compare_headers(log: PartitionLog, copy: PartitionLog, begin: int, until: int) -> None:

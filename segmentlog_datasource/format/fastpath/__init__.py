@@ -8,7 +8,7 @@ import warnings
 from .protocol import RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH
 
 __all__ = ["FastPathUnavailableWarning", "RUN_DONE", "RUN_END", "RUN_ENTRY_FOR_PYTHON",
-           "RUN_FLUSH", "make_accumulator"]
+           "RUN_FLUSH", "make_accumulator", "batch_header_walker"]
 
 
 class FastPathUnavailableWarning(RuntimeWarning):
@@ -42,3 +42,20 @@ def make_accumulator(include_headers: bool, use_fast_path: bool = True):
     from .pure import RecordAccumulator
 
     return RecordAccumulator(include_headers)
+
+
+def batch_header_walker(use_fast_path: bool = True, allow_pure: bool = True):
+    """v2_batch_headers(buffer, position, end, next_offset) -> (stop, last, rows): the
+    compiled walk when built and wanted (it is when make_accumulator's compiled class
+    loads), else its twin, or None without `allow_pure` (the caller's own walk is as fast)."""
+    if use_fast_path:
+        make_accumulator(False, True)  # loads the compiled module once, or warns once
+        if _compiled_accumulator:
+            from .compiled import v2_batch_headers
+
+            return v2_batch_headers
+    if not allow_pure:
+        return None
+    from .pure import v2_batch_headers
+
+    return v2_batch_headers

@@ -1247,11 +1247,83 @@ static PyTypeObject DecodedColumnsType = {
     .tp_as_sequence = &DecodedColumns_as_sequence,
 };
 
+/* ---------------------------------------------------------- batch headers */
+
+PyDoc_STRVAR(v2_batch_headers_doc,
+"v2_batch_headers(buffer, position, end, next_offset) -> (stop, last, rows)\n\n"
+"Walk the magic-2 batches of `buffer` from `position` while each lies whole before\n"
+"`end`, declares no negative count or offset delta, and starts at or past the offset\n"
+"after the previous one (`next_offset` first): rows is bytes of native int64 triples\n"
+"(base offset, last offset, CRC), one per batch; stop is where the walk stopped (`end`,\n"
+"or the first entry it does not take: the caller looks at it); last is where the last\n"
+"batch walked starts (-1: none). Nothing is checksummed.");
+
+static PyObject *
+fastrecords_v2_batch_headers(PyObject *Py_UNUSED(module), PyObject *const *args,
+                             Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "v2_batch_headers() takes 4 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    int64_t position, end, next_offset, last_start = -1;
+    if (as_int64(args[1], &position) < 0 || as_int64(args[2], &end) < 0 ||
+        as_int64(args[3], &next_offset) < 0)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (end > (int64_t)view.len)
+        end = (int64_t)view.len;
+    const uint8_t *data = (const uint8_t *)view.buf;
+    int64_t *rows = NULL;
+    size_t count = 0, capacity = 0;
+    while (position >= 0 && position + V2_HEADER_SIZE <= end) {
+        const uint8_t *entry = data + position;
+        int32_t length = (int32_t)be32(entry + V2_LENGTH);
+        if (entry[V2_MAGIC] != 2 || length < V2_HEADER_SIZE - LOG_OVERHEAD ||
+            position + LOG_OVERHEAD + (int64_t)length > end)
+            break;
+        int64_t base_offset = (int64_t)be64(entry + V2_BASE_OFFSET);
+        int32_t last_delta = (int32_t)be32(entry + V2_LAST_OFFSET_DELTA);
+        if (last_delta < 0 || (int32_t)be32(entry + V2_RECORD_COUNT) < 0 ||
+            base_offset < next_offset || base_offset > INT64_MAX - 1 - last_delta)
+            break;
+        if (count == capacity) {
+            size_t grown = capacity ? capacity * 2 : 1024;
+            int64_t *more = PyMem_RawRealloc(rows, grown * 3 * sizeof(int64_t));
+            if (more == NULL) {
+                PyMem_RawFree(rows);
+                PyBuffer_Release(&view);
+                return PyErr_NoMemory();
+            }
+            rows = more;
+            capacity = grown;
+        }
+        int64_t *row = rows + 3 * count++;
+        row[0] = base_offset;
+        row[1] = base_offset + last_delta;
+        row[2] = (int64_t)be32(entry + V2_CRC);
+        next_offset = row[1] + 1;
+        last_start = position;
+        position += LOG_OVERHEAD + (int64_t)length;
+    }
+    PyBuffer_Release(&view);
+    PyObject *packed = PyBytes_FromStringAndSize(
+        (const char *)rows, (Py_ssize_t)(count * 3 * sizeof(int64_t)));
+    PyMem_RawFree(rows);
+    if (packed == NULL)
+        return NULL;
+    return Py_BuildValue("(LLN)", (long long)position, (long long)last_start, packed);
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef fastrecords_functions[] = {
     {"checksum_matches", (PyCFunction)(void (*)(void))fastrecords_checksum_matches,
      METH_FASTCALL, checksum_matches_doc},
+    {"v2_batch_headers", (PyCFunction)(void (*)(void))fastrecords_v2_batch_headers,
+     METH_FASTCALL, v2_batch_headers_doc},
     {NULL},
 };
 

@@ -78,6 +78,7 @@ def _load_compiled():
 
 _fastrecords = _load_compiled()
 MalformedRecords, DecodedColumns = _fastrecords.MalformedRecords, _fastrecords.DecodedColumns
+v2_batch_headers = _fastrecords.v2_batch_headers
 
 _HEADER_ENTRY_FIELDS = list(HEADER_TYPE.value_type)
 _HEADER_KEY_TYPE = HEADER_TYPE.value_type.field("key").type

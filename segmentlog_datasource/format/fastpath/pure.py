@@ -4,6 +4,8 @@ Its decode_run() is the compiled twin's in Python: it walks the same plain batch
 stops at the same positions with the same states and rows, so scan_segment drives both
 accumulators alike.
 """
+import struct
+
 import pyarrow as pa
 
 from ...errors import CorruptLogError
@@ -11,7 +13,8 @@ from ..arrow import finish_batch
 from ..entries import BatchHeader
 from ..layout import (
     ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_TRANSACTIONAL, LOG_OVERHEAD, MAX_OFFSET,
-    V2_CRC_START, V2_HEADER, V2_HEADER_SIZE, V2_MAGIC,
+    V2_CRC_START, V2_HEAD, V2_HEADER, V2_HEADER_SIZE, V2_LAST_OFFSET_DELTA, V2_MAGIC,
+    V2_RECORD_COUNT,
 )
 from ..v2 import decode_v2_records
 from .protocol import RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH
@@ -136,3 +139,32 @@ class RecordAccumulator:
             if state:
                 return position, state
         return position, RUN_END
+
+
+_ROW = struct.Struct("=qqq")
+_INT32 = struct.Struct(">i")
+
+
+def v2_batch_headers(buffer, position: int, end: int, next_offset: int):
+    """The compiled v2_batch_headers in Python: (stop, last, rows), rows packed as native
+    int64 triples (base offset, last offset, CRC) of the whole magic-2 batches from
+    `position` with offsets in order from `next_offset`, stopping at `end` or at the
+    first entry it does not take; last is where the last batch walked starts (-1: none)."""
+    view = memoryview(buffer)
+    end = min(end, len(view))
+    rows = bytearray()
+    last_start = -1
+    while 0 <= position and position + V2_HEADER_SIZE <= end:
+        base, length, _, magic, crc = V2_HEAD.unpack_from(view, position)
+        if magic != 2 or length < _MIN_V2_LENGTH or position + LOG_OVERHEAD + length > end:
+            break
+        last_delta = _INT32.unpack_from(view, position + V2_LAST_OFFSET_DELTA)[0]
+        count = _INT32.unpack_from(view, position + V2_RECORD_COUNT)[0]
+        if last_delta < 0 or count < 0 or base < next_offset or \
+                base + last_delta >= MAX_OFFSET:
+            break
+        rows += _ROW.pack(base, base + last_delta, crc)
+        next_offset = base + last_delta + 1
+        last_start = position
+        position += LOG_OVERHEAD + length
+    return position, last_start, bytes(rows)
