@@ -569,15 +569,17 @@ class PartitionLog:
         """Earliest offset whose record timestamp is >= `timestamp`, found as Kafka finds it.
 
         The first segment whose largest timestamp reaches the target is searched from the
-        time index entry below the target; None when no record is that recent.
+        time index entry below the target, never below the log start; None when no record
+        is that recent.
         """
         from .scan import first_offset_at_or_after_time
 
-        for segment in self.segments:
+        start = self.start_offset
+        for segment in self.segments[self.segment_index_for(start):]:
             max_ts = segment.time_index.max_timestamp
             if not self.is_last(segment) and max_ts is not None and max_ts < timestamp:
                 continue
-            found = first_offset_at_or_after_time(self, segment, timestamp)
+            found = first_offset_at_or_after_time(self, segment, timestamp, start)
             if found is not None:
                 return found
         return None

@@ -325,11 +325,13 @@ def _check_next_entry(view, pos: int, size: int, path, next_offset: int,
     check_offset_order(header, next_offset, path)
 
 
-def first_offset_at_or_after_time(log, segment, timestamp: int) -> Optional[int]:
-    """In one segment, the offset of the first record with timestamp >= `timestamp`."""
+def first_offset_at_or_after_time(log, segment, timestamp: int, from_offset: int = 0
+                                  ) -> Optional[int]:
+    """In one segment, the offset of the first record at or past `from_offset` (the log
+    start) with timestamp >= `timestamp`."""
     _, indexed_offset = segment.time_index.lookup(timestamp)
     index = segment.offset_index
-    entry_offset, position = index.lookup(indexed_offset)
+    entry_offset, position = index.lookup(max(indexed_offset, from_offset))
     number = bisect.bisect_left(index.positions, position)
     if number < len(index) and index.positions[number] == position and \
             index.offsets[number] == entry_offset:
@@ -350,11 +352,11 @@ def first_offset_at_or_after_time(log, segment, timestamp: int) -> Optional[int]
             if not header.record_count:
                 continue
             data = batch_records_payload(view, header.position, header, segment.log_path)
-            decode_v2_records(data, header.record_count, header, finder, 0, MAX_OFFSET,
-                              segment.log_path)
+            decode_v2_records(data, header.record_count, header, finder, from_offset,
+                              MAX_OFFSET, segment.log_path)
         else:
-            decode_legacy_message(view, header.position, header, finder, 0, MAX_OFFSET,
-                                  False, segment.log_path)
+            decode_legacy_message(view, header.position, header, finder, from_offset,
+                                  MAX_OFFSET, False, segment.log_path)
         if finder.offset is not None:
             return finder.offset
     return None

@@ -200,7 +200,7 @@ def plan_ranges(logs: List[PartitionLog], ranges: Dict, read: ReadOptions,
         if log.topic_partition not in ranges:
             continue
         start, end = ranges[log.topic_partition]
-        start = max(start, constraints.offset_low)
+        start = max(start, constraints.offset_low, log.start_offset)
         end = min(end, constraints.offset_high)
         if constraints.offset_values is not None:
             if not constraints.offset_values:

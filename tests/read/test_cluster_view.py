@@ -347,3 +347,21 @@ def test_a_stream_follows_the_high_watermark_and_reports_a_log_start_past_its_po
     third = lenient.latest_offsets(second, None)
     assert third == {("orders", 0): 491} and warnings
     assert offsets_of(stream_rows(lenient, second, third)["orders-0"]) == list(range(470, 491))
+
+
+def test_timestamp_lookups_never_start_below_the_log_start():
+    from segmentlog_datasource import time_range
+
+    records = PARTITIONS["deleted-0"]["consumer_records"]
+    logs = {f"{log.topic}-{log.partition}": log for log in consumer_partitions(disks.broker_dirs())}
+    # A time before every record: Kafka's offsetsForTimes answers the log start, not the
+    # first offset of the segment that still holds older records.
+    assert logs["deleted-0"].offset_for_timestamp(0) == 197
+    got = read_rows(disks.broker_dirs(), subscribe="deleted", startingTimestamp="0")
+    assert got["deleted-0"] == disks.expected("deleted-0")
+    middle = records[len(records) // 2]
+    after_all = max(r["timestamp"] for r in records) + 1
+    options = time_range(middle["timestamp"], after_all, topics=["deleted"])
+    got = read_rows(disks.broker_dirs(), **options)
+    first = next(r["offset"] for r in records if r["timestamp"] >= middle["timestamp"])
+    assert got["deleted-0"] == disks.expected("deleted-0", lo=first)
