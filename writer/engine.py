@@ -36,6 +36,8 @@ _KWARG_OPTIONS = {
     "index_interval_bytes": "index.interval.bytes",
     "timestamp_type": "message.timestamp.type",
     "max_message_bytes": "max.message.bytes",
+    "leader_epoch": "leaderEpoch",
+    "topic_id": "topicId",
 }
 
 
@@ -45,8 +47,9 @@ class SegmentLogWriter:
     `topic` applies to every row (like the Spark `topic` option); without it the data
     needs a `topic` column. Options take Python names (`num_partitions`, `compression`,
     `batch_size`, `segment_bytes`, `segment_ms`, `segment_index_bytes`,
-    `index_interval_bytes`, `timestamp_type`, `max_message_bytes`) or Kafka names in
-    `options` (`{"compression.type": "zstd", "segment.bytes": 1 << 20}`).
+    `index_interval_bytes`, `timestamp_type`, `max_message_bytes`, `leader_epoch`,
+    `topic_id`) or Kafka names in `options` (`{"compression.type": "zstd",
+    "segment.bytes": 1 << 20}`).
     """
 
     def __init__(self, logdir: str, topic: Optional[str] = None, *, mode: str = "append",

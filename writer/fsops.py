@@ -1,5 +1,6 @@
 """File system calls the writer needs beyond `os`: an atomic directory exchange, in-kernel
-ranged copies, positional reads, and a tree removal that tolerates stragglers.
+ranged copies, positional reads, a tree removal that tolerates stragglers, and small
+files replaced whole (the checkpoint files a write keeps beside its segments).
 
 Each falls back (or reports that it cannot help) where the platform lacks the call.
 """
@@ -9,7 +10,7 @@ import shutil
 import time
 import uuid
 
-from .errors import WriteError
+from .errors import WriteError, raise_out_of_space
 
 
 # ------------------------------------------------------------------ rename exchange
@@ -125,3 +126,59 @@ def remove_staging(path: str) -> None:
     except OSError:
         aside = path
     remove_tree(aside)
+
+
+# ------------------------------------------------------------- small files in place
+
+def fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def temporary_name(path: str) -> str:
+    """Where `replace_file` stages `path`'s new content (Kafka's name for it too). One
+    name per file, so a copy a killed process left is overwritten by the next update."""
+    return path + ".tmp"
+
+
+def replace_file(path: str, data: bytes) -> None:
+    """Replace `path` with `data` as Kafka replaces its checkpoint files: written to a
+    temporary file beside it, fsynced, renamed over it, and the directory fsynced, so a
+    reader (or a crash) finds the old content or the new, never part of either. A space
+    error is an OutOfSpaceError naming `path`."""
+    temporary = temporary_name(path)
+    try:
+        try:
+            fd = os.open(temporary, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.rename(temporary, path)
+        except BaseException:
+            remove_if_there(temporary)
+            raise
+        fsync_dir(os.path.dirname(path))
+    except OSError as exc:
+        raise_out_of_space(exc, path)
+        raise
+
+
+def remove_file(path: str) -> None:
+    """Delete `path` (if there) durably: the directory is fsynced afterwards."""
+    if remove_if_there(path):
+        fsync_dir(os.path.dirname(path))
+
+
+def remove_if_there(path: str) -> bool:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    return True

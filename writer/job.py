@@ -4,6 +4,7 @@ indexes, publish) and abort.
 Layout inside the log dir while a write runs:
 
     .segmentlog-lock-<topic>            one per topic being written (locks.py)
+    .segmentlog-lock-.checkpoints       while a publish updates the offset checkpoints
     .segmentlog-staging-<job>/          the job's private area; readers skip dot-names
         owner.json                      the process the write belongs to (locks.py)
         task-*.batches                  each task attempt's encoded batches (task.py)
@@ -13,8 +14,9 @@ Layout inside the log dir while a write runs:
 Commit orders the tasks' outputs by task index, gives each partition contiguous offsets
 from its log end offset, rolls segments and places index entries as a broker does
 (segments.py), copies the batches into final segment files (assembly.py) and publishes
-them with renames (publish.py), journaled first. A failure before the last rename undoes
-the renames done so far; abort and every failure remove the staging directory. A process
+them with renames (publish.py), journaled first, then updates the checkpoint files a
+broker keeps beside them (checkpointing.py). A failure before that is done undoes what
+was done so far; abort and every failure remove the staging directory. A process
 killed while publishing leaves the journal: abort (Spark's, from another process) rolls
 that publish back, and a later write, once the owner is gone, finishes it (locks.py).
 """
@@ -26,10 +28,18 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import InvalidOptionError
+from ..format.checkpoints import (
+    LEADER_EPOCH_FILE, PARTITION_METADATA_FILE, format_leader_epochs, format_partition_metadata,
+)
 from ..format.log import SEGMENT_NAME, partition_dir_name
 from ..format.paths import local_path
 
 from .assembly import StagedBatches, write_segment
+from .checkpointing import (
+    NEW_PARTITION, CheckpointChanges, EpochHistory, choose_epoch, choose_topic_id,
+    epoch_history, read_optional, relative_partition_file, replaced_partition_epoch,
+    write_new_partition_files,
+)
 from .errors import (
     ConcurrentWriteError, InvalidInputError, WriteAbortedError, WriteError, raise_out_of_space,
 )
@@ -51,7 +61,7 @@ from .segments import SegmentPlan, plan_segments
 from .task import TaskResult, TaskSpec, TaskWriter, check_inferred_count
 
 MODES = ("append", "overwrite")
-DEFAULT_LEADER_EPOCH = 0
+DEFAULT_LEADER_EPOCH = 0  # a new partition's (objectstore.py; checkpointing.py here)
 _JOB_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
@@ -190,6 +200,11 @@ class WriteJob:
         if existing and self.mode == "append":
             for partition in existing:
                 inspect_tail(partition_dir(self.logdir, topic, partition))
+        if existing and (self.options.leader_epoch is not None or
+                         self.options.topic_id is not None):
+            self._topic_id(topic, existing)  # raises on a topicId the topic does not have
+            for partition in existing:
+                self._epoch_history(topic, partition, appending=self.mode == "append")
 
     # --------------------------------------------------------------------- tasks
     def task_writer(self, task_index: int = 0, attempt: int = 0) -> TaskWriter:
@@ -242,15 +257,23 @@ class WriteJob:
                         acquire_lock(self.logdir, topic, self.job_id, self.mode, self.under_jvm)
                         locked_here.append(topic)
                 self._check_unchanged(sorted(topics))
+                if self.options.topic_id is not None and len(topics) > 1:
+                    raise InvalidOptionError(
+                        f"option 'topicId' gives one topic's id, but this write writes "
+                        f"topics {', '.join(sorted(topics))}; write them one at a time",
+                        "topicId")
                 publish_root = os.path.join(self.staging_dir, "publish")
                 _make_dirs(publish_root)
                 summary = CommitSummary(self.logdir, self.mode)
                 actions: List[PublishAction] = []
+                # read now, under the topic locks: the entries this write replaces
+                checkpoints = CheckpointChanges(self.logdir)
                 for topic in sorted(topics):
-                    self._prepare_topic(topic, ordered, publish_root, summary, actions)
+                    self._prepare_topic(topic, ordered, publish_root, summary, actions,
+                                        checkpoints)
                 if before_publish is not None:
                     before_publish(summary)
-                publish(actions, self.staging_dir, self.logdir, self.job_id)
+                publish(actions, self.staging_dir, self.logdir, self.job_id, checkpoints)
             except OSError as exc:  # one the steps above have not named (before_publish's)
                 raise_out_of_space(exc, self.staging_dir, "writing into")
                 raise
@@ -287,27 +310,45 @@ class WriteJob:
     def _topic_count(self, topic: str, ordered: List[TaskResult]) -> int:
         return settled_partition_count(self.spec, topic, ordered, self.logdir)
 
-    def _prepare_topic(self, topic, ordered, publish_root, summary, actions) -> None:
+    def _topic_id(self, topic: str, existing: List[int]) -> str:
+        """The topic's id: the topicId option's, the one it has, or a new one. An overwrite
+        replaces the partitions, so a damaged partition.metadata does not stop it."""
+        return choose_topic_id(self.options.topic_id, self.logdir, topic, existing,
+                               strict=self.mode == "append")
+
+    def _epoch_history(self, topic: str, partition: int, appending: bool
+                       ) -> Tuple[EpochHistory, int, int]:
+        """(the partition's epochs, the write's epoch, the offset it starts at) for a
+        partition of the topic as it exists, or a new one."""
+        target = partition_dir(self.logdir, topic, partition)
+        if appending:
+            tail = inspect_tail(target)
+            start = tail.log_end_offset
+            history = epoch_history(target, start, tail.leader_epoch)
+        elif partition in self.existing_partitions.get(topic, []):
+            start = 0  # an overwrite: epochs go on growing, from the replaced partition's
+            history = EpochHistory([], None, replaced_partition_epoch(target))
+        else:
+            start, history = 0, NEW_PARTITION
+        return history, choose_epoch(self.options.leader_epoch, history.current, target), start
+
+    def _prepare_topic(self, topic, ordered, publish_root, summary, actions,
+                       checkpoints: CheckpointChanges) -> None:
         count = self._topic_count(topic, ordered)
         existing = self.existing_partitions.get(topic, [])
         appending = self.mode == "append" and bool(existing)
         if appending:
             check_num_partitions(count, topic, partition_count(self.logdir, topic, existing))
         options = self.options
+        topic_id = self._topic_id(topic, existing)
         for partition in range(count):
             pieces = [(r.file, r.partitions[(topic, partition)]) for r in ordered
                       if (topic, partition) in r.partitions]
             target = partition_dir(self.logdir, topic, partition)
             staged = os.path.join(publish_root, partition_dir_name(topic, partition))
-            if appending:
-                if not pieces:
-                    continue
-                tail = inspect_tail(target)
-                start, epoch = tail.log_end_offset, tail.leader_epoch
-                if epoch < 0:
-                    epoch = DEFAULT_LEADER_EPOCH
-            else:
-                start, epoch = 0, DEFAULT_LEADER_EPOCH
+            if appending and not pieces:
+                continue
+            history, epoch, start = self._epoch_history(topic, partition, appending)
             batches = StagedBatches.gather(pieces)
             plans = plan_segments(
                 start, batches.sizes, batches.record_counts, batches.max_timestamps,
@@ -321,6 +362,18 @@ class WriteJob:
             offsets = batches.base_offsets(start)
             for plan in plans:
                 write_segment(staged, plan, self.staging_dir, batches, offsets, epoch)
+            if appending:  # the directory stays: its files change once the segments are in
+                checkpoints.partition_file(
+                    relative_partition_file(topic, partition, LEADER_EPOCH_FILE),
+                    history.file_data, format_leader_epochs(history.extended(epoch, start)))
+                if read_optional(os.path.join(target, PARTITION_METADATA_FILE)) is None:
+                    checkpoints.partition_file(
+                        relative_partition_file(topic, partition, PARTITION_METADATA_FILE),
+                        None, format_partition_metadata(topic_id))
+            else:
+                write_new_partition_files(staged, epoch, topic_id)
+            checkpoints.published(topic, partition, plans[-1].next_offset,
+                                  recreated=not appending)
             summary.partitions.append(PartitionSummary(
                 topic, partition, start, plans[-1].next_offset, int(batches.record_counts.sum()),
                 [p.base_offset for p in plans],
@@ -338,6 +391,7 @@ class WriteJob:
                     actions.append(RemovePartitionDir(
                         partition_dir(self.logdir, topic, partition),
                         trash_path(self.staging_dir, topic, partition)))
+                    checkpoints.dropped(topic, partition)
 
     # -------------------------------------------------------------------- abort
     def abort(self) -> None:

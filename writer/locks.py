@@ -15,7 +15,8 @@ import os
 import socket
 import time
 import uuid
-from typing import List, Optional, Tuple
+from contextlib import contextmanager
+from typing import Iterator, List, Optional, Tuple
 
 from .errors import ConcurrentWriteError, raise_out_of_space
 from .fsops import REMOVING_MARK, remove_staging, remove_tree
@@ -247,6 +248,44 @@ def acquire_lock(logdir: str, topic: str, job_id: str, mode: str,
             f"{os.path.join(logdir, holder.get('staging', STAGING_PREFIX + '*'))}"
         ) from None
     raise ConcurrentWriteError(f"could not take the lock {path}")  # pragma: no cover
+
+
+CHECKPOINTS_LOCK = LOCK_PREFIX + ".checkpoints"
+CHECKPOINTS_LOCK_WAIT_SECONDS = 60.0
+
+
+@contextmanager
+def checkpoints_lock(logdir: str,
+                     wait_seconds: float = CHECKPOINTS_LOCK_WAIT_SECONDS) -> Iterator[str]:
+    """Hold the log dir's checkpoint lock, waiting while another publish holds it.
+
+    Its owner is this process (it is held only while this process updates the files): one
+    a killed process left is taken over once that process is gone, as a topic lock is.
+    """
+    path = os.path.join(logdir, CHECKPOINTS_LOCK)
+    job = f"checkpoints-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    content = json.dumps(dict(owner_info(), job=job, mode="checkpoints")).encode("utf-8")
+    deadline = time.monotonic() + wait_seconds
+    pause = 0.001
+    while not _create_lock(path, content):
+        holder = read_lock(path)
+        if _is_stale(path, holder) and _break_stale_lock(logdir, path, holder):
+            continue
+        if time.monotonic() > deadline:
+            described = ", ".join(f"{k} {holder[k]}" for k in ("host", "pid") if k in holder)
+            raise ConcurrentWriteError(
+                f"the checkpoint files of {logdir} stayed locked for {wait_seconds:.0f} s by "
+                f"{path} ({described or 'no owner readable'}); another write is updating "
+                f"them, or one on another machine was killed doing so: if no write is "
+                f"running, delete {path}"
+            )
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+    try:
+        yield path
+    finally:
+        if read_lock(path).get("job") == job:
+            _unlink(path)
 
 
 def release_lock(logdir: str, topic: str, job_id: str) -> bool:

@@ -7,6 +7,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from ..errors import InvalidOptionError, UnsupportedFormatError, did_you_mean
 from ..format import compression
+from ..format.checkpoints import parse_topic_id
 from ..format.layout import CREATE_TIME, INT32_MAX, INT64_MAX, LOG_APPEND_TIME, TIMESTAMP_TYPE_NAMES
 
 # A topic's message.timestamp.type is one of these two (NoTimestampType is magic 0 only).
@@ -26,6 +27,7 @@ _INT_OPTIONS = {
     "index.interval.bytes": ("index_interval_bytes", 0, INT32_MAX),
     "max.message.bytes": ("max_message_bytes", 0, INT32_MAX),
     "numpartitions": ("num_partitions", 1, INT32_MAX),
+    "leaderepoch": ("leader_epoch", 0, INT32_MAX),
 }
 _LEVEL_OPTIONS = {
     "compression.gzip.level": compression.GZIP,
@@ -35,7 +37,7 @@ _LEVEL_OPTIONS = {
 # Options the caller (Spark adapter or engine) consumes itself.
 PASSTHROUGH_OPTIONS = {"path", "topic"}
 KNOWN_OPTIONS = sorted(
-    ["compression.type", "message.timestamp.type", *_INT_OPTIONS, *_LEVEL_OPTIONS,
+    ["compression.type", "message.timestamp.type", "topicid", *_INT_OPTIONS, *_LEVEL_OPTIONS,
      *PASSTHROUGH_OPTIONS]
 )
 
@@ -68,6 +70,9 @@ class WriteOptions:
     timestamp_type: int = CREATE_TIME
     max_message_bytes: int = 1048588
     num_partitions: Optional[int] = None
+    # the partitions' leader epoch (None: each partition's current one, 0 when new)
+    leader_epoch: Optional[int] = None
+    topic_id: Optional[str] = None  # None: the topic's own id, or a new one
 
     @property
     def compression_level(self) -> Optional[int]:
@@ -94,6 +99,8 @@ class WriteOptions:
                 values["compression"] = parse_compression(raw_value)
             elif key == "message.timestamp.type":
                 values["timestamp_type"] = parse_timestamp_type(raw_value)
+            elif key == "topicid":
+                values["topic_id"] = parse_topic_id_option(raw_key, raw_value)
             elif key in _INT_OPTIONS:
                 attribute, low, high = _INT_OPTIONS[key]
                 values[attribute] = parse_int(raw_key, raw_value, low, high)
@@ -120,6 +127,24 @@ def parse_int(name, value, low, high) -> int:
             f"option {name!r} must be between {low} and {high}, got {number}"
         )
     return number
+
+
+ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"  # Kafka's "no topic id"
+
+
+def parse_topic_id_option(name, value) -> str:
+    """A topic id as Kafka prints one: 22 characters of URL-safe base64, not all zeros."""
+    text = str(value).strip() if isinstance(value, str) else value
+    if not isinstance(text, str) or parse_topic_id(text) is None:
+        raise InvalidOptionError(
+            f"option {name!r} must be a topic id as Kafka prints one (22 characters of "
+            f"URL-safe base64: letters, digits, '-' and '_', e.g. 'XGBQv5S8Qx2DwdJ1M0g0vA'), "
+            f"got {value!r}", "topicId")
+    if text == ZERO_TOPIC_ID:
+        raise InvalidOptionError(
+            f"option {name!r} is {text}, the all-zero id Kafka keeps for 'no topic id'",
+            "topicId")
+    return text
 
 
 def parse_compression(value) -> int:

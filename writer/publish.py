@@ -13,6 +13,9 @@ in reverse. A process killed in between undoes nothing, so whoever next finds th
 publish, or rolls it back when the journal says a rollback had begun. Each step is
 recognised as done or not by the inode at its source and destination, so recovery can
 run (and be killed) any number of times.
+
+The journal also holds the publish's checkpoint changes (checkpointing.py): made once
+every rename is done, whoever finishes the publish; undone before any rename is undone.
 """
 import fcntl
 import json
@@ -26,13 +29,15 @@ from typing import List, Optional
 from ..format.log import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, \
     partition_dir_name, segment_file_name
 
+from .checkpointing import CheckpointChanges
 from .errors import SPACE_ERRNOS, ConcurrentWriteError, WriteError, raise_out_of_space
 from .fsops import rename_exchange
 
 JOURNAL = "publish-journal.json"  # in the staging directory while publishing runs
 ROLLBACK = "publish-rollback"  # beside it: a rollback had begun, recovery rolls back
 JOURNAL_VERSION = 1
-# Test hook: the process SIGKILLs itself right after its Nth publishing rename (kill tests).
+# Test hook: the process SIGKILLs itself right after its Nth publishing rename (kill tests),
+# a checkpoint file's replacement counting as one.
 KILL_HOOK = "SEGMENTLOG_TEST_KILL_AT_STEP"
 
 
@@ -208,8 +213,12 @@ def _finish_journal(staging_dir: str, fd: int) -> None:
         os.close(fd)
 
 
-def publish(actions: List[PublishAction], staging_dir: str, logdir: str, job_id: str = "") -> None:
-    """Apply every action in order, journaled; on failure undo those applied and re-raise."""
+def publish(actions: List[PublishAction], staging_dir: str, logdir: str, job_id: str = "",
+            checkpoints: Optional[CheckpointChanges] = None) -> None:
+    """Apply every action in order, then the checkpoint changes, journaled; on failure
+    undo what was applied and re-raise."""
+    if checkpoints is None:
+        checkpoints = CheckpointChanges()
     steps = []
     for action in actions:
         steps.extend(action.steps())
@@ -217,16 +226,19 @@ def publish(actions: List[PublishAction], staging_dir: str, logdir: str, job_id:
                                                          "trash") else v)
                  for k, v in step.items()} for step in steps]
     fd = _write_journal(os.path.join(staging_dir, JOURNAL),
-                        {"version": JOURNAL_VERSION, "job": job_id, "steps": relative})
+                        {"version": JOURNAL_VERSION, "job": job_id, "steps": relative,
+                         "checkpoints": checkpoints.to_journal()})
     runner = _Runner(logdir)
     done = 0
     try:
         for step in relative:
             runner.forward(step)
             done += 1
+        checkpoints.apply(logdir, forward=True, after_rename=runner._done_rename)
     except BaseException as exc:
         try:
             _mark_rollback(staging_dir)
+            checkpoints.apply(logdir, forward=False)  # nothing claimed is unpublished
             for step in reversed(relative[:done + 1]):  # the failed step may be half done
                 runner.backward(step)
         except BaseException as undo_error:
@@ -280,13 +292,16 @@ def recover(staging_dir: str, logdir: str, roll_back: bool = False,
             backward = roll_back or os.path.exists(os.path.join(staging_dir, ROLLBACK))
             runner = _Runner(logdir)
             runner.kill_at = None  # the hook is for publishing, not recovery
+            checkpoints = CheckpointChanges.from_journal(journal.get("checkpoints"))
             if backward:
                 _mark_rollback(staging_dir)
+                checkpoints.apply(logdir, forward=False)
                 for step in reversed(journal["steps"]):
                     runner.backward(step)
             else:
                 for step in journal["steps"]:
                     runner.forward(step)
+                checkpoints.apply(logdir, forward=True)  # the publish is complete only now
             os.unlink(path)
             try:
                 os.unlink(os.path.join(staging_dir, ROLLBACK))

@@ -23,7 +23,9 @@ partition directory did not exist). A commit, under the sink lock:
    "before" means it was not (the intent is dropped); anything else is an error;
 2. discards a batch whose id is not above the committed one (a replay);
 3. plans the append, records the intent, publishes, records the batch as committed,
-   each record replaced atomically (temporary file, fsync, rename);
+   each record replaced atomically (temporary file, fsync, rename). Publishing includes
+   the log dir's checkpoints (checkpointing.py): a streaming reader of the log dir, which
+   stops at the high watermark, sees the batch once they are updated;
 4. removes the batch's staging directories, and those of earlier batches of the query
    (attempts that never reported, from any run). Staging directories record the driver
    as their owner, so those of a dead driver go with any later write's clean-up.

@@ -24,6 +24,10 @@ from support.kafka_logs import (
 HEADERS = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 T0 = 1_700_000_000_000
 WRITE_TIME = 1_750_000_000_000
+# What a write leaves beside the partition directories, and in each of them (#21)
+LOG_DIR_FILES = ["log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
+                 "replication-offset-checkpoint"]
+PARTITION_FILES = ["leader-epoch-checkpoint", "partition.metadata"]
 
 
 @pytest.fixture
@@ -129,7 +133,8 @@ def test_round_trip_every_codec(logdir, codec):
                 ScanOptions()):
                 got.extend(zip(batch.column("offset").to_pylist(), batch.column("value").to_pylist()))
         assert got == [(r[0], r[4]) for r in decoded[(log.topic, log.partition)]]
-    assert sorted(os.listdir(logdir)) == ["events-0", "events-1", "events-2"]
+    assert sorted(os.listdir(logdir)) == sorted(["events-0", "events-1", "events-2"] +
+                                                LOG_DIR_FILES)
 
 
 def test_null_keys_spread_over_partitions(logdir):
@@ -244,11 +249,11 @@ def test_overwrite_replaces_only_the_written_topic(logdir):
 
 def test_new_topic_gets_every_partition_and_empty_ones_fill_later(logdir):
     write_log(logdir, pa.table({"key": [b"a"], "value": [b"1"]}), topic="t", num_partitions=4)
-    assert sorted(os.listdir(logdir)) == [f"t-{p}" for p in range(4)]
+    assert sorted(os.listdir(logdir)) == LOG_DIR_FILES + [f"t-{p}" for p in range(4)]
     for p in range(4):
         files = sorted(os.listdir(os.path.join(logdir, f"t-{p}")))
         assert files == ["00000000000000000000.index", "00000000000000000000.log",
-                         "00000000000000000000.timeindex"]
+                         "00000000000000000000.timeindex"] + PARTITION_FILES
     empty = [p for p in range(4) if p != kafka_partition(b"a", 4)][0]
     write_log(logdir, pa.table({"value": [b"2"], "partition": pa.array([empty], pa.int32())}),
               topic="t")
@@ -257,16 +262,29 @@ def test_new_topic_gets_every_partition_and_empty_ones_fill_later(logdir):
     assert segments_of(os.path.join(logdir, f"t-{empty}")) == [0]
 
 
+def _listing(logdir):
+    """Each partition directory's names, and the bytes of each file beside them."""
+    found = {}
+    for name in os.listdir(logdir):
+        path = os.path.join(logdir, name)
+        if os.path.isdir(path):
+            found[name] = sorted(os.listdir(path))
+        else:
+            with open(path, "rb") as handle:
+                found[name] = handle.read()
+    return found
+
+
 def test_nothing_is_visible_before_commit_and_abort_leaves_no_trace(logdir):
     write_log(logdir, pa.table({"value": [b"a"] * 10}), topic="t", num_partitions=1)
-    before = {name: sorted(os.listdir(os.path.join(logdir, name))) for name in os.listdir(logdir)}
+    before = _listing(logdir)
     writer = SegmentLogWriter(logdir, "t")
     writer.write_table(pa.table({"value": [b"b"] * 100000}))
     writer.write_table(pa.table({"value": [b"c"] * 10}))
     assert len(decode_partition(os.path.join(logdir, "t-0"))) == 10
     assert discover_partitions([logdir])[0].end_offset() == 10
     writer.abort()
-    assert {name: sorted(os.listdir(os.path.join(logdir, name))) for name in os.listdir(logdir)} == before
+    assert _listing(logdir) == before
     with pytest.raises(WriteAbortedError):
         writer.write_table(pa.table({"value": [b"d"]}))
     # an exception inside the with-block aborts; a new log dir disappears again
@@ -314,7 +332,7 @@ def test_duplicate_task_attempts_are_written_once(logdir):
     summary = job.commit(results)
     assert summary.records == 107
     assert sum(len(r) for r in decode_logdir(logdir).values()) == 107
-    assert sorted(os.listdir(logdir)) == ["t-0", "t-1"]
+    assert sorted(os.listdir(logdir)) == LOG_DIR_FILES + ["t-0", "t-1"]
 
 
 def test_task_order_decides_offsets(logdir):
@@ -374,9 +392,12 @@ def test_without_copy_file_range_or_renameat2_the_log_is_the_same(tmp_path, monk
 
     def write(path):
         common = dict(write_time_ms=WRITE_TIME, segment_bytes=60_000, batch_size=4096)
-        write_log(path, to_table(rows[:1000]), topic="t", num_partitions=3, **common)
+        # (fixed topic ids: a new topic's is random)
+        write_log(path, to_table(rows[:1000]), topic="t", num_partitions=3,
+                  topic_id="VGhlIHRvcGljIHQgaWQuLg", **common)
         write_log(path, to_table(rows[1000:1500]), topic="t", **common)  # append
-        write_log(path, to_table(rows[1500:]), topic="u", num_partitions=2, **common)
+        write_log(path, to_table(rows[1500:]), topic="u", num_partitions=2,
+                  topic_id="VGhlIHRvcGljIHUgaWQuLg", **common)
         write_log(path, to_table(rows[:300]), topic="u", mode="overwrite", **common)
         return _tree_bytes(path)
 
@@ -419,8 +440,11 @@ def test_write_rows_and_deterministic_output(tmp_path):
              "headers": [("h", b"1")]},
             {"key": None, "value": b"\x00", "timestamp": T0, "headers": {"a": None}}]
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
-    write_log(a, rows, topic="t", num_partitions=1, write_time_ms=WRITE_TIME)
-    write_log(b, rows, topic="t", num_partitions=1, write_time_ms=WRITE_TIME)
+    # (a fixed topic id: a new topic's is random)
+    write_log(a, rows, topic="t", num_partitions=1, write_time_ms=WRITE_TIME,
+              topic_id="VGhlIHRvcGljIHQgaWQuLg")
+    write_log(b, rows, topic="t", num_partitions=1, write_time_ms=WRITE_TIME,
+              topic_id="VGhlIHRvcGljIHQgaWQuLg")
     records = decode_partition(os.path.join(a, "t-0"))
     assert [(r[1], r[3], r[4], r[5]) for r in records] == [
         (1704164645000, b"k", b"v", [("h", b"1")]), (T0, None, b"\x00", [("a", None)])]
@@ -484,7 +508,7 @@ def test_a_killed_write_leaves_nothing_a_later_write_trips_over(logdir):
     # the next write recognises the dead owner, clears its leftovers and appends
     summary = write_log(logdir, pa.table({"value": [b"new"]}), topic="t")
     assert summary.offsets()[("t", 0)] == (3, 4)
-    assert sorted(os.listdir(logdir)) == ["t-0"]
+    assert sorted(os.listdir(logdir)) == LOG_DIR_FILES + ["t-0"]
     assert [r[4] for r in decode_partition(os.path.join(logdir, "t-0"))] == [b"kept"] * 3 + [b"new"]
 
 
@@ -493,7 +517,8 @@ def test_a_partition_directory_is_not_a_log_dir(logdir):
     with pytest.raises(InvalidOptionError, match="it is a partition directory, not a log dir"):
         write_log(os.path.join(logdir, "t-0"), pa.table({"value": [b"v"]}), topic="t")
     assert sorted(os.listdir(os.path.join(logdir, "t-0"))) == [
-        "00000000000000000000.index", "00000000000000000000.log", "00000000000000000000.timeindex"]
+        "00000000000000000000.index", "00000000000000000000.log", "00000000000000000000.timeindex"
+    ] + PARTITION_FILES
 
 
 def test_topic_option_overrides_the_topic_column(logdir):

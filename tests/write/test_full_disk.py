@@ -7,7 +7,8 @@ is gone, a write succeeds and reads back.
 Sweeping k a page (an inode) at a time makes the write fail at each of its allocations in
 turn: the lock file, its owner file, the staged batches, each segment's .index,
 .timeindex and .log, the publish journal (and, for inodes, the lock's hard link and the
-publish directories). On tmpfs a rename needs neither a page nor an inode, so the
+publish directories), then, after the renames, the log dir's checkpoint lock and the
+temporary copy of a checkpoint file it replaces (#21), which undoes the publish. On tmpfs a rename needs neither a page nor an inode, so the
 renames that publish are swept on a small ext4 image instead, where moving a file into a
 full directory block needs a new block: there the publish fails half way and is undone.
 
@@ -37,6 +38,9 @@ PAGE = 4096
 TMPFS_BYTES = 1 << 20
 TMPFS_INODES = 200
 TESTS_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# What a write leaves beside the partition directories (#21)
+LOG_DIR_FILES = ["log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
+                 "replication-offset-checkpoint"]
 # two segments per partition, each with index entries; a few pages of staged batches
 JOB_OPTIONS = {"segment_bytes": 3000, "batch_size": 1000, "index_interval_bytes": 500}
 
@@ -281,6 +285,8 @@ def stage_of(reply, logdir):
             return "staging directory"  # .segmentlog-staging-<job>
         return "publish directories"  # its publish/ and publish/<topic>-<partition>
     for suffix, stage in ((".segmentlog-lock-t", "lock"), ("owner.json", "owner"),
+                          (".segmentlog-lock-.checkpoints", "checkpoint lock"),
+                          ("-checkpoint", "checkpoints"),
                           (".batches", "staged batches"), (".timeindex", "timeindex"),
                           (".index", "index"), (".log", "log"),
                           ("publish-journal.json", "journal")):
@@ -297,7 +303,7 @@ def check_failed_cleanly(reply, logdir, before, expected_errno):
         # and the write's abort (which write_log runs before raising) undid the rest
         assert "No space left on device" in reply["message"], reply
         assert snapshot(logdir) == before
-        assert sorted(os.listdir(logdir)) == ["t-0", "t-1"]
+        assert sorted(os.listdir(logdir)) == LOG_DIR_FILES + ["t-0", "t-1"]
         return
     assert reply["type"] == "OutOfSpaceError" and reply["oserror"], reply
     assert reply["errno"] == expected_errno and reply["cause"] in ("OSError", "BlockingIOError",
@@ -311,7 +317,7 @@ def check_failed_cleanly(reply, logdir, before, expected_errno):
     assert "the log dir was left as it was" in message
     assert "free space" in message and "retry" in message
     assert snapshot(logdir) == before
-    assert sorted(os.listdir(logdir)) == ["t-0", "t-1"]  # no lock, staging or temp file
+    assert sorted(os.listdir(logdir)) == LOG_DIR_FILES + ["t-0", "t-1"]  # no lock, staging or temp file
 
 
 def run_sweep(small_fs, writer_process, fill, step, limit_of=None, options=None):
@@ -330,7 +336,7 @@ def run_sweep(small_fs, writer_process, fill, step, limit_of=None, options=None)
         if reply["ok"]:
             assert reply["records"] == job_rows().num_rows
             assert values_by_partition(logdir) == expected_after_job()
-            assert sorted(os.listdir(logdir)) == ["t-0", "t-1"]
+            assert sorted(os.listdir(logdir)) == LOG_DIR_FILES + ["t-0", "t-1"]
             return stages
         check_failed_cleanly(reply, logdir, before, expected_errno)
         stages.setdefault(stage_of(reply, logdir), []).append(k)
@@ -338,7 +344,7 @@ def run_sweep(small_fs, writer_process, fill, step, limit_of=None, options=None)
         reply = writer_process.write(logdir, None, options)
         assert reply["ok"], (k, reply["message"])
         assert values_by_partition(logdir) == expected_after_job()
-        assert sorted(os.listdir(logdir)) == ["t-0", "t-1"]
+        assert sorted(os.listdir(logdir)) == LOG_DIR_FILES + ["t-0", "t-1"]
         k += step
         assert k < 300 * step, stages
 
@@ -350,12 +356,19 @@ def test_a_write_fails_cleanly_whichever_byte_the_disk_runs_out_at(small_fs, wri
         return
     stages = run_sweep(small_fs, writer_process, small_fs.fill_bytes, PAGE)
     # one page each for the lock and the owner file, then the staged batches, then each
-    # segment file in turn, the journal last
+    # segment file in turn, the journal; after the renames a page for the checkpoint lock,
+    # then one for a checkpoint file's temporary copy
     assert stages["lock"] == [0] and stages["owner"] == [PAGE], stages
     assert set(stages) == {"lock", "owner", "staged batches", "index", "timeindex", "log",
-                           "journal"}, stages
+                           "journal", "checkpoint lock", "checkpoints"}, stages
     assert len(stages["index"]) == len(stages["timeindex"]) == 4  # 2 segments x 2 partitions
-    assert stages["journal"] == [max(k for ks in stages.values() for k in ks)]
+    assert _last_stages(stages, 3) == ["journal", "checkpoint lock", "checkpoints"], stages
+
+
+def _last_stages(stages, count):
+    """The stages of the `count` largest k, in order."""
+    return [stage for _, stage in sorted((k, stage) for stage, ks in stages.items()
+                                         for k in ks)[-count:]]
 
 
 def test_a_write_fails_cleanly_whichever_inode_runs_out(small_fs, writer_process):
@@ -366,13 +379,15 @@ def test_a_write_fails_cleanly_whichever_inode_runs_out(small_fs, writer_process
     # the lock's temp file, then its hard link (tmpfs counts links; the inode the link
     # takes comes back when the temp name goes, and the staging directory takes it), the
     # owner file, the staged batches, publish/ and a directory per partition, each segment
-    # file, the journal's temp file
+    # file, the journal's temp file; after the renames the checkpoint lock's temp file and
+    # link (a checkpoint file's temporary copy then takes the inode the lock's temp name
+    # gave back)
     assert stages["lock"] == [0, 1] and stages["owner"] == [2], stages
     assert stages["staged batches"] == [3] and len(stages["publish directories"]) == 3
     assert len(stages["index"]) == len(stages["timeindex"]) == len(stages["log"]) == 4
-    assert stages["journal"] == [max(k for ks in stages.values() for k in ks)], stages
+    assert _last_stages(stages, 3) == ["journal", "checkpoint lock", "checkpoint lock"], stages
     assert set(stages) == {"lock", "owner", "staged batches", "publish directories", "index",
-                           "timeindex", "log", "journal"}, stages
+                           "timeindex", "log", "journal", "checkpoint lock"}, stages
 
 
 # ---------------------------------------------------------------- streaming sink
@@ -489,7 +504,7 @@ def test_a_full_disk_under_spark_names_the_path_and_leaves_the_log(spark, small_
     assert "OutOfSpaceError: no space left on device while writing " + logdir in message
     assert "the log dir was left as it was" in message
     assert snapshot(logdir) == before
-    assert sorted(os.listdir(logdir)) == ["t-0", "t-1"]
+    assert sorted(os.listdir(logdir)) == LOG_DIR_FILES + ["t-0", "t-1"]
     small_fs.free_filler()
     df.write.format("segmentlog").mode("append").option("topic", "t").save(logdir)
     got = values_by_partition(logdir)

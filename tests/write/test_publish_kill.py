@@ -388,10 +388,17 @@ def kill_delays(phases, rng, per_phase=2, anywhere=2):
     return kills + [("spawn", rng.uniform(0, phases[-1][1])) for _ in range(anywhere)]
 
 
+# What a write keeps beside the segments (#21): in the log dir, and in each partition
+LOG_DIR_FILES = {"log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
+                 "replication-offset-checkpoint"}
+PARTITION_FILES = {"leader-epoch-checkpoint", "partition.metadata"}
+
+
 def check_no_leftovers(logdir):
     assert [n for n in os.listdir(logdir) if n.startswith(".")] == []
-    for name in os.listdir(logdir):
-        strays = [f for f in os.listdir(os.path.join(logdir, name)) if not SEGMENT_FILE.match(f)]
+    for name in set(os.listdir(logdir)) - LOG_DIR_FILES:
+        strays = [f for f in os.listdir(os.path.join(logdir, name))
+                  if not SEGMENT_FILE.match(f) and f not in PARTITION_FILES]
         assert strays == [], (name, strays)
 
 

@@ -16,6 +16,11 @@ from segmentlog_datasource.writer.locks import TORN_LOCK_SECONDS, acquire_lock, 
 from support.kafka_logs import decode_logdir, decode_partition
 
 
+# What a write leaves beside the partition directories (#21)
+LOG_DIR_FILES = ["log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
+                 "replication-offset-checkpoint"]
+
+
 @pytest.fixture
 def logdir(tmp_path):
     return str(tmp_path / "logdir")
@@ -79,7 +84,7 @@ def test_a_file_size_limit_leaves_the_log_as_it_was_and_the_next_write_works(log
     assert message.startswith(f"file too large while writing {filename}: ")
     assert "log dir was left as it was" in message and "retry" in message
     assert _snapshot(logdir) == before
-    assert sorted(os.listdir(logdir)) == ["t-0"]  # no lock, temp file or staging left
+    assert sorted(os.listdir(logdir)) == LOG_DIR_FILES + ["t-0"]  # no lock, temp file or staging left
     summary = write_log(logdir, pa.table({"value": [b"new"]}), topic="t")
     assert summary.offsets()[("t", 0)] == (3, 4)
     assert [r[4] for r in decode_partition(os.path.join(logdir, "t-0"))] == \
@@ -104,7 +109,7 @@ def test_an_old_torn_lock_is_taken_over(logdir, content):
     _torn_lock(logdir, content, age=TORN_LOCK_SECONDS + 5)
     summary = write_log(logdir, pa.table({"value": [b"b"]}), topic="t")
     assert summary.offsets()[("t", 0)] == (1, 2)
-    assert sorted(os.listdir(logdir)) == ["t-0"]
+    assert sorted(os.listdir(logdir)) == LOG_DIR_FILES + ["t-0"]
 
 
 def test_a_fresh_torn_lock_blocks_with_an_explanation(logdir):
@@ -136,7 +141,7 @@ def test_two_live_writers_still_exclude_each_other(logdir):
         acquire_lock(logdir, "t", "another-job", "append")
     first.write_table(pa.table({"value": [b"b"]}))
     first.commit()
-    assert sorted(os.listdir(logdir)) == ["t-0"]
+    assert sorted(os.listdir(logdir)) == LOG_DIR_FILES + ["t-0"]
 
 
 def test_a_killed_writers_unlinked_lock_content_is_cleared(logdir):
@@ -152,7 +157,7 @@ def test_a_killed_writers_unlinked_lock_content_is_cleared(logdir):
     os.utime(leftover, (old, old))
     write_log(logdir, pa.table({"value": [b"b"]}), topic="t")
     # the old one is gone; the fresh one may belong to a write in progress
-    assert sorted(os.listdir(logdir)) == [os.path.basename(fresh), "t-0"]
+    assert sorted(os.listdir(logdir)) == [os.path.basename(fresh)] + LOG_DIR_FILES + ["t-0"]
 
 
 def test_a_staging_directory_whose_deletion_was_cut_short_is_cleared(logdir):
@@ -167,7 +172,7 @@ def test_a_staging_directory_whose_deletion_was_cut_short_is_cleared(logdir):
     with open(os.path.join(aside, "task-00000-attempt-0-0badf00d.batches"), "wb") as handle:
         handle.write(b"x" * 100)
     write_log(logdir, pa.table({"value": [b"b"]}), topic="t")
-    assert sorted(os.listdir(logdir)) == ["t-0"]
+    assert sorted(os.listdir(logdir)) == LOG_DIR_FILES + ["t-0"]
     assert [r[4] for r in decode_partition(os.path.join(logdir, "t-0"))] == [b"a", b"b"]
 
 
@@ -184,7 +189,7 @@ def test_a_staging_directory_without_an_owner_is_cleared_once_old(logdir):
     os.utime(old, (then, then))
     write_log(logdir, pa.table({"value": [b"b"]}), topic="t")
     # the fresh one may belong to a write starting right now
-    assert sorted(os.listdir(logdir)) == [os.path.basename(fresh), "t-0"]
+    assert sorted(os.listdir(logdir)) == [os.path.basename(fresh)] + LOG_DIR_FILES + ["t-0"]
 
 
 # ------------------------------------------------------- partition numbers
@@ -208,10 +213,10 @@ def test_a_huge_partition_for_a_new_topic_fails_before_any_directory(logdir):
     message = str(info.value)
     assert "2147483647" in message and str(MAX_INFERRED_PARTITIONS) in message
     assert "numPartitions" in message
-    assert _snapshot(logdir) == before and sorted(os.listdir(logdir)) == ["kept-0"]
+    assert _snapshot(logdir) == before and sorted(os.listdir(logdir)) == ["kept-0"] + LOG_DIR_FILES
     with pytest.raises(InvalidInputError, match=str(MAX_INFERRED_PARTITIONS)):
         write_log(logdir, _rows("fresh", [MAX_INFERRED_PARTITIONS]))
-    assert sorted(os.listdir(logdir)) == ["kept-0"]
+    assert sorted(os.listdir(logdir)) == ["kept-0"] + LOG_DIR_FILES
     # a count the data alone gives within the limit is fine
     summary = write_log(logdir, _rows("small", [4, 0]))
     assert sorted(summary.offsets()) == [("small", p) for p in range(5)]
@@ -272,4 +277,4 @@ def test_file_uris_are_written_as_paths(tmp_path, form):
     uri = form.format(logdir.replace(" ", "%20"))
     summary = write_log(uri, pa.table({"value": [b"a"]}), topic="t", num_partitions=1)
     assert summary.logdir == logdir
-    assert sorted(os.listdir(logdir)) == ["t-0"]
+    assert sorted(os.listdir(logdir)) == LOG_DIR_FILES + ["t-0"]

@@ -108,7 +108,11 @@ def test_commit_writes_kafkas_files_for_plain_0(kafka_logdir, tmp_path):
     ours = os.path.join(logdir, "plain-0")
     kafka = os.path.join(kafka_logdir, "plain-0")
     expected = sorted(f for f in os.listdir(kafka) if not f.endswith(".snapshot"))
-    assert sorted(os.listdir(ours)) == expected
+    # the fixture keeps no leader-epoch-checkpoint or partition.metadata; ours has them
+    assert sorted(os.listdir(ours)) == sorted(expected + ["leader-epoch-checkpoint",
+                                                          "partition.metadata"])
+    with open(os.path.join(ours, "leader-epoch-checkpoint"), "rb") as handle:
+        assert handle.read() == b"0\n1\n0 0\n"
     epochs = {b["base_offset"]: b["partition_leader_epoch"] for s in m["segments"]
               for b in s["batches"]}
     for name in expected:

@@ -110,9 +110,13 @@ def test_batches_commit_in_order_and_read_back(logdir):
     assert {(t, int(p)): tuple(r) for t, ps in record["last_commit"]["partitions"].items()
             for p, r in ps.items()} == last
     # the record is a plain dot-file: readers and the writer's topic listing skip it, and
-    # the log dir holds nothing else a broker would trip over
+    # the log dir holds nothing else a broker would trip over (its checkpoint files are
+    # those a broker keeps)
     assert sorted(os.listdir(logdir)) == sorted([f".segmentlog-sink-{QUERY}.json",
-                                                 "t-0", "t-1", "t-2"])
+                                                 "t-0", "t-1", "t-2",
+                                                 "log-start-offset-checkpoint",
+                                                 "recovery-point-offset-checkpoint",
+                                                 "replication-offset-checkpoint"])
     assert os.path.isfile(os.path.join(logdir, f".segmentlog-sink-{QUERY}.json"))
     assert [(log.topic, log.partition) for log in discover_partitions([logdir])] == \
         [("t", 0), ("t", 1), ("t", 2)]
