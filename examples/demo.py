@@ -56,6 +56,9 @@ def main():
          .save(logdir))
         print(f"wrote {args.rows:,} records as topic 'orders' in {time.perf_counter() - start:.1f}s")
         for name in sorted(os.listdir(logdir)):
+            if not os.path.isdir(os.path.join(logdir, name)):
+                print(f"  {name}")  # the log dir's checkpoints: high watermarks, ...
+                continue
             files = sorted(os.listdir(os.path.join(logdir, name)))
             print(f"  {name}/: {len(files)} files, e.g. {', '.join(files[:3])}")
 

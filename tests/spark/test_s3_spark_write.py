@@ -83,7 +83,11 @@ def test_write_and_append_read_back_through_spark(spark, s3_server, store_option
     assert len(in_s3) > 9  # rolled segments
     # task order decides batch order within a partition; Spark's two tasks may differ
     # between the runs only in timing, not in what each holds
-    assert sorted(in_s3) == sorted(local_files(tmp_path / "local"))
+    # the checkpoint files a local write keeps beside the segments (#21) are not written
+    # into stores
+    assert sorted(in_s3) == sorted(
+        name for name in local_files(tmp_path / "local")
+        if not name.endswith(("-checkpoint", "partition.metadata")))
 
 
 def test_overwrite_is_refused_with_the_reason(spark, store_options):

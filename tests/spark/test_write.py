@@ -19,6 +19,9 @@ from support.kafka_logs import (
 )
 
 T0 = 1_700_000_000_000
+# What a write leaves beside the partition directories (#21)
+LOG_DIR_FILES = ["log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
+                 "replication-offset-checkpoint"]
 HEADERS = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 SCHEMA = StructType([
     StructField("key", BinaryType()), StructField("value", BinaryType()),
@@ -91,7 +94,7 @@ def test_round_trip_every_codec(spark, tmp_path, codec):
      .option("segment.bytes", 30000).option("batch.size", 4096)
      .option("index.interval.bytes", 2048).save(path))
     check_against_input(rows, read_back(spark, path), "events", 4)
-    assert sorted(os.listdir(path)) == [f"events-{p}" for p in range(4)]
+    assert sorted(os.listdir(path)) == [f"events-{p}" for p in range(4)] + LOG_DIR_FILES
     decoded = decode_logdir(path)  # kafka-python: CRCs, offsets, segment names
     assert sum(len(r) for r in decoded.values()) == len(rows)
     for p in range(4):
@@ -108,7 +111,7 @@ def test_many_partitions_large_records_and_string_columns(spark, tmp_path):
      .option("topic", "big").option("numPartitions", "24").option("segment.bytes", 1_500_000)
      .save(path))
     check_against_input(rows, read_back(spark, path), "big", 24)
-    assert len(os.listdir(path)) == 24
+    assert len(os.listdir(path)) == 24 + len(LOG_DIR_FILES)
     # string key and value columns, and topics from a column
     strings = spark.createDataFrame(
         [(f"k{i}", f"v{i}", f"topic-{i % 2}") for i in range(200)], "key string, value string, topic string")
@@ -139,14 +142,26 @@ def test_append_continues_and_overwrite_replaces(spark, tmp_path):
         check_partition_indexes(os.path.join(path, f"t-{p}"))
     df.limit(10).write.format("segmentlog").mode("overwrite").option("topic", "t").save(path)
     got = read_back(spark, path)
-    assert len(got) == 10 and sorted(os.listdir(path)) == ["t-0", "t-1"]
+    assert len(got) == 10 and sorted(os.listdir(path)) == LOG_DIR_FILES + ["t-0", "t-1"]
+
+
+def _listing(path):
+    """Each partition directory's names, and the bytes of each file beside them."""
+    found = {}
+    for name in os.listdir(path):
+        if os.path.isdir(os.path.join(path, name)):
+            found[name] = sorted(os.listdir(os.path.join(path, name)))
+        else:
+            with open(os.path.join(path, name), "rb") as handle:
+                found[name] = handle.read()
+    return found
 
 
 def test_failed_job_leaves_no_trace(spark, tmp_path):
     path = str(tmp_path / "logdir")
     spark.range(100).select(F.col("id").cast("string").alias("value")).write \
         .format("segmentlog").mode("append").option("topic", "t").option("numPartitions", 2).save(path)
-    listing = {d: sorted(os.listdir(os.path.join(path, d))) for d in os.listdir(path)}
+    listing = _listing(path)
 
     @F.udf("string")
     def explode_on_one_row(value):
@@ -158,7 +173,7 @@ def test_failed_job_leaves_no_trace(spark, tmp_path):
         explode_on_one_row(F.col("id").cast("string")).alias("value"))
     with pytest.raises(Exception, match="task failure on purpose"):
         failing.write.format("segmentlog").mode("append").option("topic", "t").save(path)
-    assert {d: sorted(os.listdir(os.path.join(path, d))) for d in os.listdir(path)} == listing
+    assert _listing(path) == listing
     assert len(read_back(spark, path)) == 100
     # the same for a failing write that would have created the log dir
     fresh = str(tmp_path / "fresh")
@@ -236,7 +251,7 @@ def test_bad_values_found_in_tasks_leave_no_trace(spark, tmp_path):
     path = str(tmp_path / "logdir")
     spark.range(10).select(F.col("id").cast("string").alias("value")).write.format("segmentlog") \
         .mode("append").option("topic", "t").option("numPartitions", 2).save(path)
-    listing = {d: sorted(os.listdir(os.path.join(path, d))) for d in os.listdir(path)}
+    listing = _listing(path)
     bad_partition = spark.range(100, numPartitions=2).select(
         F.col("id").cast("string").alias("value"),
         F.when(F.col("id") == 77, 5).otherwise(0).cast("int").alias("partition"))
@@ -245,7 +260,7 @@ def test_bad_values_found_in_tasks_leave_no_trace(spark, tmp_path):
     too_big = spark.range(3).select(F.expr("repeat('x', 2000000)").alias("value"))
     with pytest.raises(Exception, match="raise the 'max.message.bytes' option"):
         too_big.write.format("segmentlog").mode("append").option("topic", "t").save(path)
-    assert {d: sorted(os.listdir(os.path.join(path, d))) for d in os.listdir(path)} == listing
+    assert _listing(path) == listing
     assert len(read_back(spark, path)) == 10
 
 
@@ -253,6 +268,6 @@ def test_empty_partitions_of_a_new_topic_read_back(spark, tmp_path):
     path = str(tmp_path / "logdir")
     spark.createDataFrame([("k", "v")], "key string, value string").write.format("segmentlog") \
         .mode("append").option("topic", "t").option("numPartitions", 3).save(path)
-    assert sorted(os.listdir(path)) == ["t-0", "t-1", "t-2"]
+    assert sorted(os.listdir(path)) == LOG_DIR_FILES + ["t-0", "t-1", "t-2"]
     got = read_back(spark, path)
     assert [(r[0], r[1], r[3], r[4]) for r in got] == [(b"k", b"v", kafka_partition(b"k", 3), 0)]
