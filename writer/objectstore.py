@@ -562,6 +562,13 @@ class ObjectStoreWriteJob:
         self.mode = mode
         self.topic = validate_topic_name(topic) if topic is not None else None
         self.options = options or WriteOptions()
+        for option, value in (("leaderEpoch", self.options.leader_epoch),
+                              ("topicId", self.options.topic_id)):
+            if value is not None:
+                raise InvalidOptionError(
+                    f"option {option!r} is refused for a write into {logdir!r}: a write into "
+                    f"an object store leaves segments only, no leader-epoch-checkpoint or "
+                    f"partition.metadata to hold it", option)
         self.layout = layout
         self.write_time_ms = int(time.time() * 1000) if write_time_ms is None else write_time_ms
         self.job_id = time.strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:12]

@@ -169,6 +169,15 @@ def test_engine_writer_appends_with_store_options(s3, prefix):
         sorted(b"v%d" % i for i in range(20))
 
 
+@pytest.mark.parametrize("option", [{"leader_epoch": 3}, {"topic_id": "VGhlIHRvcGljIHQgaWQuLg"}])
+def test_options_for_the_files_beside_segments_are_refused_for_a_store(s3, prefix, option):
+    uri = f"s3://{BUCKET}/{prefix}"
+    with pytest.raises(InvalidOptionError, match="leaves segments only") as caught:
+        write_log(uri, rows("x", 2, [0], topic="t"), num_partitions=1, **option)
+    assert caught.value.option in ("leaderEpoch", "topicId")
+    assert not objects(s3, prefix)
+
+
 # --------------------------------------------------------------------- concurrency
 
 def test_second_writer_of_a_locked_topic_fails_cleanly(s3, prefix):

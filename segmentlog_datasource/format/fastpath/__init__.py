@@ -18,27 +18,33 @@ class FastPathUnavailableWarning(RuntimeWarning):
 _compiled_accumulator = None  # the compiled class once imported; False once it failed to
 
 
+def _compiled_class():
+    """The compiled accumulator class, None when it cannot be loaded (warned once)."""
+    global _compiled_accumulator
+    if _compiled_accumulator is None:
+        try:
+            from .compiled import CompiledAccumulator
+        except ImportError as exc:
+            # Remembered, so the warning comes once per process and sys.path is
+            # searched once, not on every scan.
+            _compiled_accumulator = False
+            warnings.warn(
+                f"segmentlog's compiled decoder is unavailable ({exc}); reads fall back "
+                "to the pure-Python decoder, about 6x slower. To fix it, run "
+                "`pip install .` in the segmentlog checkout with a C compiler present "
+                "(or, for runs from the checkout, `python setup.py build_ext --inplace`).",
+                FastPathUnavailableWarning, stacklevel=3)
+        else:
+            _compiled_accumulator = CompiledAccumulator
+    return _compiled_accumulator or None
+
+
 def make_accumulator(include_headers: bool, use_fast_path: bool = True):
     """An accumulator: the compiled one when built and wanted, else the pure-Python twin."""
-    global _compiled_accumulator
     if use_fast_path:
-        if _compiled_accumulator is None:
-            try:
-                from .compiled import CompiledAccumulator
-            except ImportError as exc:
-                # Remembered, so the warning comes once per process and sys.path is
-                # searched once, not on every scan.
-                _compiled_accumulator = False
-                warnings.warn(
-                    f"segmentlog's compiled decoder is unavailable ({exc}); reads fall back "
-                    "to the pure-Python decoder, about 6x slower. To fix it, run "
-                    "`pip install .` in the segmentlog checkout with a C compiler present "
-                    "(or, for runs from the checkout, `python setup.py build_ext --inplace`).",
-                    FastPathUnavailableWarning, stacklevel=2)
-            else:
-                _compiled_accumulator = CompiledAccumulator
-        if _compiled_accumulator:
-            return _compiled_accumulator(include_headers)
+        compiled = _compiled_class()
+        if compiled is not None:
+            return compiled(include_headers)
     from .pure import RecordAccumulator
 
     return RecordAccumulator(include_headers)
@@ -48,12 +54,10 @@ def batch_header_walker(use_fast_path: bool = True, allow_pure: bool = True):
     """v2_batch_headers(buffer, position, end, next_offset) -> (stop, last, rows): the
     compiled walk when built and wanted (it is when make_accumulator's compiled class
     loads), else its twin, or None without `allow_pure` (the caller's own walk is as fast)."""
-    if use_fast_path:
-        make_accumulator(False, True)  # loads the compiled module once, or warns once
-        if _compiled_accumulator:
-            from .compiled import v2_batch_headers
+    if use_fast_path and _compiled_class() is not None:
+        from .compiled import v2_batch_headers
 
-            return v2_batch_headers
+        return v2_batch_headers
     if not allow_pure:
         return None
     from .pure import v2_batch_headers
