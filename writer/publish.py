@@ -31,7 +31,7 @@ from ..format.log import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_
 
 from .checkpointing import CheckpointChanges
 from .errors import SPACE_ERRNOS, ConcurrentWriteError, WriteError, raise_out_of_space
-from .fsops import rename_exchange
+from .fsops import fsync_dir, rename_exchange
 
 JOURNAL = "publish-journal.json"  # in the staging directory while publishing runs
 ROLLBACK = "publish-rollback"  # beside it: a rollback had begun, recovery rolls back
@@ -165,7 +165,7 @@ def _write_journal(path: str, data: dict) -> int:
             view = view[os.write(fd, view):]
         os.fsync(fd)
         os.rename(temporary, path)
-        _fsync_dir(os.path.dirname(path))
+        fsync_dir(os.path.dirname(path))
     except BaseException as exc:
         os.close(fd)
         try:
@@ -175,14 +175,6 @@ def _write_journal(path: str, data: dict) -> int:
         raise_out_of_space(exc, path)
         raise
     return fd
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _mark_rollback(staging_dir: str) -> None:
@@ -198,7 +190,7 @@ def _mark_rollback(staging_dir: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-    _fsync_dir(staging_dir)
+    fsync_dir(staging_dir)
 
 
 def _finish_journal(staging_dir: str, fd: int) -> None:
