@@ -193,8 +193,8 @@ class Segment:
         walk = batch_header_walker(allow_pure=False)
         if walk is None:
             return 0, self.base_offset, -1
-        with self.store.open_log(self.log_path, self.size) as data:
-            stop, last_start, rows = walk(data.view, 0, self.size, self.base_offset)
+        stop, last_start, rows = walk_local_file(walk, self.log_path, 0, self.size,
+                                                 self.base_offset)
         if last_start < 0:
             return 0, self.base_offset, -1
         last_offset = int.from_bytes(rows[-16:-8], sys.byteorder, signed=True)
@@ -223,6 +223,16 @@ class Segment:
             for header in self.iter_headers(0, allow_torn_tail, verify, end):
                 last = header
         return last
+
+
+def walk_local_file(walk, path: str, position: int, end: int, next_offset: int):
+    """`walk` (fastpath's batch header walk) over a local file's headers, read with pread:
+    a header a batch touches no more of the file than its own bytes."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return walk(fd, position, end, next_offset)
+    finally:
+        os.close(fd)
 
 
 def _absent_indexes(store: Store, base: str, file_suffix: str, present) -> frozenset:

@@ -17,7 +17,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from ..errors import CorruptLogError
 from ..format.entries import BatchHeader
 from ..format.fastpath import batch_header_walker
-from ..format.log import PartitionLog, discover_copies
+from ..format.log import PartitionLog, discover_copies, walk_local_file
 from ..storage import StoreConfig
 from .options import ReadOptions
 
@@ -130,8 +130,8 @@ class _WalkedHeaders:
             if following is None or following > until:
                 stop_at = segment.offset_index.position_after(until - 1)
                 end = segment.size if stop_at is None else min(stop_at, segment.size)
-            with segment.store.open_log(segment.log_path, segment.size) as data:
-                stop, _, rows = walk(data.view, position, end, segment.base_offset)
+            stop, _, rows = walk_local_file(walk, segment.log_path, position, end,
+                                            segment.base_offset)
             packed.append(rows)
             if stop < end:
                 # An entry the walk does not take: the Python comparison goes on from it.

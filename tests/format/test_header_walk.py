@@ -34,8 +34,14 @@ def test_the_compiled_walk_and_its_twin_agree_on_every_fixture_segment(start_fra
         for position, end, next_offset in ((0, len(data), -(1 << 63)),
                                            (61, len(data), 0),
                                            (0, int(len(data) * start_fraction) or 100, 0)):
-            assert compiled.v2_batch_headers(data, position, end, next_offset) == \
-                pure_walk(data, position, end, next_offset), (path, position, end)
+            walked = compiled.v2_batch_headers(data, position, end, next_offset)
+            assert walked == pure_walk(data, position, end, next_offset), (path, position, end)
+            fd = os.open(path, os.O_RDONLY)  # headers read with pread: the same walk
+            try:
+                assert compiled.v2_batch_headers(fd, position, end, next_offset) == walked
+                assert pure_walk(fd, position, end, next_offset) == walked
+            finally:
+                os.close(fd)
 
 
 def test_the_walk_reads_the_headers_struct_parsing_reads():
@@ -72,15 +78,22 @@ def damaged_cases(data, batches):
 
 
 @pytest.mark.parametrize("case", range(6))
-def test_the_walk_stops_where_the_header_by_header_walk_would_look_closer(case):
+def test_the_walk_stops_where_the_header_by_header_walk_would_look_closer(case, tmp_path):
     path = os.path.join(disks.root(), "broker-0", "orders-0", "00000000000000000000.log")
     with open(path, "rb") as handle:
         data = handle.read()
     what, damaged, stop_at = damaged_cases(data, read_batches(path))[case]
     walks = [pure_walk] + ([compiled.v2_batch_headers] if compiled else [])
-    for walk in walks:
-        stop, last, packed = walk(damaged, 0, len(damaged), 0)
-        assert (stop, last, len(rows_of(packed))) == (stop_at, 0, 1), (what, walk)
+    copy = tmp_path / "damaged.log"
+    copy.write_bytes(damaged)
+    fd = os.open(copy, os.O_RDONLY)
+    try:
+        for walk in walks:
+            for source in (damaged, fd):
+                stop, last, packed = walk(source, 0, len(damaged), 0)
+                assert (stop, last, len(rows_of(packed))) == (stop_at, 0, 1), (what, walk)
+    finally:
+        os.close(fd)
 
 
 @pytest.mark.parametrize("broker,name", [("broker-0", "orders-0"), ("broker-2", "diverged-0"),

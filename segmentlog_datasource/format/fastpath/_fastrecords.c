@@ -21,6 +21,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Kafka's layout (layout.py) and the decode_run() states (fastpath/protocol.py) are
  * defined once, in Python: setup.py passes them as macros (fastpath/buildinfo.py lists
@@ -1250,8 +1251,9 @@ static PyTypeObject DecodedColumnsType = {
 /* ---------------------------------------------------------- batch headers */
 
 PyDoc_STRVAR(v2_batch_headers_doc,
-"v2_batch_headers(buffer, position, end, next_offset) -> (stop, last, rows)\n\n"
-"Walk the magic-2 batches of `buffer` from `position` while each lies whole before\n"
+"v2_batch_headers(source, position, end, next_offset) -> (stop, last, rows)\n\n"
+"Walk the magic-2 batches of `source` (a buffer, or the descriptor of an open file,\n"
+"whose headers are then read with pread) from `position` while each lies whole before\n"
 "`end`, declares no negative count or offset delta, and starts at or past the offset\n"
 "after the previous one (`next_offset` first): rows is bytes of native int64 triples\n"
 "(base offset, last offset, CRC), one per batch; stop is where the walk stopped (`end`,\n"
@@ -1270,16 +1272,37 @@ fastrecords_v2_batch_headers(PyObject *Py_UNUSED(module), PyObject *const *args,
     if (as_int64(args[1], &position) < 0 || as_int64(args[2], &end) < 0 ||
         as_int64(args[3], &next_offset) < 0)
         return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    if (end > (int64_t)view.len)
-        end = (int64_t)view.len;
-    const uint8_t *data = (const uint8_t *)view.buf;
+    Py_buffer view = {0};
+    int fd = -1;
+    const uint8_t *data = NULL;
+    if (PyLong_Check(args[0])) {
+        fd = (int)PyLong_AsLong(args[0]);
+        if (fd < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "v2_batch_headers(): a negative descriptor");
+            return NULL;
+        }
+    } else {
+        if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+            return NULL;
+        if (end > (int64_t)view.len)
+            end = (int64_t)view.len;
+        data = (const uint8_t *)view.buf;
+    }
     int64_t *rows = NULL;
     size_t count = 0, capacity = 0;
+    int out_of_memory = 0;
+    uint8_t head[V2_HEADER_SIZE];
+    Py_BEGIN_ALLOW_THREADS
     while (position >= 0 && position + V2_HEADER_SIZE <= end) {
-        const uint8_t *entry = data + position;
+        const uint8_t *entry;
+        if (data != NULL) {
+            entry = data + position;
+        } else {
+            if (pread(fd, head, V2_HEADER_SIZE, (off_t)position) != V2_HEADER_SIZE)
+                break;  /* the caller's own walk says why */
+            entry = head;
+        }
         int32_t length = (int32_t)be32(entry + V2_LENGTH);
         if (entry[V2_MAGIC] != 2 || length < V2_HEADER_SIZE - LOG_OVERHEAD ||
             position + LOG_OVERHEAD + (int64_t)length > end)
@@ -1293,9 +1316,8 @@ fastrecords_v2_batch_headers(PyObject *Py_UNUSED(module), PyObject *const *args,
             size_t grown = capacity ? capacity * 2 : 1024;
             int64_t *more = PyMem_RawRealloc(rows, grown * 3 * sizeof(int64_t));
             if (more == NULL) {
-                PyMem_RawFree(rows);
-                PyBuffer_Release(&view);
-                return PyErr_NoMemory();
+                out_of_memory = 1;
+                break;
             }
             rows = more;
             capacity = grown;
@@ -1308,7 +1330,13 @@ fastrecords_v2_batch_headers(PyObject *Py_UNUSED(module), PyObject *const *args,
         last_start = position;
         position += LOG_OVERHEAD + (int64_t)length;
     }
-    PyBuffer_Release(&view);
+    Py_END_ALLOW_THREADS
+    if (data != NULL)
+        PyBuffer_Release(&view);
+    if (out_of_memory) {
+        PyMem_RawFree(rows);
+        return PyErr_NoMemory();
+    }
     PyObject *packed = PyBytes_FromStringAndSize(
         (const char *)rows, (Py_ssize_t)(count * 3 * sizeof(int64_t)));
     PyMem_RawFree(rows);

@@ -4,6 +4,7 @@ Its decode_run() is the compiled twin's in Python: it walks the same plain batch
 stops at the same positions with the same states and rows, so scan_segment drives both
 accumulators alike.
 """
+import os
 import struct
 
 import pyarrow as pa
@@ -145,21 +146,33 @@ _ROW = struct.Struct("=qqq")
 _INT32 = struct.Struct(">i")
 
 
-def v2_batch_headers(buffer, position: int, end: int, next_offset: int):
+def v2_batch_headers(source, position: int, end: int, next_offset: int):
     """The compiled v2_batch_headers in Python: (stop, last, rows), rows packed as native
-    int64 triples (base offset, last offset, CRC) of the whole magic-2 batches from
-    `position` with offsets in order from `next_offset`, stopping at `end` or at the
-    first entry it does not take; last is where the last batch walked starts (-1: none)."""
-    view = memoryview(buffer)
-    end = min(end, len(view))
+    int64 triples (base offset, last offset, CRC) of the whole magic-2 batches of `source`
+    (a buffer, or an open file's descriptor) from `position` with offsets in order from
+    `next_offset`, stopping at `end` or at the first entry it does not take; last is
+    where the last batch walked starts (-1: none)."""
+    if isinstance(source, int):
+        def header(at):
+            head = os.pread(source, V2_HEADER_SIZE, at)
+            return head if len(head) == V2_HEADER_SIZE else None
+    else:
+        view = memoryview(source)
+        end = min(end, len(view))
+
+        def header(at):
+            return view[at:at + V2_HEADER_SIZE]
     rows = bytearray()
     last_start = -1
     while 0 <= position and position + V2_HEADER_SIZE <= end:
-        base, length, _, magic, crc = V2_HEAD.unpack_from(view, position)
+        head = header(position)
+        if head is None:
+            break
+        base, length, _, magic, crc = V2_HEAD.unpack_from(head, 0)
         if magic != 2 or length < _MIN_V2_LENGTH or position + LOG_OVERHEAD + length > end:
             break
-        last_delta = _INT32.unpack_from(view, position + V2_LAST_OFFSET_DELTA)[0]
-        count = _INT32.unpack_from(view, position + V2_RECORD_COUNT)[0]
+        last_delta = _INT32.unpack_from(head, V2_LAST_OFFSET_DELTA)[0]
+        count = _INT32.unpack_from(head, V2_RECORD_COUNT)[0]
         if last_delta < 0 or count < 0 or base < next_offset or \
                 base + last_delta >= MAX_OFFSET:
             break
