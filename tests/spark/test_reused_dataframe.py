@@ -85,9 +85,9 @@ def test_spark_pushdown_leak_is_pinned(spark):
     assert pyspark.__version__ == spark.version
 
 
-@pytest.mark.parametrize("options", [{}, {"subscribe": "plain,txn,compacted"},
-                                     {"includeHeaders": "true"}], ids=["all", "subscribe",
-                                                                       "headers"])
+@pytest.mark.parametrize("options", [{}, {"subscribe": "plain,txn,compacted",
+                                          "includeHeaders": "true"}],
+                         ids=["all", "subscribe-headers"])
 def test_one_dataframe_answers_like_fresh_dataframes(utc, kafka_logdir, options):
     """The README's session: every query on one DataFrame, in this order, is exact."""
     segmentlog_datasource.register(utc)
