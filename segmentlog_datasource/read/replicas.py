@@ -11,7 +11,9 @@ CRC) up to that point and below the read's end; only headers are read, never rec
 Copies without leader epochs are compared over all that both hold.
 """
 import bisect
+import os
 from array import array
+from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from ..errors import CorruptLogError
@@ -90,14 +92,15 @@ def check_replicas(log: PartitionLog, start: int, end: int) -> None:
             spans[id(copy)] = (begin, until)
     if not spans:
         return
-    # The leader's headers once, over the widest span, for every copy.
+    # The leader's headers once, over the widest span, for every copy; the copies are
+    # walked side by side (the compiled walk lets go of the GIL while it reads).
     widest = (min(b for b, _ in spans.values()), max(u for _, u in spans.values()))
-    leader = _WalkedHeaders(log, *widest)
-    for copy in log.replicas:
-        if id(copy) not in spans:
-            continue
+    copies = [copy for copy in log.replicas if id(copy) in spans]
+    walks = [(log, widest)] + [(copy, spans[id(copy)]) for copy in copies]
+    with ThreadPoolExecutor(max_workers=min(len(walks), os.cpu_count() or 1)) as pool:
+        leader, *followers = pool.map(lambda walk: _WalkedHeaders(walk[0], *walk[1]), walks)
+    for copy, theirs in zip(copies, followers):
         begin, until = spans[id(copy)]
-        theirs = _WalkedHeaders(copy, begin, until)
         reached = min(leader.reached, theirs.reached, until)
         if leader.rows(begin, reached) != theirs.rows(begin, reached):
             _compare_headers(log, copy, begin, reached)  # names the files and the offset
@@ -127,7 +130,8 @@ class _WalkedHeaders:
             if number == first and begin > segment.base_offset:
                 position = segment.offset_index.lookup(begin)[1]
             end = segment.size
-            if following is None or following > until:
+            if (following is None and until < log.end_offset()) or \
+                    (following is not None and following > until):
                 stop_at = segment.offset_index.position_after(until - 1)
                 end = segment.size if stop_at is None else min(stop_at, segment.size)
             stop, _, rows = walk_local_file(walk, segment.log_path, position, end,
