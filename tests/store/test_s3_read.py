@@ -251,3 +251,24 @@ def test_anonymous_access_sends_unsigned_requests(s3_env, fixtures_in_s3, kafka_
     _, rows = _rows({"path": "s3://public-logs/logs", "store.anonymous": "true",
                      "includeHeaders": "true"})
     assert rows == expected_rows(load_manifest(kafka_logdir, "plain-0"))
+
+
+def test_three_brokers_disks_in_s3_read_as_the_clusters_consumer_view(s3_env, bucket):
+    """The broker-disks fixtures uploaded as they are: checkpoints found in the listing,
+    leader epochs read, the copies compared header by header (no compiled walk over a
+    store), and every partition read as the manifest says, as from local disk."""
+    import json
+
+    from support import broker_disks as disks
+
+    s3_env.upload_tree(disks.root(), BUCKET, "cluster")
+    uris = [f"s3://{BUCKET}/cluster/{broker}" for broker in disks.BROKERS]
+    for isolation in ("read_committed",):  # the last stable offset below the high watermark
+        read = parse_read_options({"paths": json.dumps(uris), "includeHeaders": "true",
+                                   "isolationLevel": isolation})
+        fragments = plan_fragments(read, Constraints())
+        got = disks.arrow_rows_by_partition(
+            scan_fragments(fragments, ScanOptions(include_headers=True)))
+        assert sorted(got) == sorted(disks.manifest()["partitions"])
+        for name in got:
+            assert got[name] == disks.expected(name, isolation), (isolation, name)
