@@ -16,21 +16,20 @@ import pytest
 from click.testing import CliRunner
 
 from segmentlog_datasource.cli import main
-from support.paths import CHECKOUT, TESTS
+from support import broker_disks as disks
 
-BROKERS = ("broker-0", "broker-1", "broker-2")
-BUNDLED = TESTS / "fixtures" / "broker-disks"
-SHARED = CHECKOUT.parent / "shared" / "fixtures" / "broker-disks"
+BROKERS = disks.BROKERS
 V2_CRC_POSITION = 17  # base offset (8), length (4), partition leader epoch (4), magic (1)
 
 
 @pytest.fixture(scope="module")
 def broker_disks():
-    """The fixture's directory: the copy bundled with the tests if there is one."""
-    for candidate in (BUNDLED, SHARED):
-        if (candidate / "manifest.json").is_file():
-            return str(candidate)
-    pytest.fail(f"the broker-disks fixtures are at neither {BUNDLED} nor {SHARED}")
+    """The fixture's directory (support.fixtures: beside $SEGMENTLOG_FIXTURES's set, else
+    the copy bundled with the tests)."""
+    root = disks.root()
+    if not os.path.isfile(os.path.join(root, "manifest.json")):
+        pytest.fail(f"the broker-disks fixtures are not at {root}")
+    return root
 
 
 @pytest.fixture(scope="module")
