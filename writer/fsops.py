@@ -10,6 +10,8 @@ import shutil
 import time
 import uuid
 
+from ..format.pending import REMOVING_MARK  # readers skip areas being removed
+
 from .errors import WriteError, raise_out_of_space
 
 
@@ -113,7 +115,6 @@ def remove_tree(path: str) -> None:
 # A staging directory being deleted is renamed to `<name>~removing-<nonce>` first ('~' is
 # in no job id): whatever a process killed while deleting it leaves is then known to be
 # garbage, rather than a staging directory whose owner file is already gone.
-REMOVING_MARK = "~removing-"
 
 
 def remove_staging(path: str) -> None:

@@ -13,13 +13,13 @@ from ..errors import CorruptLogError, InvalidOptionError, SegmentLogError
 from ..format.indexes import OFFSET_ENTRY, TIME_ENTRY, OffsetIndex, TimeIndex
 from ..format.log import PartitionLog, SEGMENT_NAME, parse_partition_dir_name, partition_dir_name
 from ..format.entries import read_entry_header, verify_checksum
+from ..format.pending import STAGING_PREFIX  # readers skip staging areas by it
 
 from .errors import InvalidInputError, TopicLayoutError
 
 # Names a write keeps in the log dir; readers skip dot-prefixed names, so topics may not
 # start with '.'.
 LOCK_PREFIX = ".segmentlog-lock-"
-STAGING_PREFIX = ".segmentlog-staging-"
 MAX_TOPIC_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 

@@ -94,6 +94,7 @@ from ..errors import CorruptLogError, InvalidOptionError, SegmentLogError, Store
 from ..format.log import INDEX_SUFFIX, LOG_SUFFIX, SEGMENT_NAME, TIME_INDEX_SUFFIX, \
     TXN_INDEX_SUFFIX, PartitionLog, parse_partition_dir_name, partition_dir_name, \
     segment_file_name
+from ..format.pending import JOURNAL, PUBLISH_TOKEN  # readers rely on them too
 from ..storage import StoreConfig, resolve
 from ..storage.resolve import is_remote_uri
 
@@ -111,7 +112,6 @@ from .segments import SegmentPlan, plan_segments
 from .task import TaskResult, TaskSpec, TaskWriter
 
 LOCK_TIMEOUT_S = 600.0  # a lock not refreshed for this long belongs to a dead writer
-JOURNAL = "publish-journal.json"
 OWNER = "owner.json"
 JOB_METADATA = "segmentlog-job"  # on every published object: which job put it there
 WRITABLE_SCHEMES = ("s3", "s3a")
@@ -736,6 +736,10 @@ class ObjectStoreWriteJob:
                            "objects": [[e.final_key, e.staged_key, e.replaces]
                                        for e in entries]}
                 self.target.put(self.staging_key + JOURNAL, json.dumps(journal).encode())
+                # after the journal, before the first final object: a reader's listing
+                # that this publish overlaps sees the token change (format/pending.py)
+                self.target.put(self.target.key(PUBLISH_TOKEN), json.dumps(
+                    {"job": self.job_id, "token": uuid.uuid4().hex}).encode())
                 if before_publish is not None:
                     before_publish(summary)
                 self._publish(entries, published)

@@ -29,16 +29,26 @@ from typing import List, Optional
 from ..format.log import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, \
     partition_dir_name, segment_file_name
 
+# The journal (in the staging directory while publishing runs), the rollback mark beside
+# it and the publish token in the log dir: readers rely on them too.
+from ..format.pending import JOURNAL, PUBLISH_TOKEN, ROLLBACK
+
 from .checkpointing import CheckpointChanges
 from .errors import SPACE_ERRNOS, ConcurrentWriteError, WriteError, raise_out_of_space
 from .fsops import fsync_dir, rename_exchange
 
-JOURNAL = "publish-journal.json"  # in the staging directory while publishing runs
-ROLLBACK = "publish-rollback"  # beside it: a rollback had begun, recovery rolls back
 JOURNAL_VERSION = 1
 # Test hook: the process SIGKILLs itself right after its Nth publishing rename (kill tests),
 # a checkpoint file's replacement counting as one.
 KILL_HOOK = "SEGMENTLOG_TEST_KILL_AT_STEP"
+# Test hook: the process stops itself (SIGSTOP) right after its Nth publishing rename, for
+# readers to look at a publish in progress; SIGCONT lets it go on.
+STOP_HOOK = "SEGMENTLOG_TEST_STOP_AT_STEP"
+
+
+def _step_hook(name: str) -> Optional[int]:
+    value = os.environ.get(name)
+    return int(value) if value and value.strip().isdigit() else None
 
 
 class PublishAction(ABC):
@@ -69,8 +79,8 @@ class _Runner:
     def __init__(self, logdir: str):
         self.logdir = logdir
         self.renames = 0
-        hook = os.environ.get(KILL_HOOK)
-        self.kill_at = int(hook) if hook and hook.strip().isdigit() else None
+        self.kill_at = _step_hook(KILL_HOOK)
+        self.stop_at = _step_hook(STOP_HOOK)
 
     def _path(self, relative: str) -> str:
         return os.path.join(self.logdir, relative)
@@ -79,6 +89,8 @@ class _Runner:
         self.renames += 1
         if self.kill_at is not None and self.renames == self.kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
+        if self.stop_at is not None and self.renames == self.stop_at:
+            os.kill(os.getpid(), signal.SIGSTOP)
 
     def rename(self, source: str, destination: str) -> None:
         if os.path.lexists(destination):  # never replace what someone else put there
@@ -177,6 +189,29 @@ def _write_journal(path: str, data: dict) -> int:
     return fd
 
 
+def _new_publish_token(logdir: str, job_id: str) -> None:
+    """Replace the log dir's publish token, after the journal and before any rename: a
+    reader whose listing this publish overlaps sees the token change and lists again
+    (format/pending.py). Not fsynced: it matters to readers running now, not after a
+    crash."""
+    path = os.path.join(logdir, PUBLISH_TOKEN)
+    temporary = f"{path}~{uuid.uuid4().hex}"
+    try:
+        fd = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        try:
+            os.write(fd, json.dumps({"job": job_id, "token": uuid.uuid4().hex}).encode())
+        finally:
+            os.close(fd)
+        os.rename(temporary, path)
+    except BaseException as exc:
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        raise_out_of_space(exc, path)
+        raise
+
+
 def _mark_rollback(staging_dir: str) -> None:
     """Best effort where space is short: a rollback killed without its mark is finished
     forwards by recovery instead, which leaves each partition whole too."""
@@ -220,6 +255,11 @@ def publish(actions: List[PublishAction], staging_dir: str, logdir: str, job_id:
     fd = _write_journal(os.path.join(staging_dir, JOURNAL),
                         {"version": JOURNAL_VERSION, "job": job_id, "steps": relative,
                          "checkpoints": checkpoints.to_journal()})
+    try:
+        _new_publish_token(logdir, job_id)
+    except BaseException:
+        _finish_journal(staging_dir, fd)  # nothing renamed yet
+        raise
     runner = _Runner(logdir)
     done = 0
     try:
@@ -283,7 +323,7 @@ def recover(staging_dir: str, logdir: str, roll_back: bool = False,
                 journal = json.loads(handle.read().decode("utf-8"))
             backward = roll_back or os.path.exists(os.path.join(staging_dir, ROLLBACK))
             runner = _Runner(logdir)
-            runner.kill_at = None  # the hook is for publishing, not recovery
+            runner.kill_at = runner.stop_at = None  # the hooks are for publishing
             checkpoints = CheckpointChanges.from_journal(journal.get("checkpoints"))
             if backward:
                 _mark_rollback(staging_dir)

@@ -8,12 +8,13 @@ import bisect
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..errors import CorruptLogError, SegmentLogError
 from ..storage import LOCAL, Chunk, Store, StoreConfig, TreeView, resolve
-from . import checkpoints
+from . import checkpoints, pending
 from .checkpoints import EpochEntry, OffsetEntry
 from .indexes import AbortedTransaction, OffsetIndex, TimeIndex, parse_transaction_index
 from .entries import (BatchHeader, check_offset_order, ends_data, read_entry_or_end,
@@ -294,10 +295,13 @@ class LogDirState:
     `present`: the names a listing showed there (None: not listed, try each)."""
 
     def __init__(self, path: Optional[str], store: Store = LOCAL,
-                 present: Optional[frozenset] = None):
+                 present: Optional[frozenset] = None,
+                 before: Optional[pending.BeforePublishes] = None):
         self.path = path
         self.store = store
         self.present = present
+        # entries as they were before unfinished publishes (see format.pending)
+        self.before = before.offsets if before else {}
         self._files: Dict[str, Dict[Tuple[str, int], OffsetEntry]] = {}
 
     def file_path(self, name: str) -> Optional[str]:
@@ -310,6 +314,11 @@ class LogDirState:
                 data = self.store.read_optional(self.file_path(name))
                 if data is not None:
                     found = checkpoints.parse_offset_checkpoint(data, self.file_path(name))
+            for key, offset in self.before.get(name, {}).items():
+                if offset is None:
+                    found.pop(key, None)
+                else:
+                    found[key] = OffsetEntry(offset, found[key].line if key in found else 0)
             self._files[name] = found
         return self._files[name]
 
@@ -330,8 +339,12 @@ class PartitionLog:
     the offset checkpoints of the log dir that holds it."""
 
     def __init__(self, directory: str, topic: str, partition: int, segments: List[Segment],
-                 store: Store = LOCAL, log_dir: LogDirState = NO_LOG_DIR):
+                 store: Store = LOCAL, log_dir: LogDirState = NO_LOG_DIR,
+                 files_before: Optional[Dict[str, Optional[bytes]]] = None):
         self.directory = directory
+        # leader-epoch-checkpoint and partition.metadata as they were before an unfinished
+        # publish (see format.pending), by name; None: no file then
+        self.files_before = files_before or {}
         self.topic = topic
         self.partition = partition
         self.segments = segments
@@ -346,11 +359,14 @@ class PartitionLog:
 
     @classmethod
     def open(cls, directory: str, store: Optional[Store] = None,
-             tree: Optional[TreeView] = None, log_dir: Optional[LogDirState] = None
+             tree: Optional[TreeView] = None, log_dir: Optional[LogDirState] = None,
+             view: Optional[pending.BeforePublishes] = None, logical: Optional[str] = None
              ) -> "PartitionLog":
         """The partition in `directory` (a local path, or a path of `store`), listed live or
         from `tree`, a listing made beforehand; `log_dir`: the checkpoints of the log dir
-        that holds it (default: those in its parent directory)."""
+        that holds it (default: those in its parent directory). `view`: unfinished
+        publishes not to see; `logical`: where the log dir names the directory, when an
+        unfinished overwrite moved the partition's old copy to `directory`."""
         if store is None:
             store, directory = resolve(directory)
         elif not store.remote:
@@ -366,6 +382,12 @@ class PartitionLog:
             log_dir = LogDirState(store.dirname(directory), store)
         tree = tree or store.tree(directory)
         names = sorted(tree.names(directory))
+        named = logical or directory
+        files_before = {}
+        if view:
+            names = [name for name in names if store.join(named, name) not in view.hidden]
+            files_before = {store.basename(path): data for path, data in view.files.items()
+                            if store.dirname(path) == named}
         present = set(names)
         segments = []
         swaps = []
@@ -414,7 +436,7 @@ class PartitionLog:
         segments = _complete_swaps(segments, swaps, cleaned_from)
         if segments:
             segments[-1].active = True
-        return cls(directory, topic, partition, segments, store, log_dir)
+        return cls(directory, topic, partition, segments, store, log_dir, files_before)
 
     # ------------------------------------------------------------ beside the segments
     def checkpointed(self, name: str) -> Optional[OffsetEntry]:
@@ -447,15 +469,20 @@ class PartitionLog:
         """The partition's leader-epoch-checkpoint entries; None when it has no such file."""
         if self._leader_epochs is None:
             path = self.store.join(self.directory, checkpoints.LEADER_EPOCH_FILE)
-            data = self.store.read_optional(path)
+            data = self._partition_file(checkpoints.LEADER_EPOCH_FILE, path)
             self._leader_epochs = [None if data is None
                                    else checkpoints.parse_leader_epochs(data, path)]
         return self._leader_epochs[0]
 
     def topic_id(self) -> Optional[str]:
         path = self.store.join(self.directory, checkpoints.PARTITION_METADATA_FILE)
-        data = self.store.read_optional(path)
+        data = self._partition_file(checkpoints.PARTITION_METADATA_FILE, path)
         return None if data is None else checkpoints.parse_partition_metadata(data, path)
+
+    def _partition_file(self, name: str, path: str) -> Optional[bytes]:
+        if name in self.files_before:
+            return self.files_before[name]
+        return self.store.read_optional(path)
 
     def __repr__(self):
         return f"PartitionLog({self.topic!r}, {self.partition}, {len(self.segments)} segments)"
@@ -618,6 +645,9 @@ def discover_copies(paths: Iterable[str], config: Optional[StoreConfig] = None
     with the offset checkpoints of the log dir that holds it. Several copies of one
     partition (several brokers' dirs, JBOD dirs) are all returned, in path order.
 
+    A segmentlog write's unfinished publish is not seen: the log dir is read as it was
+    before it (see format.pending).
+
     A path that holds neither a partition directory nor segments, but other things (a
     Parquet table, a folder of photos), is an error: it is not a Kafka log. An empty
     directory, or one with only Kafka's bookkeeping files, holds no partitions yet.
@@ -626,6 +656,27 @@ def discover_copies(paths: Iterable[str], config: Optional[StoreConfig] = None
     seen = set()
     for given in paths:
         store, path = resolve(given, config)
+        for log in _listed_whole(store, path):
+            if (type(store), log.directory) in seen:
+                continue  # the same directory given twice
+            seen.add((type(store), log.directory))
+            found.append(log)
+    order = {id(log): number for number, log in enumerate(found)}
+    return sorted(found, key=lambda log: (log.topic, log.partition, order[id(log)]))
+
+
+def _listed_whole(store: Store, path: str) -> List[PartitionLog]:
+    """The partitions under `path` as one state of its log dir, listed again while
+    segmentlog writes begin publishing during the listing (see format.pending): the
+    publish token and the journals are read first, the token again last."""
+    logdirs = [path]
+    if parse_partition_dir_name(store.basename(path)) is not None:
+        logdirs.append(store.dirname(path))  # a partition directory given alone
+    delay = 0.001
+    for _ in range(pending.LISTING_ATTEMPTS):
+        tokens = [pending.read_token(store, logdir) for logdir in logdirs]
+        journals = {logdir: pending.find_journals(store, logdir, store.child_names(logdir))
+                    for logdir in logdirs}
         tree = store.tree(path)
         if not tree.isdir(path):
             entry = tree.entry(path)
@@ -635,44 +686,62 @@ def discover_copies(paths: Iterable[str], config: Optional[StoreConfig] = None
                     f"({store.dirname(path)}) or the log dir above that")
             raise SegmentLogError(f"{path}: no such directory" + (
                 " (no objects under this prefix)" if store.remote else ""))
-        candidates = []
-        log_dir = None
-        if _is_partition_dir(store, tree, path):
-            candidates.append(path)
-        else:
-            foreign = []
-            names = sorted(tree.names(path))
-            log_dir = LogDirState(path, store, frozenset(
-                name for name in names if name in checkpoints.OFFSET_CHECKPOINT_FILES))
-            for name in names:
-                child = store.join(path, name)
-                # Dot-prefixed names are staging areas and records of segmentlog writes.
-                if name.startswith("."):
-                    continue
-                if tree.isdir(child) and _is_partition_dir(store, tree, child):
-                    candidates.append(child)
-                elif not (_LOGDIR_FILE.match(name) or _LOGDIR_MOVED.match(name)):
-                    foreign.append(name)
-            if not candidates:
-                tiered = _tiered_partitions(store, tree, path)
-                found.extend(tiered)
-                if tiered:
-                    continue
-            if not candidates and foreign:
-                shown = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-                raise SegmentLogError(
-                    f"{path}: not a Kafka log dir or partition directory: it holds no "
-                    f"<topic>-<partition> directory and no segment file, but {shown}. Point "
-                    f"the source at the directory that holds the <topic>-<partition> "
-                    f"directories (or at one of them)"
-                )
-        for directory in candidates:
-            if (type(store), directory) in seen:
-                continue  # the same directory given twice
-            seen.add((type(store), directory))
-            found.append(PartitionLog.open(directory, store, tree, log_dir))
-    order = {id(log): number for number, log in enumerate(found)}
-    return sorted(found, key=lambda log: (log.topic, log.partition, order[id(log)]))
+        alone = _is_partition_dir(store, tree, path)
+        logdir = logdirs[-1] if alone else path
+        view = pending.before_publishes(store, logdir, journals[logdir])
+        logs = _listed(store, tree, path, alone, view)
+        if [pending.read_token(store, d) for d in logdirs] == tokens and (
+                not view or pending.before_publishes(store, logdir, journals[logdir]) == view):
+            return logs
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    raise pending.listing_changed(path)
+
+
+def _listed(store: Store, tree: TreeView, path: str, alone: bool,
+            view: pending.BeforePublishes) -> List[PartitionLog]:
+    candidates = []
+    log_dir = None
+    if alone:
+        if path not in view.hidden:
+            candidates.append(view.moved.get(path, path))
+    else:
+        foreign = []
+        names = sorted(tree.names(path))
+        log_dir = LogDirState(path, store, frozenset(
+            name for name in names if name in checkpoints.OFFSET_CHECKPOINT_FILES), view)
+        for name in names:
+            child = store.join(path, name)
+            # Dot-prefixed names are staging areas and records of segmentlog writes.
+            if name.startswith("."):
+                continue
+            if child in view.hidden:
+                continue  # published by a write not finished yet
+            if tree.isdir(child) and _is_partition_dir(store, tree, child):
+                candidates.append(view.moved.get(child, child))
+            elif not (_LOGDIR_FILE.match(name) or _LOGDIR_MOVED.match(name)):
+                foreign.append(name)
+        # partition directories an unfinished overwrite dropped
+        candidates.extend(view.moved[logical] for logical in view.extra_dirs(path, store)
+                          if not tree.isdir(logical))
+        if not candidates:
+            tiered = _tiered_partitions(store, tree, path)
+            if tiered:
+                return tiered
+        if not candidates and foreign:
+            shown = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise SegmentLogError(
+                f"{path}: not a Kafka log dir or partition directory: it holds no "
+                f"<topic>-<partition> directory and no segment file, but {shown}. Point "
+                f"the source at the directory that holds the <topic>-<partition> "
+                f"directories (or at one of them)"
+            )
+    if alone and view:
+        log_dir = LogDirState(store.dirname(path), store, None, view)
+    logical = {actual: logical for logical, actual in view.moved.items()}
+    return [PartitionLog.open(directory, store, tree, log_dir, view=view,
+                              logical=logical.get(directory))
+            for directory in candidates]
 
 
 def _tiered_partitions(store: Store, tree: TreeView, root: str) -> List[PartitionLog]:

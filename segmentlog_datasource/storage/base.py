@@ -144,6 +144,11 @@ class Store(ABC):
                ) -> ByteReader:
         ...
 
+    def child_names(self, path: str) -> List[str]:
+        """The names directly under `path` now (none when it is not a directory)."""
+        tree = self.tree(path)
+        return sorted(tree.names(path)) if tree.isdir(path) else []
+
     @abstractmethod
     def read_bytes(self, path: str, position: int, length: int) -> bytes:
         """`length` bytes at `position` of a file (fewer at its end)."""

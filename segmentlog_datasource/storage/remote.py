@@ -178,6 +178,17 @@ class ArrowStore(Store):
             raise self.error(root, "cannot list", exc) from None
         return RemoteTree(self, root.rstrip("/"), root_entry, infos)
 
+    def child_names(self, path: str) -> List[str]:
+        """One listing of `path` alone (delimited: not what lies deeper)."""
+        from pyarrow import fs as pafs
+
+        try:
+            infos = self.fs.get_file_info(pafs.FileSelector(self.to_fs(path), recursive=False,
+                                                            allow_not_found=True))
+        except Exception as exc:
+            raise self.error(path, "cannot list", exc) from None
+        return sorted(posixpath.basename(info.path.rstrip("/")) for info in infos)
+
     def read_optional(self, path: str) -> Optional[bytes]:
         try:
             with self.fs.open_input_stream(self.to_fs(path)) as stream:

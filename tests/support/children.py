@@ -9,14 +9,18 @@ SIGKILL ends as it would end a writer started from the shell.
     done = run_script(SCRIPT, ["/path/to/logdir"], env={KILL_HOOK: "3"})
     assert done.returncode in (0, -9), done.stderr
 
-`returncode`, `stdout` and `stderr` mean what subprocess.run's do: -9 for a SIGKILL, 1
+`when_stopped`: called each time the child stops itself with SIGSTOP (a writer's stop
+hook), before the child is let go on. `returncode`, `stdout` and `stderr` mean what
+subprocess.run's do: -9 for a SIGKILL, 1
 for an exception (its traceback in stderr). The script runs as `__main__` with
 `sys.argv[1:]` the given arguments and the given variables added to its environment.
 """
 import multiprocessing
 import os
+import signal
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 
 # pandas: pyarrow imports it on its first conversion of Python objects (0.2 s a child).
@@ -51,7 +55,28 @@ def _child(script: str, argv: list, env: dict, out_path: str, err_path: str):
     exec(compile(script, "<child script>", "exec"), {"__name__": "__main__"})
 
 
-def run_script(script: str, argv, env=None, timeout: float = 120) -> Done:
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "X"
+
+
+def _serve_stops(process, when_stopped, timeout: float) -> None:
+    """Each time the child stops itself (SIGSTOP), call `when_stopped()`, then let the
+    child go on (SIGCONT), until it ends."""
+    deadline = time.monotonic() + timeout
+    while process.is_alive() and time.monotonic() < deadline:
+        if _state(process.pid) == "T":
+            try:
+                when_stopped()
+            finally:
+                os.kill(process.pid, signal.SIGCONT)
+        time.sleep(0.002)
+
+
+def run_script(script: str, argv, env=None, timeout: float = 120, when_stopped=None) -> Done:
     with tempfile.TemporaryDirectory(prefix="segmentlog-child-") as directory:
         out_path, err_path = (os.path.join(directory, name) for name in ("out", "err"))
         for path in (out_path, err_path):
@@ -60,6 +85,8 @@ def run_script(script: str, argv, env=None, timeout: float = 120) -> Done:
             target=_child, args=(script, [str(a) for a in argv], dict(env or {}), out_path,
                                  err_path))
         process.start()
+        if when_stopped is not None:
+            _serve_stops(process, when_stopped, timeout)
         process.join(timeout)
         if process.exitcode is None:
             process.kill()

@@ -8,10 +8,11 @@ SINK_RECORD_GLOB = ".segmentlog-sink-*.json"
 
 
 def leftovers(logdir):
-    """Dot-names other than sink records: staging areas, locks, half-written records."""
+    """Dot-names other than sink records and the publish token: staging areas, locks,
+    half-written records."""
     return sorted(n for n in os.listdir(logdir)
-                  if n.startswith(".") and not (n.startswith(".segmentlog-sink-")
-                                                and n.endswith(".json")))
+                  if n.startswith(".") and n != ".segmentlog-publishing"
+                  and not (n.startswith(".segmentlog-sink-") and n.endswith(".json")))
 
 
 def sink_records(logdir):

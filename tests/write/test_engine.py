@@ -10,6 +10,7 @@ import pytest
 from kafka.record.memory_records import MemoryRecords
 
 from segmentlog_datasource.format import ScanOptions, SegmentRange, discover_partitions, scan_segment
+from segmentlog_datasource.format.pending import PUBLISH_TOKEN
 from segmentlog_datasource.writer import (
     ConcurrentWriteError, InvalidInputError, InvalidOptionError, SegmentLogWriter,
     TopicLayoutError, WriteAbortedError, WriteError, WriteJob, WriteOptions, write_log,
@@ -25,7 +26,7 @@ HEADERS = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa
 T0 = 1_700_000_000_000
 WRITE_TIME = 1_750_000_000_000
 # What a write leaves beside the partition directories, and in each of them (#21)
-LOG_DIR_FILES = ["log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
+LOG_DIR_FILES = [".segmentlog-publishing", "log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
                  "replication-offset-checkpoint"]
 PARTITION_FILES = ["leader-epoch-checkpoint", "partition.metadata"]
 
@@ -226,7 +227,7 @@ def test_append_refuses_a_live_or_damaged_tail(kafka_logdir, kafka_logdir_copy):
         handle.truncate(os.path.getsize(path) - 10)
     with pytest.raises(TopicLayoutError, match="plain-0: its last segment .* complete batch"):
         write_log(kafka_logdir_copy, table, topic="plain")
-    assert not [n for n in os.listdir(kafka_logdir_copy) if n.startswith(".")]
+    assert not [n for n in os.listdir(kafka_logdir_copy) if n.startswith(".") and n != PUBLISH_TOKEN]
 
 
 def test_overwrite_replaces_only_the_written_topic(logdir):
@@ -241,7 +242,7 @@ def test_overwrite_replaces_only_the_written_topic(logdir):
     assert sorted(decoded) == [("keep", 0), ("t", 0), ("t", 1)]
     assert sorted(r[4] for p in range(2) for r in decoded[("t", p)]) == [b"new1", b"new2"]
     assert decoded[("keep", 0)] == keep_before
-    assert not [n for n in os.listdir(logdir) if n.startswith(".")]
+    assert not [n for n in os.listdir(logdir) if n.startswith(".") and n != PUBLISH_TOKEN]
     # overwrite without numPartitions keeps the count
     write_log(logdir, pa.table({"value": [b"x"]}), topic="t", mode="overwrite")
     assert sorted(k for k in decode_logdir(logdir) if k[0] == "t") == [("t", 0), ("t", 1)]
@@ -316,7 +317,7 @@ def test_two_writers_on_one_topic(logdir):
         late.commit()
     decoded = decode_logdir(logdir)
     assert sum(len(r) for r in decoded.values()) == 16
-    assert not [n for n in os.listdir(logdir) if n.startswith(".")]
+    assert not [n for n in os.listdir(logdir) if n.startswith(".") and n != PUBLISH_TOKEN]
 
 
 def test_duplicate_task_attempts_are_written_once(logdir):
@@ -358,7 +359,7 @@ def test_a_job_changes_nothing_on_disk_until_it_starts(logdir):
     with pytest.raises(WriteError, match="has not been started"):
         job.commit([])
     assert job.start() is job
-    assert sorted(n.split("-")[1] for n in os.listdir(logdir) if n.startswith(".")) == \
+    assert sorted(n.split("-")[1] for n in os.listdir(logdir) if n.startswith(".") and n != PUBLISH_TOKEN) == \
         ["lock", "staging"]
     with pytest.raises(WriteError, match="already been started"):
         job.start()
@@ -380,6 +381,8 @@ def _tree_bytes(root):
             path = os.path.join(directory, name)
             with open(path, "rb") as handle:
                 files[os.path.relpath(path, root)] = handle.read()
+    if PUBLISH_TOKEN in files:  # random by design
+        files[PUBLISH_TOKEN] = b"<token>"
     return files
 
 
@@ -501,7 +504,7 @@ def test_a_killed_write_leaves_nothing_a_later_write_trips_over(logdir):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     assert subprocess.run([sys.executable, "-c", script], env=env).returncode == 9
-    leftovers = sorted(n for n in os.listdir(logdir) if n.startswith("."))
+    leftovers = sorted(n for n in os.listdir(logdir) if n.startswith(".") and n != PUBLISH_TOKEN)
     assert [n.split("-")[1] for n in leftovers] == ["lock", "staging"]
     # readers do not see the dead write
     assert [r[4] for r in decode_partition(os.path.join(logdir, "t-0"))] == [b"kept"] * 3

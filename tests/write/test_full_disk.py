@@ -30,6 +30,7 @@ from typing import Optional
 
 import pytest
 
+from segmentlog_datasource.format.pending import PUBLISH_TOKEN
 from segmentlog_datasource.writer import write_log
 
 from support.kafka_logs import decode_logdir
@@ -39,7 +40,7 @@ TMPFS_BYTES = 1 << 20
 TMPFS_INODES = 200
 TESTS_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What a write leaves beside the partition directories (#21)
-LOG_DIR_FILES = ["log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
+LOG_DIR_FILES = [".segmentlog-publishing", "log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
                  "replication-offset-checkpoint"]
 # two segments per partition, each with index entries; a few pages of staged batches
 JOB_OPTIONS = {"segment_bytes": 3000, "batch_size": 1000, "index_interval_bytes": 500}
@@ -240,6 +241,8 @@ def snapshot(root):
             path = os.path.join(directory, name)
             with open(path, "rb") as handle:
                 found[os.path.relpath(path, root)] = handle.read()
+    if PUBLISH_TOKEN in found:  # replaced as each publish begins (readers' hint), not data
+        found[PUBLISH_TOKEN] = b"<token>"
     return found
 
 
@@ -284,6 +287,8 @@ def stage_of(reply, logdir):
         if os.path.dirname(name) == logdir:
             return "staging directory"  # .segmentlog-staging-<job>
         return "publish directories"  # its publish/ and publish/<topic>-<partition>
+    if os.path.basename(name).startswith(PUBLISH_TOKEN):
+        return "publish token"
     for suffix, stage in ((".segmentlog-lock-t", "lock"), ("owner.json", "owner"),
                           (".segmentlog-lock-.checkpoints", "checkpoint lock"),
                           ("-checkpoint", "checkpoints"),
@@ -356,13 +361,14 @@ def test_a_write_fails_cleanly_whichever_byte_the_disk_runs_out_at(small_fs, wri
         return
     stages = run_sweep(small_fs, writer_process, small_fs.fill_bytes, PAGE)
     # one page each for the lock and the owner file, then the staged batches, then each
-    # segment file in turn, the journal; after the renames a page for the checkpoint lock,
-    # then one for a checkpoint file's temporary copy
+    # segment file in turn, the journal, the publish token's new copy; after the renames
+    # a checkpoint file's temporary copy (the checkpoint lock takes the page the token's
+    # old copy gave back)
     assert stages["lock"] == [0] and stages["owner"] == [PAGE], stages
     assert set(stages) == {"lock", "owner", "staged batches", "index", "timeindex", "log",
-                           "journal", "checkpoint lock", "checkpoints"}, stages
+                           "journal", "publish token", "checkpoints"}, stages
     assert len(stages["index"]) == len(stages["timeindex"]) == 4  # 2 segments x 2 partitions
-    assert _last_stages(stages, 3) == ["journal", "checkpoint lock", "checkpoints"], stages
+    assert _last_stages(stages, 3) == ["journal", "publish token", "checkpoints"], stages
 
 
 def _last_stages(stages, count):
@@ -379,15 +385,17 @@ def test_a_write_fails_cleanly_whichever_inode_runs_out(small_fs, writer_process
     # the lock's temp file, then its hard link (tmpfs counts links; the inode the link
     # takes comes back when the temp name goes, and the staging directory takes it), the
     # owner file, the staged batches, publish/ and a directory per partition, each segment
-    # file, the journal's temp file; after the renames the checkpoint lock's temp file and
+    # file, the journal's temp file, the publish token's new copy; after the renames the
+    # checkpoint lock's temp file and
     # link (a checkpoint file's temporary copy then takes the inode the lock's temp name
     # gave back)
     assert stages["lock"] == [0, 1] and stages["owner"] == [2], stages
     assert stages["staged batches"] == [3] and len(stages["publish directories"]) == 3
     assert len(stages["index"]) == len(stages["timeindex"]) == len(stages["log"]) == 4
-    assert _last_stages(stages, 3) == ["journal", "checkpoint lock", "checkpoint lock"], stages
+    assert _last_stages(stages, 3) == ["journal", "publish token", "checkpoint lock"], stages
     assert set(stages) == {"lock", "owner", "staged batches", "publish directories", "index",
-                           "timeindex", "log", "journal", "checkpoint lock"}, stages
+                           "timeindex", "log", "journal", "publish token",
+                           "checkpoint lock"}, stages
 
 
 # ---------------------------------------------------------------- streaming sink

@@ -21,12 +21,14 @@ import time
 import pyarrow as pa
 import pytest
 
+from segmentlog_datasource.format.pending import PUBLISH_TOKEN
 from segmentlog_datasource.writer import WriteOptions, write_log
 from segmentlog_datasource.writer.publish import JOURNAL, KILL_HOOK
 from segmentlog_datasource.writer.stream import StreamSink
 
 from support.children import run_script
 from support.kafka_logs import decode_logdir
+from support.reading import read_values
 from support.stream_sink import leftovers, sink_records
 
 SMALL = {"segment_bytes": 1024, "batch_size": 256}  # several segments per partition
@@ -128,11 +130,15 @@ def test_append_and_create_killed_after_every_rename(tmp_path):
             break  # the job published before its Nth rename: every step was covered
         kills += 1
         assert any(n.startswith(".segmentlog-staging-") for n in os.listdir(logdir))
+        # until the killed publish is settled, readers see the log as it was (#22)
+        for options in ({}, {"readUpTo": "logEnd"}):
+            assert read_values(logdir, **options) == {k: v for k, v in before.items() if v}, \
+                (step, options)
         extra = next_write(logdir)  # settles the killed publish, then appends
         after = values_by_partition(logdir)
         outcomes = killed_job_outcome(before, after, job, extra)
         assert set(outcomes.values()) == {"all"}, (step, outcomes)  # rolled forward
-        assert [n for n in os.listdir(logdir) if n.startswith(".")] == []
+        assert [n for n in os.listdir(logdir) if n.startswith(".") and n != PUBLISH_TOKEN] == []
         step += 1
     # 3 partitions x several segments x 3 files, plus the empty segment moved aside
     # and 2 new partition directories
@@ -160,12 +166,14 @@ def test_overwrite_killed_after_every_rename(tmp_path):
         before = values_by_partition(logdir)
         if not run_child(OVERWRITE, logdir, step):
             break
+        for options in ({}, {"readUpTo": "logEnd"}):  # as before, until settled (#22)
+            assert read_values(logdir, **options) == before, (step, options)
         write_log(logdir, pa.table({"value": [b"next"], "partition": pa.array([0], pa.int32())}),
                   topic="t", **SMALL)
         after = values_by_partition(logdir)
         # rolled forward: the overwrite's two partitions, then the next write's record
         assert after == {("t", 0): job[("t", 0)] + [b"next"], ("t", 1): job[("t", 1)]}, step
-        assert [n for n in os.listdir(logdir) if n.startswith(".")] == []
+        assert [n for n in os.listdir(logdir) if n.startswith(".") and n != PUBLISH_TOKEN] == []
         step += 1
     assert step > 3  # two exchanges (or moves) and two removed partitions
 
@@ -395,8 +403,8 @@ PARTITION_FILES = {"leader-epoch-checkpoint", "partition.metadata"}
 
 
 def check_no_leftovers(logdir):
-    assert [n for n in os.listdir(logdir) if n.startswith(".")] == []
-    for name in set(os.listdir(logdir)) - LOG_DIR_FILES:
+    assert [n for n in os.listdir(logdir) if n.startswith(".") and n != PUBLISH_TOKEN] == []
+    for name in set(os.listdir(logdir)) - LOG_DIR_FILES - {PUBLISH_TOKEN}:
         strays = [f for f in os.listdir(os.path.join(logdir, name))
                   if not SEGMENT_FILE.match(f) and f not in PARTITION_FILES]
         assert strays == [], (name, strays)

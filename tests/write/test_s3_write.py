@@ -24,6 +24,7 @@ from segmentlog_datasource.writer import objectstore
 from segmentlog_datasource.writer.publish import KILL_HOOK
 from segmentlog_datasource.writer.stream import StreamSink
 
+from segmentlog_datasource.format.pending import PUBLISH_TOKEN
 from support.children import run_script
 from support.kafka_logs import decode_logdir
 
@@ -138,11 +139,14 @@ def test_new_and_existing_topic_written_as_locally_byte_for_byte(s3, prefix, tmp
     assert summary.offsets()[("n", 0)] == (0, 0)  # a new topic's empty partition
 
     in_s3 = objects(s3, prefix)
-    assert not [name for name in in_s3 if name.startswith(".")], "staging or lock left"
+    assert not [name for name in in_s3 if name.startswith(".") and name != PUBLISH_TOKEN], "staging or lock left"
     # the checkpoint files a local write keeps beside the segments (#21) are not written
     # to object stores
     on_disk = {name: data for name, data in local_files(local).items()
-               if not name.endswith(("-checkpoint", "partition.metadata"))}
+               if not name.endswith(("-checkpoint", "partition.metadata"))
+               and name != PUBLISH_TOKEN}  # random: only its presence is compared
+    assert PUBLISH_TOKEN in in_s3
+    in_s3 = {name: data for name, data in in_s3.items() if name != PUBLISH_TOKEN}
     assert sorted(in_s3) == sorted(on_disk)
     assert any(name.endswith(".timeindex") for name in in_s3)
     assert len([name for name in in_s3 if name.startswith("t-0/")]) > 6  # several segments
@@ -189,7 +193,7 @@ def test_second_writer_of_a_locked_topic_fails_cleanly(s3, prefix):
         SegmentLogWriter(uri, topic="t")
     # the refused writer left nothing of its own behind, and the first one commits
     first.commit()
-    assert [name for name in objects(s3, prefix) if name.startswith(".")] == []
+    assert [name for name in objects(s3, prefix) if name.startswith(".") and name != PUBLISH_TOKEN] == []
     write_log(uri, rows("third", 5, [0], topic="t"))
     values = read_through_reader(uri)[("t", 0)]
     assert [v.split(b"-")[0] for v in values] == [b"seed"] * 5 + [b"first"] * 5 + [b"third"] * 5
@@ -206,6 +210,9 @@ def test_clashing_object_undoes_the_job_and_leaves_nothing_visible(s3, prefix):
     with pytest.raises(ConcurrentWriteError, match="appeared or changed while this write ran"):
         write_log(uri, rows("job", 10, [0, 1, 2], topic="t"))
     after = objects(s3, prefix)
+    # the publish token changed as the publish began (readers' hint), nothing else did
+    assert after[PUBLISH_TOKEN] != before.pop(PUBLISH_TOKEN)
+    del after[PUBLISH_TOKEN]
     assert after == {**before, foreign[len(prefix) + 1:]: b"foreign"}
     assert read_through_reader(uri) == {("t", p): [b"seed-p%d-%03d-" % (p, i) + b"x" * 60
                                                    for i in range(10)] for p in range(3)}
@@ -238,7 +245,7 @@ def test_stale_lock_is_taken_over(s3, prefix, monkeypatch):
     write_log(uri, rows("late", 3, [0], topic="t"))
     assert [v.split(b"-")[0] for v in read_through_reader(uri)[("t", 0)]] == \
         [b"seed"] * 3 + [b"late"] * 3
-    assert [name for name in objects(s3, prefix) if name.startswith(".")] == []
+    assert [name for name in objects(s3, prefix) if name.startswith(".") and name != PUBLISH_TOKEN] == []
 
 
 def test_lock_is_refreshed_while_held(s3, prefix, monkeypatch):
@@ -288,6 +295,10 @@ def test_writer_killed_while_publishing_is_finished_by_the_next_write(s3, prefix
     assert done.returncode == -9, done.stderr
     assert any(name.startswith(".segmentlog-staging-") and name.endswith("publish-journal.json")
                for name in objects(s3, prefix))
+    # until the next write finishes it, readers see the log as it was (#22): none of the
+    # killed job's published objects, whole partitions or not
+    assert read_through_reader(uri) == expected(rows("old", 20, [0, 1], topic="t"))
+    assert read_through_reader(f"{uri}/n-0") == {}
 
     write_log(uri, rows("next", 3, [0, 1, 2], topic="t"))
 
@@ -299,7 +310,7 @@ def test_writer_killed_while_publishing_is_finished_by_the_next_write(s3, prefix
         want_all = old.get(key, []) + job.get(key, []) + nxt.get(key, [])
         assert got.get(key, []) == want_all, key  # rolled forward: all of the killed job
     assert values_by_partition(s3, prefix, tmp_path) == got
-    assert [name for name in objects(s3, prefix) if name.startswith(".")] == []
+    assert [name for name in objects(s3, prefix) if name.startswith(".") and name != PUBLISH_TOKEN] == []
 
 
 # ------------------------------------------------------------------------ refusals

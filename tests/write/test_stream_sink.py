@@ -113,6 +113,7 @@ def test_batches_commit_in_order_and_read_back(logdir):
     # the log dir holds nothing else a broker would trip over (its checkpoint files are
     # those a broker keeps)
     assert sorted(os.listdir(logdir)) == sorted([f".segmentlog-sink-{QUERY}.json",
+                                                 ".segmentlog-publishing",
                                                  "t-0", "t-1", "t-2",
                                                  "log-start-offset-checkpoint",
                                                  "recovery-point-offset-checkpoint",
