@@ -435,6 +435,10 @@ def test_an_append_killed_at_random_moments(tmp_path, how):
             got, old = now.get(key, []), before.get(key, [])
             assert got[:len(old)] == old and got[len(old):] == job[key][:len(got) - len(old)], \
                 (delay, where, key)
+        # a read sees the job whole or not at all (#22)
+        whole = {key: before.get(key, []) + job.get(key, []) for key in set(before) | set(job)}
+        assert read_values(logdir) in ({k: v for k, v in before.items() if v}, whole), \
+            (delay, where)
         extra = next_write(logdir)  # settles the killed write, then appends: it works
         outcomes = killed_job_outcome(before, values_by_partition(logdir), job, extra)
         assert len(set(outcomes.values())) == 1, (delay, where, outcomes)  # the job: all or none
