@@ -386,8 +386,7 @@ class PartitionLog:
         files_before = {}
         if view:
             names = [name for name in names if store.join(named, name) not in view.hidden]
-            files_before = {store.basename(path): data for path, data in view.files.items()
-                            if store.dirname(path) == named}
+            files_before = view.files.get(named, {})
         present = set(names)
         segments = []
         swaps = []

@@ -51,8 +51,9 @@ class BeforePublishes:
     moved: Dict[str, str] = field(default_factory=dict)
     # offset checkpoint name -> {(topic, partition): offset before, None: no entry}
     offsets: Dict[str, Dict[Tuple[str, int], Optional[int]]] = field(default_factory=dict)
-    # partition file path (as the log dir names it) -> its bytes before, None: no file
-    files: Dict[str, Optional[bytes]] = field(default_factory=dict)
+    # partition directory (as the log dir names it) -> {file name: its bytes before, None:
+    # no file}
+    files: Dict[str, Dict[str, Optional[bytes]]] = field(default_factory=dict)
 
     def __bool__(self):
         return bool(self.jobs)
@@ -159,7 +160,8 @@ def _add_checkpoints(view: BeforePublishes, logdir: str, changes: dict) -> None:
         for topic, partition, before, _after in entries:
             view.offsets.setdefault(name, {})[(topic, int(partition))] = before
     for relative, (before, _after) in (changes.get("files") or {}).items():
-        view.files[os.path.join(logdir, relative)] = \
+        path = os.path.join(logdir, relative)
+        view.files.setdefault(os.path.dirname(path), {})[os.path.basename(path)] = \
             None if before is None else before.encode("utf-8")
 
 
