@@ -1,13 +1,15 @@
-"""Store settings given as options: endpoint, region, anonymous access, credentials.
+"""Store settings given as options: endpoint, region, anonymous access, credentials, and
+how S3 requests are retried (attempts, timeouts).
 
 Without options, each process finds credentials the way the AWS (or GCS, Azure) SDK does:
 environment variables, config files and profiles (`AWS_PROFILE`), instance roles. The
 endpoint and region are settled once, where the read or write is planned, and travel with
 the tasks; credentials travel only when given as options.
 """
+import math
 import os
-from dataclasses import dataclass, fields
-from typing import Mapping, Optional, Tuple
+from dataclasses import dataclass, fields, replace
+from typing import Mapping, NamedTuple, Optional, Tuple
 
 from ..errors import InvalidOptionError
 
@@ -19,9 +21,26 @@ STORE_OPTIONS = {
     "store.accessKeyId": "access_key_id",
     "store.secretAccessKey": "secret_access_key",
     "store.sessionToken": "session_token",
+    "store.maxAttempts": "max_attempts",
+    "store.connectTimeout": "connect_timeout",
+    "store.readTimeout": "read_timeout",
 }
 _SECRET_FIELDS = ("secret_access_key", "session_token")
 REDACTED = "*****(redacted)"
+
+# Retries of S3 requests (reads through pyarrow, writes through boto3).
+DEFAULT_MAX_ATTEMPTS = 5  # the first try included
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+DEFAULT_READ_TIMEOUT_S = 60.0
+MAX_ATTEMPTS_LIMIT = 100
+TIMEOUT_LIMIT_S = 3600.0
+RETRY_FIELDS = ("max_attempts", "connect_timeout", "read_timeout")
+
+
+class RetrySettings(NamedTuple):
+    max_attempts: int  # tries of one request, the first included
+    connect_timeout_s: float  # to open a connection
+    read_timeout_s: float  # without a byte of the response before the try is abandoned
 
 
 @dataclass(frozen=True)
@@ -32,6 +51,20 @@ class StoreConfig:
     access_key_id: Optional[str] = None
     secret_access_key: Optional[str] = None
     session_token: Optional[str] = None
+    max_attempts: Optional[int] = None  # None: the defaults above
+    connect_timeout: Optional[float] = None
+    read_timeout: Optional[float] = None
+
+    @property
+    def retry(self) -> RetrySettings:
+        return RetrySettings(
+            self.max_attempts or DEFAULT_MAX_ATTEMPTS,
+            self.connect_timeout or DEFAULT_CONNECT_TIMEOUT_S,
+            self.read_timeout or DEFAULT_READ_TIMEOUT_S)
+
+    @property
+    def has_retry_settings(self) -> bool:
+        return any(getattr(self, name) is not None for name in RETRY_FIELDS)
 
     def __repr__(self):
         shown = []
@@ -64,8 +97,7 @@ class StoreConfig:
             os.environ.get("AWS_ENDPOINT_URL")
         region = self.region or os.environ.get("AWS_REGION") or \
             os.environ.get("AWS_DEFAULT_REGION")
-        return StoreConfig(endpoint or None, region or None, self.anonymous, self.access_key_id,
-                           self.secret_access_key, self.session_token)
+        return replace(self, endpoint=endpoint or None, region=region or None)
 
 
 def _lookup(options: Mapping, name: str):
@@ -74,6 +106,28 @@ def _lookup(options: Mapping, name: str):
         if str(key).lower() == lowered:
             return value
     return None
+
+
+def _parse_attempts(name: str, raw, text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_ATTEMPTS_LIMIT:
+        raise InvalidOptionError.for_value(
+            name, raw, f"a whole number of tries from 1 (no retry) to {MAX_ATTEMPTS_LIMIT}")
+    return value
+
+
+def _parse_seconds(name: str, raw, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= TIMEOUT_LIMIT_S:  # also refuses nan
+        raise InvalidOptionError.for_value(
+            name, raw, f"seconds, more than 0 and at most {TIMEOUT_LIMIT_S:.0f}")
+    return value
 
 
 def parse_store_config(options: Optional[Mapping]) -> StoreConfig:
@@ -91,6 +145,12 @@ def parse_store_config(options: Optional[Mapping]) -> StoreConfig:
             continue
         if not text:
             raise InvalidOptionError(f"option {name!r} is empty", name)
+        if field_name == "max_attempts":
+            values[field_name] = _parse_attempts(name, raw, text)
+            continue
+        if field_name in ("connect_timeout", "read_timeout"):
+            values[field_name] = _parse_seconds(name, raw, text)
+            continue
         if field_name == "endpoint" and "://" in text and \
                 not text.lower().startswith(("http://", "https://")):
             raise InvalidOptionError.for_value(

@@ -9,11 +9,25 @@
   READ_PAST_BYTES past the range's end (for the entry after it, which the scan checks).
   Nothing else of the segment is read.
 * Header walks (the active segment's end, a rolled segment's tail) read BLOCK_BYTES at a time.
+
+Faults (S3): every request is retried by the SDK's standard retry mode (exponential
+backoff with jitter) up to `store.maxAttempts` tries, a try abandoned after
+`store.connectTimeout` to connect or `store.readTimeout` without a byte: throttling
+(503 SlowDown), 5xx answers, reset connections, bodies shorter than their
+Content-Length, stalls. One fault the SDK cannot see is handled here: pyarrow reports a
+ranged read as complete when the store answered with fewer bytes than asked (and a
+Content-Length that says so), leaving the rest of its buffer unwritten, so every read
+sets the last byte of its buffer first and reads again when that byte was not written
+(see read_range). When the tries run out, the StoreError names the object, the byte
+range, the last fault and the number of tries.
 """
 import bisect
 import mmap
 import posixpath
+import random
+import re
 import threading
+import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional, Tuple
@@ -27,6 +41,15 @@ READ_PAST_BYTES = 64 << 10
 MIN_FETCH_BYTES = 64 << 10
 BLOCK_BYTES = 1 << 20
 
+# pyarrow's S3 retry strategy: the AWS SDK's standard mode (backoff with full jitter, up
+# to 1 s doubling, and a retry quota). Tests set AwsDefaultS3RetryStrategy, which retries
+# the same faults after 25 ms doubling, to stay fast.
+RETRY_STRATEGY = "AwsStandardS3RetryStrategy"
+# Backoff of the reads retried here (responses cut short): full jitter, as botocore's
+# standard mode for faults other than throttling.
+BACKOFF_BASE_S = 0.05
+BACKOFF_CAP_S = 20.0
+
 _filesystems: Dict[tuple, object] = {}
 _filesystems_lock = threading.Lock()
 
@@ -34,6 +57,67 @@ _filesystems_lock = threading.Lock()
 def _describe(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     return " ".join(text.split())
+
+
+def backoff_s(retry: int) -> float:
+    """Seconds to wait before retry number `retry` (1 for the first)."""
+    return random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (retry - 1)))
+
+
+# (pattern in an SDK's error text, the fault it shows): pyarrow's AWS SDK names errors
+# like SLOW_DOWN or "HTTP status 503" and curl's codes; botocore "(SlowDown)" and its
+# exception names.
+_FAULTS = [
+    (re.compile(r"Failed to flush response stream"),
+     "an error answer longer than the bytes asked (its status unknown)"),
+    (re.compile(r"SLOW_DOWN|\(SlowDown\)"), "503 SlowDown"),
+    (re.compile(r"SERVICE_UNAVAILABLE|HTTP status 503|\((ServiceUnavailable|503)\)"),
+     "503 ServiceUnavailable"),
+    (re.compile(r"INTERNAL_FAILURE|HTTP status 500|\((InternalError|500)\)"), "500 InternalError"),
+    (re.compile(r"HTTP status (5\d\d)|\((5\d\d)\)"), "{} server error"),
+    (re.compile(r"curlCode: 18\b|partial file|IncompleteRead|XML_ERROR_PARSING|cut short",
+                re.I), "response cut short"),
+    (re.compile(r"did not match calculated checksum"), "body failed its checksum"),
+    (re.compile(r"curlCode: 56\b|reset by peer|Connection reset|ConnectionResetError|"
+                r"Connection was closed|Connection broken|RemoteDisconnected", re.I),
+     "connection reset"),
+    (re.compile(r"curlCode: 28\b|Timeout was reached|Read timeout|ReadTimeout|timed out",
+                re.I), "timed out"),
+    (re.compile(r"curlCode: 7\b|Could not connect|Failed to connect|Couldn't connect|"
+                r"Connection refused|EndpointConnectionError", re.I), "cannot connect"),
+]
+
+
+def describe_fault(detail: str) -> Optional[str]:
+    """The transient fault an SDK's error text shows (a throttled, failing, cut-off or
+    silent store), None for other errors (credentials, a missing object, ...)."""
+    for pattern, fault in _FAULTS:
+        match = pattern.search(detail)
+        if match is not None:
+            groups = [group for group in match.groups() if group]
+            return fault.format(groups[-1]) if "{}" in fault else fault
+    return None
+
+
+def store_error(where: str, action: str, exc: BaseException, config: StoreConfig,
+                retried: bool = True) -> StoreError:
+    """`where: action: detail. What to do: ...`; a transient fault, which was tried
+    max_attempts times (`retried`: an S3 client with config's settings), is named first:
+    `503 SlowDown after 5 attempts (detail)`."""
+    detail = config.redact(_describe(exc))
+    fault = describe_fault(detail) if retried else None
+    if fault is not None and fault != "cannot connect":
+        retry = config.retry
+        return StoreError(
+            f"{where}: {action}: {fault} after {retry.max_attempts} attempts ({detail}). "
+            f"What to do: the store kept failing; try again later, or allow more tries or a "
+            f"longer wait with store.maxAttempts (now {retry.max_attempts}) or "
+            f"store.readTimeout (now {retry.read_timeout_s:g} s)")
+    remedy = _remedy(detail)
+    if fault is not None:
+        detail = f"{fault} after {config.retry.max_attempts} attempts ({detail})"
+    return StoreError(f"{where}: {action}: {detail}"
+                      + (f". What to do: {remedy}" if remedy else ""))
 
 
 def _remedy(detail: str) -> str:
@@ -83,7 +167,7 @@ class ArrowStore(Store):
     # -- the filesystem, built once per process -------------------------------------------
     @property
     def fs(self):
-        key = (self.scheme, self.fs_uri, self.config)
+        key = (self.scheme, self.fs_uri, self.config, RETRY_STRATEGY)
         with _filesystems_lock:
             fs = _filesystems.get(key)
             if fs is None:
@@ -96,10 +180,16 @@ class ArrowStore(Store):
         config = self.config
         try:
             if self.scheme == "s3":
+                retry = config.retry
+                # request_timeout: on Linux, curl abandons a try that receives nothing for
+                # this long (whole seconds, at least 1; mid-body, a few seconds more).
+                # (AwsDefaultS3RetryStrategy's "max_attempts" counts retries, not tries.)
+                tries = retry.max_attempts - (RETRY_STRATEGY == "AwsDefaultS3RetryStrategy")
                 kwargs = {"region": config.region or "us-east-1",
                           "anonymous": config.anonymous,
-                          "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=3),
-                          "connect_timeout": 10, "request_timeout": 60}
+                          "retry_strategy": getattr(pafs, RETRY_STRATEGY)(max_attempts=tries),
+                          "connect_timeout": retry.connect_timeout_s,
+                          "request_timeout": retry.read_timeout_s}
                 if config.endpoint:
                     endpoint = config.endpoint
                     if "://" in endpoint:
@@ -144,10 +234,7 @@ class ArrowStore(Store):
         return self.uri_prefix + fs_path[len(self.fs_prefix):].lstrip("/")
 
     def error(self, path: str, action: str, exc: BaseException) -> StoreError:
-        detail = self.config.redact(_describe(exc))
-        remedy = _remedy(detail)
-        message = f"{path}: {action}: {detail}"
-        return StoreError(message + (f". What to do: {remedy}" if remedy else ""))
+        return store_error(path, action, exc, self.config, retried=self.scheme == "s3")
 
     # -- what readers use ------------------------------------------------------------------
     def tree(self, root: str) -> TreeView:
@@ -155,8 +242,7 @@ class ArrowStore(Store):
 
         fs_root = self.to_fs(root)
         try:
-            infos = self.fs.get_file_info(pafs.FileSelector(fs_root, recursive=True,
-                                                            allow_not_found=True))
+            infos = self._listing(fs_root)
             root_entry = None
             if not infos:
                 info = self.fs.get_file_info(fs_root)
@@ -180,30 +266,48 @@ class ArrowStore(Store):
 
     def child_names(self, path: str) -> List[str]:
         """One listing of `path` alone (delimited: not what lies deeper)."""
-        from pyarrow import fs as pafs
-
         try:
-            infos = self.fs.get_file_info(pafs.FileSelector(self.to_fs(path), recursive=False,
-                                                            allow_not_found=True))
+            infos = self._listing(self.to_fs(path), recursive=False)
         except Exception as exc:
             raise self.error(path, "cannot list", exc) from None
         return sorted(posixpath.basename(info.path.rstrip("/")) for info in infos)
 
+    def _listing(self, fs_root: str, recursive: bool = True):
+        """The listing under `fs_root`. A listing page cut off inside a well-formed
+        response does not parse, which the SDK does not retry: the listing is then made
+        again."""
+        from pyarrow import fs as pafs
+
+        selector = pafs.FileSelector(fs_root, recursive=recursive, allow_not_found=True)
+        tries = 1
+        while True:
+            try:
+                return self.fs.get_file_info(selector)
+            except OSError as exc:
+                if "XML_ERROR_PARSING" not in str(exc) or tries >= self.config.retry.max_attempts:
+                    raise
+            time.sleep(backoff_s(tries))
+            tries += 1
+
     def read_optional(self, path: str) -> Optional[bytes]:
         try:
-            with self.fs.open_input_stream(self.to_fs(path)) as stream:
-                return stream.read()
+            handle = self.fs.open_input_file(self.to_fs(path))  # a HEAD: the size
         except FileNotFoundError:
             return None
         except StoreError:
             raise
         except Exception as exc:
             raise self.error(path, "cannot read", exc) from None
+        opened = RemoteFile(handle)
+        try:
+            return self.read_range(opened, path, 0, opened.size)
+        finally:
+            opened.close()
 
-    def _open_file(self, path: str, size: int):
+    def _open_file(self, path: str, size: int) -> "RemoteFile":
         try:
             # One HEAD request (pyarrow's Python API cannot be given the size instead).
-            return self.fs.open_input_file(self.to_fs(path))
+            return RemoteFile(self.fs.open_input_file(self.to_fs(path)))
         except Exception as exc:
             raise self.error(path, "cannot open", exc) from None
 
@@ -214,7 +318,9 @@ class ArrowStore(Store):
         return FetchedLog(path, size,
                           lambda length, position: self.read_range(handle, path, position,
                                                                    length),
-                          chunks, on_close=handle.close)
+                          chunks, on_close=handle.close,
+                          read_into=lambda view, position: self.read_into(handle, path,
+                                                                          position, view))
 
     def reader(self, path: str, size: int, chunks=None) -> ByteReader:
         if chunks is not None:
@@ -237,12 +343,78 @@ class ArrowStore(Store):
             raise self.error(path, "cannot look up", exc) from None
         return info.size if info.type == pafs.FileType.File else None
 
-    def read_range(self, handle, path: str, position: int, length: int) -> bytes:
-        try:
-            return handle.read_at(length, position)
-        except Exception as exc:
-            raise self.error(path, f"cannot read bytes {position}..{position + length}",
-                             exc) from None
+    def read_range(self, handle: "RemoteFile", path: str, position: int, length: int
+                   ) -> bytes:
+        """`length` bytes at `position` (fewer at the object's end)."""
+        out = bytearray(max(0, min(length, handle.size - position)))
+        got = self.read_into(handle, path, position, memoryview(out))
+        return bytes(out) if got == len(out) else bytes(out[:got])
+
+    def read_into(self, handle: "RemoteFile", path: str, position: int, view: memoryview
+                  ) -> int:
+        """Fill `view` from `position` on (cut at the object's end); the bytes read.
+
+        pyarrow returns a ranged read as complete when the store sent fewer bytes than
+        asked with a Content-Length that says so (a copy cut off on the way, or an object
+        replaced by a shorter one): the rest of its buffer is left as it was. So the last
+        byte is set to a marker first; a read that left it is read again with another
+        marker (the data's own last byte equals a marker once in 256 reads: the second
+        read settles it), up to max_attempts times, then fails.
+
+        The SDK also writes an error answer's body (503 SlowDown, 500) into the buffer;
+        when it does not fit (a read of fewer bytes than the error's XML), the SDK fails
+        at once without a retry. Such a read is retried here too."""
+        expected = max(0, min(len(view), handle.size - position))
+        if not expected:
+            return 0
+        view = view[:expected]
+        marker, shorts, unfit_errors = None, 0, 0
+        while True:
+            marker = random.randrange(256) if marker is None else \
+                (marker + random.randrange(1, 256)) % 256  # another one each time
+            view[expected - 1] = marker
+            try:
+                with handle.lock:
+                    handle.file.seek(position)
+                    got = handle.file.readinto(view)
+            except Exception as exc:
+                unfit_errors += 1
+                if "Failed to flush response stream" not in str(exc) or \
+                        unfit_errors >= self.config.retry.max_attempts:
+                    raise self.error(path, f"cannot read bytes {position}.."
+                                     f"{position + expected}", exc) from None
+                time.sleep(backoff_s(unfit_errors))
+                continue
+            if got == expected and view[expected - 1] != marker:
+                return expected
+            shorts += 1
+            if shorts > self.config.retry.max_attempts:
+                break
+            if shorts > 1:  # the first read again is the check of a chance match
+                time.sleep(backoff_s(shorts - 1))
+        now = self.size_of(path)
+        if now is not None and now < position + expected:
+            raise SegmentShrankError(
+                path, now, f"object is {now} bytes now, fewer than the {handle.size} it had "
+                f"when opened (replaced while being read); read it again")
+        raise StoreError(
+            f"{path}: cannot read bytes {position}..{position + expected}: response cut short "
+            f"after {shorts} attempts (the store sent fewer bytes than asked). What to do: "
+            f"try again later; if it persists, something between here and the store cuts "
+            f"responses off")
+
+
+class RemoteFile:
+    """An object opened for positioned reads: pyarrow's file, its size (from the HEAD),
+    and a lock (a positioned read into a buffer is a seek, then a read)."""
+
+    def __init__(self, file):
+        self.file = file
+        self.size = file.size()
+        self.lock = threading.Lock()
+
+    def close(self) -> None:
+        self.file.close()
 
 
 class RemoteTree(TreeView):
@@ -303,10 +475,12 @@ class FetchedLog(LogBytes):
     holds the segment as independent zstd frames, and whole chunks are fetched and
     decompressed."""
 
-    def __init__(self, path: str, size: int, read_stored, chunks=None, on_close=None):
+    def __init__(self, path: str, size: int, read_stored, chunks=None, on_close=None,
+                 read_into=None):
         self.path = path
         self.size = size
         self._read_stored = read_stored
+        self._read_into = read_into  # (view, position) -> bytes read: no copy
         self._chunks = chunks
         self._chunk_starts = [chunk.original_offset for chunk in chunks] if chunks else None
         self._on_close = on_close
@@ -320,13 +494,17 @@ class FetchedLog(LogBytes):
         """Fetch at least [start, end); return the range fetched."""
         if self._chunks is not None:
             return self._fetch_chunks(start, end)
-        data = self._read_stored(end - start, start)
-        if len(data) < end - start:
+        if self._read_into is not None:
+            got = self._read_into(self.view[start:end], start)
+        else:
+            data = self._read_stored(end - start, start)
+            got = len(data)
+            self._map[start:start + got] = data
+        if got < end - start:
             raise SegmentShrankError(
-                self.path, start + len(data),
+                self.path, start + got,
                 f"object holds fewer bytes than the {self.size} listed (replaced while being "
                 "read); read it again")
-        self._map[start:end] = data
         return start, end
 
     def _fetch_chunks(self, start: int, end: int) -> Tuple[int, int]:

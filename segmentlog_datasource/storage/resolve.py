@@ -64,6 +64,11 @@ def resolve(path, config: Optional[StoreConfig] = None, option: str = "path"
         uri = "s3://" + text[len(match.group(0)) + 2:]
         uri = uri.rstrip("/") or uri
         return ArrowStore("s3", "s3://", "", config.settled("s3")), uri
+    if config.has_retry_settings:
+        raise InvalidOptionError(
+            f"option {option!r} is {text!r}: the options store.maxAttempts, "
+            f"store.connectTimeout and store.readTimeout apply to s3:// paths; "
+            f"{scheme}:// stores retry as their own client library does", "store.maxAttempts")
     if scheme in ("gs", "gcs"):
         uri = "gs://" + text[len(match.group(0)) + 2:]
         return ArrowStore("gs", "gs://", "", config), uri.rstrip("/")
