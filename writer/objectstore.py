@@ -57,13 +57,12 @@ Under Spark the writer is built (and takes the `topic` option's lock) in one Pyt
 worker and commits in another, so a lock is recognised as the job's by the job id it
 holds, and each refresh and release is a compare-and-swap on the ETag just read.
 
-What a concurrent reader sees: within one partition, a prefix of the job's new
-segments, each one whole (its `.log` appears after its indexes, and its bytes are
-complete when it appears: a PUT is atomic; a replaced empty segment shows its new
-`.log` with empty indexes for a moment, which reads the same). Partitions become visible one after another
-in topic and partition order, not at once: a reader listing during a commit may see
-the job's records in some partitions and not yet in others. A killed job's partitions
-stay so until the next writer rolls its publish forward.
+What a concurrent reader sees: the commit whole or not at all (format/pending.py). The
+journal object lists every final key; a reader that finds it skips those keys until it
+is deleted with the staging prefix, after the last PUT. The log dir's publish token
+(`.segmentlog-publishing`) is PUT after the journal and before the first final object,
+so a reader whose listing a publish overlaps sees the token change and lists again. A
+killed job's objects stay hidden until the next writer rolls its publish forward.
 
 Refused: overwrite mode (no atomic replace of a partition on an object store: write to
 a new prefix instead), streaming writes into a store, and stores other than S3 (gs://,
@@ -76,6 +75,7 @@ Credentials come from the store.* options when given, else from boto3's default 
 each process; the endpoint and region are settled on the driver (StoreConfig.settled).
 No secret appears in an error message or a repr.
 """
+import hashlib
 import json
 import os
 import posixpath
@@ -95,7 +95,8 @@ from ..format.log import INDEX_SUFFIX, LOG_SUFFIX, SEGMENT_NAME, TIME_INDEX_SUFF
     TXN_INDEX_SUFFIX, PartitionLog, parse_partition_dir_name, partition_dir_name, \
     segment_file_name
 from ..format.pending import JOURNAL, PUBLISH_TOKEN  # readers rely on them too
-from ..storage import StoreConfig, resolve
+from ..storage import STORE_OPTIONS, StoreConfig, resolve
+from ..storage.remote import backoff_s, store_error
 from ..storage.resolve import is_remote_uri
 
 from .assembly import StagedBatches, write_segment
@@ -185,13 +186,10 @@ class S3Target:
         return client
 
     # -- requests, errors named by path, secrets redacted ---------------------------------
+    # boto3 retries every request (its standard mode, store.maxAttempts tries); a 412
+    # after a retry, a GET's body and a download are handled here (see _landed, get).
     def error(self, key: str, action: str, exc: BaseException) -> StoreError:
-        from ..storage.remote import _remedy  # the reader's advice for the same failures
-
-        detail = self.config.redact(" ".join((str(exc).strip() or type(exc).__name__).split()))
-        remedy = _remedy(detail)
-        return StoreError(f"{self.uri_of(key)}: {action}: {detail}"
-                          + (f". What to do: {remedy}" if remedy else ""))
+        return store_error(self.uri_of(key), action, exc, self.config)  # the reader's words
 
     def put(self, key: str, body, *, create: bool = False, if_match: Optional[str] = None,
             job: Optional[str] = None) -> Optional[str]:
@@ -207,27 +205,78 @@ class S3Target:
             return self.client.put_object(**kwargs)["ETag"]
         except Exception as exc:
             if _status(exc) in (412, 409) or (if_match and _status(exc) == 404):
+                if _retried(exc):  # an earlier try may have written it, its answer lost
+                    landed = self._landed(key, body, job)
+                    if landed is not None:
+                        return landed
                 return None  # 409: a conditional write raced another one on this key
             raise self.error(key, "cannot write", exc) from None
+
+    def _landed(self, key: str, body, job: Optional[str]) -> Optional[str]:
+        """The ETag of the object at `key` when it is what this PUT uploads, else None:
+        a retried conditional PUT whose earlier try was written (the answer lost) gets
+        412, which is then no clash. A job's objects are told by their job mark, others
+        by their bytes (the ETag of a single PUT is its MD5; else the bytes compared)."""
+        head = self.head(key)
+        if head is None:
+            return None
+        if job is not None:
+            return head["ETag"] if head.get("Metadata", {}).get(JOB_METADATA) == job else None
+        if hasattr(body, "read"):
+            body.seek(0)
+            body = body.read()
+        if head["ETag"].strip('"') == hashlib.md5(body, usedforsecurity=False).hexdigest():
+            return head["ETag"]
+        if head.get("ContentLength") == len(body):
+            found = self.get(key)
+            if found is not None and found == (body, head["ETag"]):
+                return head["ETag"]
+        return None
 
     def put_file(self, key: str, path: str, **kwargs) -> Optional[str]:
         with open(path, "rb") as body:
             return self.put(key, body, **kwargs)
 
     def get(self, key: str) -> Optional[Tuple[bytes, str]]:
-        try:
-            response = self.client.get_object(Bucket=self.bucket, Key=key)
-            return response["Body"].read(), response["ETag"]
-        except Exception as exc:
-            if _status(exc) == 404:
-                return None
-            raise self.error(key, "cannot read", exc) from None
+        """(bytes, ETag), None when there is no such object. boto3 retries the request
+        but not the reading of its body: a body cut off, reset or stalled is fetched
+        again here, up to store.maxAttempts times."""
+        tries = self.config.retry.max_attempts
+        for attempt in range(1, tries + 1):
+            try:
+                response = self.client.get_object(Bucket=self.bucket, Key=key)
+            except Exception as exc:
+                if _status(exc) == 404:
+                    return None
+                raise self.error(key, "cannot read", exc) from None
+            try:
+                data = response["Body"].read()
+                if len(data) != response["ContentLength"]:
+                    raise OSError(f"response cut short: {len(data)} of "
+                                  f"{response['ContentLength']} bytes")
+                return data, response["ETag"]
+            except Exception as exc:
+                if attempt == tries:
+                    raise self.error(key, "cannot read", exc) from None
+            time.sleep(backoff_s(attempt))
+        raise AssertionError("unreachable")
 
     def download(self, key: str, path: str) -> None:
-        try:
-            self.client.download_file(self.bucket, key, path)
-        except Exception as exc:
-            raise self.error(key, "cannot download", exc) from None
+        """s3transfer reads a body again when it breaks off (as many tries as requests
+        get), not one that fails its checksum (a well-formed answer cut short): that
+        download is made again here."""
+        from boto3.s3.transfer import TransferConfig
+
+        tries = self.config.retry.max_attempts
+        transfer = TransferConfig(num_download_attempts=tries)
+        for attempt in range(1, tries + 1):
+            try:
+                self.client.download_file(self.bucket, key, path, Config=transfer)
+                return
+            except Exception as exc:
+                if attempt == tries or "did not match calculated checksum" not in str(exc):
+                    raise self.error(key, "cannot download", exc) from None
+            time.sleep(backoff_s(attempt))
 
     def head(self, key: str) -> Optional[dict]:
         try:
@@ -246,6 +295,8 @@ class S3Target:
             self.client.delete_object(**kwargs)
             return True
         except Exception as exc:
+            if _status(exc) == 404 and if_match is not None and _retried(exc):
+                return True  # an earlier try deleted it, its answer lost
             if _status(exc) in (412, 404):
                 return False
             raise self.error(key, "cannot delete", exc) from None
@@ -282,6 +333,13 @@ def _status(exc: BaseException) -> Optional[int]:
     return None
 
 
+def _retried(exc: BaseException) -> bool:
+    """Whether boto3 sent the request more than once before this answer."""
+    response = getattr(exc, "response", None)
+    return isinstance(response, dict) and \
+        bool(response.get("ResponseMetadata", {}).get("RetryAttempts"))
+
+
 def _make_client(config: StoreConfig):
     try:
         import boto3
@@ -294,8 +352,10 @@ def _make_client(config: StoreConfig):
     endpoint = config.endpoint
     if endpoint and "://" not in endpoint:
         endpoint = "https://" + endpoint
-    settings = {"retries": {"mode": "standard", "max_attempts": 3},
-                "connect_timeout": 10, "read_timeout": 60}
+    retry = config.retry
+    settings = {"retries": {"mode": "standard", "total_max_attempts": retry.max_attempts},
+                "connect_timeout": retry.connect_timeout_s,
+                "read_timeout": retry.read_timeout_s}
     if endpoint:  # S3-compatible servers are addressed by path
         settings["s3"] = {"addressing_style": "path"}
     if config.anonymous:
@@ -938,9 +998,7 @@ def _segment_files(base_offset: int) -> List[str]:
 
 # ----------------------------------------------------------------- choosing
 
-STORE_OPTION_NAMES = frozenset(name.lower() for name in (
-    "store.endpoint", "store.region", "store.anonymous", "store.accessKeyId",
-    "store.secretAccessKey", "store.sessionToken"))
+STORE_OPTION_NAMES = frozenset(name.lower() for name in STORE_OPTIONS)
 
 
 def open_write_job(logdir: str, *, store_config: Optional[StoreConfig] = None, **kwargs):
