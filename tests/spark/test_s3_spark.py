@@ -102,6 +102,26 @@ def test_s3_read_equals_the_manifests_and_the_local_read(utc_spark, s3_server, s
     assert {k.split("/")[1] for k in fetched} == set(partition_names(kafka_logdir))
 
 
+def test_a_read_through_store_faults_reads_every_row_once(utc_spark, s3_server, store_options,
+                                                          fixtures_uri, kafka_logdir):
+    """Faults at the listing, an index GET and a ranged GET inside a segment (#22), met by
+    the planner's and the tasks' Python workers: retried, every row read once."""
+    from support.s3server import Fault
+
+    reader = utc_spark.read.format("segmentlog").options(
+        maxPartitionBytes="30000", includeHeaders="true", assign='{"plain": [0]}',
+        **store_options)
+    faults = [Fault("reset", op="LIST"),
+              Fault("short_body", op="GET", key="fixtures/plain-0/*.index"),
+              Fault("slowdown", op="GET", key="fixtures/plain-0/*.log", min_range_start=1)]
+    with s3_server.inject(*faults):
+        rows = spark_rows(reader.load(fixtures_uri))
+    assert [fault.fired for fault in faults] == [1, 1, 1]
+    assert len(rows) == len(set(rows))
+    assert set(rows) == {row for row in manifest_rows(kafka_logdir, "read_uncommitted")
+                         if row[:2] == ("plain", 0)}
+
+
 def partition_layout(df):
     """(number of Spark partitions, what each one read: topic-partition, offsets, rows)."""
     parts = (df.select(F.spark_partition_id().alias("part"), "topic", "partition", "offset")

@@ -20,6 +20,17 @@ byte for byte), so signatures still verify at moto. Clients keep their connectio
 (keep-alive); each proxied request uses a fresh connection to moto, which never leaves a
 stale upstream connection to retry on.
 
+Faults: `inject(Fault(...), ...)` makes the proxy answer matching requests the way a
+throttled or failing store does (503 SlowDown, 500 InternalError, a connection reset
+before or after the response headers, a body shorter than its Content-Length, a body cut
+short inside a well-formed answer, a stall before or inside the body), for the first
+`times` matches after `skip`, then pass them through again; the rules hold until the
+`with` block ends. Each faulted request is recorded with its `fault` and `rule`.
+
+    with s3.inject(Fault("slowdown", op="GET", key="*.index")) as faults:
+        ...code under test...
+    assert faults.fired == 1
+
 Credentials: by default moto accepts any access key and secret. `S3Server(enforce_auth=True)`
 turns on moto's IAM simulation: while moto still accepts anything, the server creates an IAM
 user with an s3:* policy and an access key, then POSTs "0" to moto's `/moto-api/reset-auth`
@@ -31,14 +42,17 @@ InvalidAccessKeyId.
 import http.client
 import http.server
 import os
+import contextlib
+import fnmatch
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 REGION = "us-east-1"
@@ -62,6 +76,100 @@ class Request:
     range_header: str | None
     status: int
     response_bytes: int
+    fault: str | None = None  # the injected fault this request got (see Fault)
+    rule: "Fault | None" = field(default=None, compare=False, repr=False)  # which rule
+
+    @property
+    def op(self) -> str:
+        """The method, or LIST for a ListObjects(V2) request."""
+        return "LIST" if self.method == "GET" and self.key is None and \
+            ("list-type" in self.query or "prefix" in self.query) else self.method
+
+
+# Injected faults: what the proxy answers instead of (or after) moto's response. The kinds
+# that cut a body change nothing in an answer without one (HEAD, PUT, DELETE).
+FAULT_KINDS = (
+    "slowdown",             # 503 SlowDown (S3's throttling), an S3 XML error body
+    "internal",             # 500 InternalError
+    "reset",                # the connection reset (RST) before any response byte
+    "reset_after_headers",  # moto's status line and headers, then a reset
+    "short_body",           # moto's headers (its Content-Length), half the body, then FIN
+    "truncated",            # half the body, its Content-Length saying so (a cut-off copy
+                            # that no transport check can notice)
+    "stall",                # nothing for `stall_s` seconds, then the connection closed
+    "stall_mid_body",       # moto's headers and half the body, then nothing for `stall_s`
+)
+_ERROR_BODIES = {
+    "slowdown": (503, "Slow Down", "SlowDown", "Please reduce your request rate."),
+    "internal": (500, "Internal Server Error", "InternalError",
+                 "We encountered an internal error. Please try again."),
+}
+# Kinds that need moto's real response: the request always reaches moto first.
+_NEED_RESPONSE = ("reset_after_headers", "short_body", "truncated", "stall_mid_body")
+
+
+@dataclass
+class Fault:
+    """A rule: requests matching op/key/ranged/min_range_start/conditional get `kind`,
+    the first `times` of them after `skip` matches passed through.
+
+    op: GET, HEAD, PUT, DELETE, POST or LIST (a listing); key: a glob on the object key
+    (fnmatch: `*` crosses '/'); ranged: only requests with (True) or without (False) a
+    Range header; min_range_start: only ranged requests starting at or after this byte;
+    conditional: only requests carrying this header (If-None-Match, If-Match).
+    upstream: moto gets the request before the fault is answered (a write then takes
+    effect though the client sees a failure); the kinds that send part of moto's response
+    always go upstream."""
+    kind: str
+    op: str | None = None
+    key: str | None = None
+    ranged: bool | None = None
+    min_range_start: int | None = None
+    conditional: str | None = None
+    times: int = 1
+    skip: int = 0
+    upstream: bool = False
+    stall_s: float = 3.0
+    matched: int = 0  # counted by the proxy
+    fired: int = 0
+
+    def __post_init__(self):
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {self.kind!r}; one of {FAULT_KINDS}")
+
+    def matches(self, request: Request, headers) -> bool:
+        if self.op is not None and request.op != self.op.upper():
+            return False
+        if self.key is not None and (request.key is None or
+                                     not fnmatch.fnmatchcase(request.key, self.key)):
+            return False
+        if self.ranged is not None and (request.range_header is not None) != self.ranged:
+            return False
+        if self.min_range_start is not None:
+            start = _range_start(request.range_header)
+            if start is None or start < self.min_range_start:
+                return False
+        if self.conditional is not None and headers.get(self.conditional) is None:
+            return False
+        return True
+
+
+def _range_start(header: str | None) -> int | None:
+    if not header or not header.startswith("bytes="):
+        return None
+    first = header[len("bytes="):].split("-", 1)[0].strip()
+    return int(first) if first.isdigit() else None
+
+
+class Injected:
+    """The rules of one `inject` block; `fired`: faults answered in all."""
+
+    def __init__(self, faults):
+        self.faults = list(faults)
+
+    @property
+    def fired(self) -> int:
+        return sum(fault.fired for fault in self.faults)
 
 
 def free_port() -> int:
@@ -88,6 +196,19 @@ class _ProxyServer(http.server.ThreadingHTTPServer):
         self.upstream_port = upstream_port
         self.record = record
         self.begin = begin  # a request arrived: requests() waits until it is recorded
+        self.faults: list[Fault] = []
+        self.faults_lock = threading.Lock()
+        self.released = threading.Event()  # set: stalls end now (rules cleared, closing)
+
+    def fault_for(self, request: Request, headers) -> Fault | None:
+        with self.faults_lock:
+            for fault in self.faults:
+                if fault.matches(request, headers):
+                    fault.matched += 1
+                    if fault.skip < fault.matched <= fault.skip + fault.times:
+                        fault.fired += 1
+                        return fault
+        return None
 
 
 class _ProxyHandler(http.server.BaseHTTPRequestHandler):
@@ -105,9 +226,16 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         bucket, key = bucket_and_key(split.path)
         query = dict(parse_qsl(split.query, keep_blank_values=True))
+        seen = Request(self.command, bucket, key, query, self.headers.get("Range"), None, 0)
+        fault = self.server.fault_for(seen, self.headers)
+        self._seen, self._fault, self._recorded = seen, fault, False
         status, sent = None, 0  # None: the exchange broke off before moto answered
         upstream = http.client.HTTPConnection("127.0.0.1", self.server.upstream_port, timeout=60)
         try:
+            if fault is not None and not (fault.upstream or fault.kind in _NEED_RESPONSE):
+                self._discard_request_body()
+                status = self._answer_fault(fault, None)
+                return
             try:
                 upstream.putrequest(self.command, self.path, skip_host=True,
                                     skip_accept_encoding=True)
@@ -123,30 +251,117 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
                 self.send_error(502, "moto server unreachable")
                 status = 502
             else:
-                status = response.status
-                sent = self._forward_response(response)
+                if fault is not None:
+                    status = self._answer_fault(fault, response)
+                else:
+                    status = response.status
+                    sent = self._forward_response(response)
         finally:
             upstream.close()
-            self.server.record(Request(self.command, bucket, key, query,
-                                       self.headers.get("Range"), status, sent))
+            self._record(status, sent)
 
-    def _forward_request_body(self, upstream: http.client.HTTPConnection):
+    def _record(self, status: int | None, sent: int):
+        if not self._recorded:
+            self._recorded = True
+            self.server.record(replace(self._seen, status=status, response_bytes=sent,
+                                       fault=self._fault.kind if self._fault else None,
+                                       rule=self._fault))
+
+    def _discard_request_body(self):
+        self._forward_request_body(None)
+
+    def _answer_fault(self, fault: Fault, response) -> int | None:
+        """Answers `fault` (after moto's `response` when there is one); the status the
+        client saw, None when it got none."""
+        self.close_connection = True
+        if fault.kind in _ERROR_BODIES:
+            if response is not None:
+                response.read()
+            status, reason, code, message = _ERROR_BODIES[fault.kind]
+            body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
+                    f"<Message>{message}</Message><RequestId>segmentlog-fault</RequestId>"
+                    f"</Error>").encode()
+            self.close_connection = False  # a real store keeps the connection
+            self.send_response_only(status, reason)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+            self.wfile.flush()
+            return status
+        if fault.kind == "reset":
+            if response is not None:
+                response.read()
+            self._reset()
+            return None
+        if fault.kind == "stall":
+            if response is not None:
+                response.read()
+            self._stall(fault, None, 0)
+            return None
+        # the kinds that send part of moto's response
+        body = response.read()
+        if fault.kind == "truncated" and self.command != "HEAD":
+            body = body[: len(body) // 2]
+            self.close_connection = False  # a well-formed answer: the connection stays
+        self.send_response_only(response.status, response.reason)
+        for name, value in response.getheaders():
+            if name.lower() in HOP_BY_HOP or name.lower() == "transfer-encoding" or \
+                    (name.lower() == "content-length" and self.command != "HEAD"):
+                continue
+            self.send_header(name, value)
+        if self.command != "HEAD":
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.flush()
+        if fault.kind == "reset_after_headers":
+            self._reset()
+            return response.status
+        sent = 0
+        if self.command != "HEAD":
+            sent = len(body) if fault.kind == "truncated" else len(body) // 2
+            self.wfile.write(body[:sent])
+            self.wfile.flush()
+        if fault.kind == "stall_mid_body":
+            self._stall(fault, response.status, sent)
+        self._record(response.status, sent)
+        return response.status
+
+    def _reset(self):
+        """Closes the connection with an RST (SO_LINGER 0), as a failing store or a
+        middlebox does."""
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.close_connection = True
+        self.wfile.flush()
+        self.connection.close()
+
+    def _stall(self, fault: Fault, status: int | None, sent: int):
+        """Sends nothing for `stall_s` seconds (or until the rules are cleared), then
+        closes. The request is recorded first: requests() need not wait for the stall."""
+        self.close_connection = True
+        self._record(status, sent)
+        self.server.released.wait(fault.stall_s)
+
+    def _forward_request_body(self, upstream: http.client.HTTPConnection | None):
+        """Copies the request body to moto; with `upstream` None, reads it and drops it."""
+        send = upstream.send if upstream is not None else (lambda data: None)
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             # Copied raw, chunk framing and trailers included: the end of the body is the
             # zero-size chunk and the empty line after its trailers.
             while True:
                 size_line = self.rfile.readline()
-                upstream.send(size_line)
+                send(size_line)
                 size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
                 if size == 0:
                     while True:
                         trailer = self.rfile.readline()
-                        upstream.send(trailer)
+                        send(trailer)
                         if trailer in (b"\r\n", b"\n", b""):
                             return
-                self._copy(self.rfile, upstream.send, size + 2)  # data and its CRLF
+                self._copy(self.rfile, send, size + 2)  # data and its CRLF
         else:
-            self._copy(self.rfile, upstream.send, int(self.headers.get("Content-Length") or 0))
+            self._copy(self.rfile, send, int(self.headers.get("Content-Length") or 0))
 
     @staticmethod
     def _copy(source, send, length: int):
@@ -277,6 +492,7 @@ class S3Server:
 
     def close(self):
         if self._proxy is not None:
+            self._proxy.released.set()
             self._proxy.shutdown()
             self._proxy.server_close()
             self._proxy = None
@@ -318,6 +534,25 @@ class S3Server:
     def reset_counts(self):
         with self._lock:
             self._requests.clear()
+
+    # -- faults ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def inject(self, *faults: Fault):
+        """Answers requests matching `faults` with them (see Fault) inside the block;
+        yields an Injected whose `fired` counts the faults answered."""
+        proxy = self._proxy
+        with proxy.faults_lock:
+            if proxy.faults:
+                raise RuntimeError("faults are already injected (one inject block at a time)")
+            proxy.released.clear()
+            proxy.faults = list(faults)
+        try:
+            yield Injected(faults)
+        finally:
+            with proxy.faults_lock:
+                proxy.faults = []
+            proxy.released.set()  # stalled handlers stop waiting
 
     # -- setup through the direct endpoint ---------------------------------------------
 
