@@ -139,7 +139,8 @@ def test_new_and_existing_topic_written_as_locally_byte_for_byte(s3, prefix, tmp
     assert summary.offsets()[("n", 0)] == (0, 0)  # a new topic's empty partition
 
     in_s3 = objects(s3, prefix)
-    assert not [name for name in in_s3 if name.startswith(".") and name != PUBLISH_TOKEN], "staging or lock left"
+    assert not [name for name in in_s3 if name.startswith(".") and name != PUBLISH_TOKEN], \
+        "staging or lock left"
     # the checkpoint files a local write keeps beside the segments (#21) are not written
     # to object stores
     on_disk = {name: data for name, data in local_files(local).items()
@@ -193,7 +194,8 @@ def test_second_writer_of_a_locked_topic_fails_cleanly(s3, prefix):
         SegmentLogWriter(uri, topic="t")
     # the refused writer left nothing of its own behind, and the first one commits
     first.commit()
-    assert [name for name in objects(s3, prefix) if name.startswith(".") and name != PUBLISH_TOKEN] == []
+    assert [name for name in objects(s3, prefix)
+            if name.startswith(".") and name != PUBLISH_TOKEN] == []
     write_log(uri, rows("third", 5, [0], topic="t"))
     values = read_through_reader(uri)[("t", 0)]
     assert [v.split(b"-")[0] for v in values] == [b"seed"] * 5 + [b"first"] * 5 + [b"third"] * 5
@@ -245,7 +247,8 @@ def test_stale_lock_is_taken_over(s3, prefix, monkeypatch):
     write_log(uri, rows("late", 3, [0], topic="t"))
     assert [v.split(b"-")[0] for v in read_through_reader(uri)[("t", 0)]] == \
         [b"seed"] * 3 + [b"late"] * 3
-    assert [name for name in objects(s3, prefix) if name.startswith(".") and name != PUBLISH_TOKEN] == []
+    assert [name for name in objects(s3, prefix)
+            if name.startswith(".") and name != PUBLISH_TOKEN] == []
 
 
 def test_lock_is_refreshed_while_held(s3, prefix, monkeypatch):
@@ -310,7 +313,8 @@ def test_writer_killed_while_publishing_is_finished_by_the_next_write(s3, prefix
         want_all = old.get(key, []) + job.get(key, []) + nxt.get(key, [])
         assert got.get(key, []) == want_all, key  # rolled forward: all of the killed job
     assert values_by_partition(s3, prefix, tmp_path) == got
-    assert [name for name in objects(s3, prefix) if name.startswith(".") and name != PUBLISH_TOKEN] == []
+    assert [name for name in objects(s3, prefix)
+            if name.startswith(".") and name != PUBLISH_TOKEN] == []
 
 
 # ------------------------------------------------------------------------ refusals
