@@ -962,6 +962,14 @@ class ObjectStoreWriteJob:
         staging = self.target.key(STAGING_PREFIX + job) + "/"
         found = self.target.get(staging + JOURNAL)
         journal = _parse_json(found[0]) if found is not None else {}
+        if found is not None and not isinstance(journal.get("objects"), list):
+            # the journal is PUT whole: never guess past one
+            # that does not read as such
+            raise WriteError(
+                f"cannot finish the publish of dead write {job} in {self.logdir}: its journal "
+                f"{self.target.uri_of(staging + JOURNAL)} does not read as one; readers skip "
+                f"the objects it lists while it is there. Move it aside once you have checked "
+                f"which of its objects are complete")
         for final_key, staged_key, replaces in journal.get("objects", []):
             head = self.target.head(final_key)
             if head is not None and not (replaces is not None and head["ETag"] == replaces):
