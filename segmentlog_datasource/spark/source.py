@@ -6,6 +6,10 @@ from pyspark.sql.types import StructType
 from ..errors import InvalidOptionError
 from ..format.arrow import arrow_schema
 from .errors import short_errors
+from .tables import (
+    STREAM_WRITE, check_table_options, check_write_options, is_table_creation, read_options,
+    table_read_options, with_table_options,
+)
 
 
 def spark_schema(include_headers: bool) -> StructType:
@@ -37,7 +41,6 @@ def check_user_schema(options, given) -> None:
         f"Leave out .schema(...), and select or cast columns after load()", "schema")
 
 
-
 class SegmentLogDataSource(DataSource):
     """`format("segmentlog")`: Kafka segment-log directories, read and written directly."""
 
@@ -49,31 +52,41 @@ class SegmentLogDataSource(DataSource):
     def schema(self):
         from ..read.options import parse_bool
 
-        return spark_schema(parse_bool(self.options, "includeHeaders", False))
+        if not is_table_creation(self.options):
+            return spark_schema(parse_bool(self.options, "includeHeaders", False))
+        # CREATE TABLE: the only call that sees the table's options (see tables.py)
+        options = table_read_options(self.options)
+        check_table_options(options)
+        return with_table_options(
+            spark_schema(parse_bool(options, "includeHeaders", False)), options)
 
     @short_errors
     def reader(self, schema):
         from .reader import make_reader
 
-        check_user_schema(self.options, schema)
-        return make_reader(self.options, schema)
+        options = read_options(self.options, schema)
+        check_user_schema(options, schema)
+        return make_reader(options, schema)
 
     @short_errors
     def writer(self, schema, overwrite: bool):
         from .write import SegmentLogSparkWriter
 
+        check_write_options(self.options, schema)
         return SegmentLogSparkWriter(self.options, schema, overwrite)
 
     @short_errors
     def streamReader(self, schema):
         from .stream_read import SegmentLogStreamReader
 
-        check_user_schema(self.options, schema)
+        options = read_options(self.options, schema)
+        check_user_schema(options, schema)
 
-        return SegmentLogStreamReader(self.options, schema)
+        return SegmentLogStreamReader(options, schema)
 
     @short_errors
     def streamWriter(self, schema, overwrite: bool):
         from .stream_write import SegmentLogStreamWriter
 
+        check_write_options(self.options, schema, STREAM_WRITE)
         return SegmentLogStreamWriter(self.options, schema, overwrite)
