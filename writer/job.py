@@ -49,8 +49,8 @@ from .locks import (
     acquire_lock, clean_dead_writes, recover_dead_publishes, release_lock, write_owner_file,
 )
 from .logdir import (
-    STAGING_PREFIX, check_num_partitions, inspect_tail, list_topics, partition_count,
-    partition_dir, topic_fingerprint, validate_topic_name,
+    STAGING_PREFIX, check_num_partitions, check_written_logdir, inspect_tail, list_topics,
+    partition_count, partition_dir, topic_fingerprint, validate_topic_name,
 )
 from .options import WriteOptions
 from .publish import (
@@ -134,6 +134,7 @@ class WriteJob:
         self.started = False
         self.finished = False
 
+        check_written_logdir(self.logdir)
         if os.path.exists(self.logdir) and not os.path.isdir(self.logdir):
             raise InvalidOptionError(f"{self.logdir} exists and is not a directory")
         if os.path.isdir(self.logdir) and any(SEGMENT_NAME.match(n) for n in os.listdir(self.logdir)):

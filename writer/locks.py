@@ -10,6 +10,7 @@ dead and remove them. A dead write's staging directory is removed only once a pu
 was killed in has been finished (or rolled back) from its journal (publish.py).
 """
 import errno
+import hashlib
 import json
 import os
 import socket
@@ -26,8 +27,28 @@ from .publish import JOURNAL, recover
 OWNER_FILE = "owner.json"  # inside a staging directory
 
 
+# A file name has at most NAME_MAX bytes (255 on Linux and macOS). A lock's name is
+# `.segmentlog-lock-<topic>` while that leaves room for what is appended to it (a temp
+# file's `~tmp-<pid>-<hex>`, a stale lock set aside's `.stale-<pid>-<ns>`); a longer topic
+# (Kafka allows 249 characters) keeps its first characters and a digest of the whole name,
+# after a '~', which no topic holds. The lock's content names the topic in full.
+NAME_MAX = 255
+_LOCK_SUFFIX_ROOM = 48
+_LONGEST_LOCK_NAME = NAME_MAX - _LOCK_SUFFIX_ROOM
+_DIGEST_CHARS = 32
+
+
+def lock_name(topic: str) -> str:
+    name = LOCK_PREFIX + topic
+    if len(name.encode("utf-8")) <= _LONGEST_LOCK_NAME:
+        return name
+    digest = hashlib.sha256(topic.encode("utf-8")).hexdigest()[:_DIGEST_CHARS]
+    kept = _LONGEST_LOCK_NAME - len(LOCK_PREFIX) - 1 - _DIGEST_CHARS
+    return f"{LOCK_PREFIX}{topic[:kept]}~{digest}"
+
+
 def lock_path(logdir: str, topic: str) -> str:
-    return os.path.join(logdir, LOCK_PREFIX + topic)
+    return os.path.join(logdir, lock_name(topic))
 
 
 def read_lock(path: str) -> dict:

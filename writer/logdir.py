@@ -9,11 +9,15 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from ..errors import CorruptLogError, InvalidOptionError, SegmentLogError
+from ..errors import CorruptLogError, InvalidOptionError, SegmentLogError, StoreError
 from ..format.indexes import OFFSET_ENTRY, TIME_ENTRY, OffsetIndex, TimeIndex
-from ..format.log import PartitionLog, SEGMENT_NAME, parse_partition_dir_name, partition_dir_name
+from ..format.checkpoints import OFFSET_CHECKPOINT_FILES
+from ..format.log import (
+    PartitionLog, SEGMENT_NAME, discover_copies, parse_partition_dir_name, partition_dir_name,
+)
 from ..format.entries import read_entry_header, verify_checksum
 from ..format.pending import STAGING_PREFIX  # readers skip staging areas by it
+from ..storage.local import raise_if_link_loop
 
 from .errors import InvalidInputError, TopicLayoutError
 
@@ -21,6 +25,8 @@ from .errors import InvalidInputError, TopicLayoutError
 # start with '.'.
 LOCK_PREFIX = ".segmentlog-lock-"
 MAX_TOPIC_LENGTH = 249
+# What Kafka keeps beside the partition directories of a log dir.
+KAFKA_LOGDIR_FILES = frozenset(OFFSET_CHECKPOINT_FILES) | {"meta.properties"}
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
@@ -63,6 +69,40 @@ def list_topics(logdir: str) -> Dict[str, List[int]]:
     for partitions in topics.values():
         partitions.sort()
     return topics
+
+
+def check_written_logdir(logdir: str) -> None:
+    """Refuse, before anything is created, a log dir that a read would not find again: a
+    symbolic link that loops or leads nowhere, or a directory of other data (a Parquet
+    table, photos) that holds no partition directory, which a read refuses as not a log."""
+    try:
+        os.stat(logdir)
+    except FileNotFoundError:
+        if os.path.islink(logdir):
+            raise InvalidOptionError(
+                f"{logdir} is a symbolic link to {os.readlink(logdir)}, which does not "
+                f"exist: create that directory, or write to another path") from None
+        return
+    except OSError as exc:
+        raise_if_link_loop(exc, logdir)
+        raise
+    if not os.path.isdir(logdir) or list_topics(logdir):
+        return
+    try:
+        discover_copies([logdir])
+        return
+    except StoreError:
+        raise
+    except SegmentLogError:
+        foreign = sorted(name for name in os.listdir(logdir)
+                         if not name.startswith(".") and name not in KAFKA_LOGDIR_FILES)
+        if not foreign:
+            raise  # refused for another reason, which the read's error names
+    shown = ", ".join(repr(name) for name in foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+    raise InvalidOptionError(
+        f"{logdir} is not a Kafka log dir: it holds {shown} and no <topic>-<partition> "
+        f"directory, and a read of it fails. Write into a new or empty directory, or into a "
+        f"log dir")
 
 
 def partition_count(logdir: str, topic: str, partitions: List[int]) -> int:

@@ -13,7 +13,7 @@ from segmentlog_datasource.errors import InvalidOptionError
 from segmentlog_datasource.read.options import parse_read_options
 from segmentlog_datasource.read.planning import Constraints, plan_fragments
 from segmentlog_datasource.format import ScanOptions
-from segmentlog_datasource.writer import write_log
+from segmentlog_datasource.writer import SegmentLogWriter, write_log
 
 # Makes the codec packages named on the command line unimportable, as on a machine where
 # they were never installed.
@@ -118,3 +118,78 @@ def test_the_columns_a_read_gives_write_back_as_the_same_records(kafka_logdir, t
 
     assert records(copied) == records(read)
     assert set(copied.column("topic").to_pylist()) == {"plain-copy"}
+
+
+# Kafka allows topic names of up to 249 characters (the partition directory
+# `<topic>-<partition>` then still fits a file name's 255 bytes).
+def long_topic(length):
+    topic = ("orders." * 40)[: length - 3] + "_-9"
+    assert len(topic) == length
+    return topic
+
+
+def read_values(logdir):
+    fragments = plan_fragments(parse_read_options({"path": logdir}), Constraints())
+    return {(f.topic, row["partition"], row["offset"]): row["value"]
+            for f in fragments for batch in f.scan(ScanOptions()) for row in batch.to_pylist()}
+
+
+@pytest.mark.parametrize("length", [230, 249])
+def test_every_legal_topic_name_writes_and_reads_back(tmp_path, length):
+    from segmentlog_datasource.writer.errors import ConcurrentWriteError
+    from segmentlog_datasource.writer.locks import TORN_LOCK_SECONDS, lock_path
+
+    logdir = str(tmp_path / "logdir")
+    topic = long_topic(length)
+    write_log(logdir, pa.table({"value": [b"a", b"b"], "partition": [0, 1]}), topic=topic,
+              num_partitions=12)
+    write_log(logdir, pa.table({"value": [b"c"], "partition": [11]}), topic=topic)
+    assert read_values(logdir) == {(topic, 0, 0): b"a", (topic, 1, 0): b"b",
+                                   (topic, 11, 0): b"c"}
+    # An overwrite swaps each partition directory and moves the old one aside.
+    write_log(logdir, pa.table({"value": [b"x", b"y"], "partition": [0, 1]}), topic=topic,
+              num_partitions=2, mode="overwrite")
+    assert read_values(logdir) == {(topic, 0, 0): b"x", (topic, 1, 0): b"y"}
+    # The lock is found by its topic: a second writer is refused while the first holds it.
+    with SegmentLogWriter(logdir, topic) as first:
+        with pytest.raises(ConcurrentWriteError) as caught:
+            SegmentLogWriter(logdir, topic)
+        assert lock_path(logdir, topic) in str(caught.value)
+        assert repr(topic) in str(caught.value)
+        first.write_rows([{"value": b"z", "partition": 0}])
+    # A torn lock left by a killed writer is still taken over once it is old.
+    torn = lock_path(logdir, topic)
+    open(torn, "wb").close()
+    old = os.stat(torn).st_mtime - TORN_LOCK_SECONDS - 5
+    os.utime(torn, (old, old))
+    write_log(logdir, pa.table({"value": [b"w"], "partition": [1]}), topic=topic)
+    assert read_values(logdir) == {(topic, 0, 0): b"x", (topic, 0, 1): b"z",
+                                   (topic, 1, 0): b"y", (topic, 1, 1): b"w"}
+    assert not [name for name in os.listdir(logdir) if name.startswith(".segmentlog-lock-")]
+
+
+@pytest.mark.parametrize("other", [["_SUCCESS", "part-00000-5b1c.snappy.parquet"],
+                                   ["photos/cat.jpg", "notes.txt"]], ids=["parquet", "photos"])
+def test_a_write_into_a_directory_of_other_data_is_refused_naming_it(tmp_path, other):
+    target = tmp_path / "output"
+    for name in other:
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        (target / name).write_bytes(b"\xff")
+    before = sorted(os.listdir(target))
+    with pytest.raises(InvalidOptionError) as caught:
+        write_log(str(target), pa.table({"value": [b"v"]}), topic="t1", num_partitions=1)
+    shown = ", ".join(repr(name) for name in before)
+    assert str(caught.value) == (
+        f"{target} is not a Kafka log dir: it holds {shown} and no <topic>-<partition> "
+        f"directory, and a read of it fails. Write into a new or empty directory, or into a "
+        f"log dir")
+    assert sorted(os.listdir(target)) == before  # no t1-0/, no lock, no staging area
+
+
+def test_a_log_dir_with_other_files_beside_its_partitions_is_written(tmp_path):
+    # A read takes it (it skips the other files), so a write does too.
+    logdir = tmp_path / "logdir"
+    write_log(str(logdir), pa.table({"value": [b"a"]}), topic="t", num_partitions=1)
+    (logdir / "README.txt").write_text("kept beside the partitions\n")
+    write_log(str(logdir), pa.table({"value": [b"b"]}), topic="u", num_partitions=1)
+    assert set(read_values(str(logdir)).values()) == {b"a", b"b"}
