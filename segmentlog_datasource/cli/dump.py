@@ -6,6 +6,7 @@ kafka-dump-log's words (checkpoint files, which it does not dump, as Kafka names
 fields).
 """
 import base64
+import datetime
 import json
 from typing import Iterable, Iterator, List, Optional
 
@@ -80,6 +81,17 @@ def standalone_log(store, path: str) -> PartitionLog:
     return PartitionLog(directory, topic, partition, [segment], store)
 
 
+def latest_timestamp(log: PartitionLog) -> Optional[int]:
+    """The largest record timestamp of the partition (epoch ms), None when none has one: a
+    rolled segment's is its time index's last entry, the last segment's headers are read."""
+    stamps = [segment.time_index.max_timestamp for segment in log.segments[:-1]]
+    if log.segments:
+        stamps.extend(header.max_timestamp
+                      for header in log.segments[-1].iter_headers(allow_torn_tail=True))
+    latest = max((stamp for stamp in stamps if stamp is not None), default=-1)
+    return latest if latest >= 0 else None
+
+
 class Dump:
     def __init__(self, records: bool = False, print_data: bool = False,
                  decoder: str = "utf8", offset: Optional[int] = None,
@@ -148,7 +160,12 @@ class Dump:
         if self.timestamp is not None:
             start = log.offset_for_timestamp(self.timestamp)
             if start is None:
-                return  # no record that recent
+                yield dict(self.nothing_item(log), timestamp=self.timestamp,
+                           latest_timestamp=latest_timestamp(log))
+                return
+        elif start is not None and start >= log.end_offset():
+            yield dict(self.nothing_item(log), offset=start)
+            return
         first = log.segment_index_for(start) if start is not None else 0
         for number, segment in enumerate(log.segments[first:], first):
             position = 0
@@ -168,6 +185,14 @@ class Dump:
                     if start is not None and item.header.last_offset < start:
                         continue
                     yield from self.entry_items(segment.log_path, item)
+
+    @staticmethod
+    def nothing_item(log: PartitionLog) -> dict:
+        """What a partition holds, when it holds nothing at or after the --offset or
+        --timestamp asked (the caller adds which)."""
+        return {"kind": "nothing", "topic": log.topic, "partition": log.partition,
+                "directory": log.directory, "log_start_offset": log.start_offset,
+                "log_end_offset": log.end_offset()}
 
     def entry_items(self, path: str, entry: LogEntry) -> Iterator[dict]:
         records: List = []
@@ -248,6 +273,18 @@ def text_line(item: dict) -> str:
         if "value" in item:
             line += f" key: {_shown(item['key'])} payload: {_shown(item['value'])}"
         return line
+    if kind == "nothing":
+        name = f"{item['topic']}-{item['partition']}" if item["topic"] else item["directory"]
+        start, end = item["log_start_offset"], item["log_end_offset"]
+        holds = f"it holds offsets {start}..{end - 1}" if end > start else "it holds no records"
+        if "timestamp" in item:
+            asked = f"timestamp {item['timestamp']} ({_utc(item['timestamp'])})"
+            latest = item["latest_timestamp"]
+            holds += ", none with a timestamp" if latest is None else \
+                f", the latest timestamp {latest} ({_utc(latest)})"
+        else:
+            asked = f"offset {item['offset']}"
+        return f"Nothing to dump in {name} at or after {asked}: {holds} (log end offset {end})"
     if kind == "undecodable":
         return f"| records not decodable: {item['reason']}"
     if kind == "stop":
@@ -294,6 +331,11 @@ def _bytes_as_base64(value):
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
     raise TypeError(f"cannot show {type(value).__name__}")
+
+
+def _utc(millis: int) -> str:
+    moment = datetime.datetime.fromtimestamp(millis / 1000, tz=datetime.timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _bool(value: bool) -> str:

@@ -1,7 +1,9 @@
 """The `segmentlog` command: describe, dump, verify and write Kafka segment logs, no Spark.
 
 Exit status: 0 when all went well (for verify: nothing is damaged), 1 when a log is
-damaged, 2 for a usage error (unknown option, a path that is not a log).
+damaged (or a write failed: another write holds the topic, a full disk), 2 for a usage
+error (unknown option, a path that is not a log, a topic name Kafka does not allow, input
+that cannot be written, nothing to verify).
 """
 import csv
 import datetime
@@ -13,14 +15,18 @@ from typing import Iterable, Iterator, List, Optional
 import click
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 from rich.text import Text
 
-from ..errors import CheckpointError, CorruptLogError, InvalidOptionError, SegmentLogError
+from ..errors import (
+    CheckpointError, CorruptLogError, InvalidOptionError, SegmentLogError, StoreError,
+)
 from ..format.compression import CODEC_NAMES
 from ..format.log import discover_copies
 from ..read.replicas import consumer_partitions
+from ..storage.resolve import is_remote_uri
 from ..writer import SegmentLogWriter
+from ..writer.errors import InvalidInputError
+from ..writer.logdir import check_written_logdir, list_topics, validate_topic_name
 from .describe import describe_partition
 from .dump import DECODERS, Dump, json_line, text_line
 from .tables import Column, print_table
@@ -209,8 +215,9 @@ def _copy_names(described: List[dict]) -> dict:
 @click.option("--print-data", is_flag=True, help="Show keys, values and headers (implies --records).")
 @click.option("--decoder", type=click.Choice(DECODERS), default="utf8", show_default=True,
               help="How --print-data shows keys, values and header values.")
-@click.option("--offset", type=int, help="Start at the batch holding this offset (via the offset index).")
-@click.option("--timestamp", type=int,
+@click.option("--offset", type=click.IntRange(min=0),
+              help="Start at the batch holding this offset (via the offset index).")
+@click.option("--timestamp", type=click.IntRange(min=0),
               help="Start at the first record at or after this epoch-ms time (via the time index).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 def dump(paths, records, print_data, decoder, offset, timestamp, as_json):
@@ -219,7 +226,10 @@ def dump(paths, records, print_data, decoder, offset, timestamp, as_json):
     .timeindex, .txnindex or .snapshot file, or a checkpoint file: a log dir's
     replication-offset-checkpoint, log-start-offset-checkpoint,
     recovery-point-offset-checkpoint or cleaner-offset-checkpoint, a partition's
-    leader-epoch-checkpoint or partition.metadata (their entries, each with its line)."""
+    leader-epoch-checkpoint or partition.metadata (their entries, each with its line).
+
+    A partition that holds nothing at or after --offset or --timestamp says so, with the
+    offsets (and the latest timestamp) it holds."""
     if offset is not None and timestamp is not None:
         raise click.UsageError("give --offset or --timestamp, not both")
     shown = json_line if as_json else text_line
@@ -241,8 +251,12 @@ def verify(paths, as_json):
     segment is a note: Kafka starts the log there), leader epochs grow with their
     offsets, and the copies of a partition (several PATHs: several brokers) hold the same
     batches below the high watermark. A checkpoint finding names its file and line.
-    Exit 0 when nothing is damaged, 1 otherwise."""
+    Exit 0 when nothing is damaged, 1 otherwise, 2 when PATH holds no partition to check."""
     copies = _copies(paths)
+    if not copies:
+        raise click.UsageError(
+            f"nothing to verify: {_shown_paths(paths)} holds no partition (no "
+            f"<topic>-<partition> directory, and no segment file), so nothing was checked")
     errors = _console(stderr=True)
     total = sum(segment.size for log in copies for segment in log.segments)
     # A bar only on a terminal: piped output stays free of control characters.
@@ -310,7 +324,20 @@ def _as_bytes(value) -> Optional[bytes]:
     return json.dumps(value, separators=(",", ":")).encode("utf-8")
 
 
-def _record(row: dict, key_field, value_field, timestamp_field, partition_field, number) -> dict:
+def _integer(row: dict, field: str, option: str, number: int) -> int:
+    """A field that holds a whole number (JSON's 5 or 5.0, CSV's "5")."""
+    value = row[field]
+    try:
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise ValueError
+        return int(value)
+    except (TypeError, ValueError):
+        raise click.BadParameter(f"row {number}: field {field!r} holds {value!r}, not a whole "
+                                 f"number", param_hint=option) from None
+
+
+def _record(row: dict, key_field, value_field, timestamp_field, partition_field, number,
+            topic: str, partitions: Optional[int]) -> dict:
     for field in (key_field, value_field, timestamp_field, partition_field):
         if field is not None and field not in row:
             raise click.BadParameter(f"row {number} has no field {field!r} "
@@ -319,10 +346,45 @@ def _record(row: dict, key_field, value_field, timestamp_field, partition_field,
     if key_field is not None:
         record["key"] = _as_bytes(row[key_field])
     if timestamp_field is not None:
-        record["timestamp"] = int(row[timestamp_field])
+        record["timestamp"] = _integer(row, timestamp_field, "--timestamp-field", number)
     if partition_field is not None:
-        record["partition"] = int(row[partition_field])
+        partition = _integer(row, partition_field, "--partition-field", number)
+        if partition < 0 or (partitions is not None and partition >= partitions):
+            held = f"topic {topic!r} has partitions 0..{partitions - 1}" if partitions \
+                else "partitions are numbered from 0"
+            raise click.BadParameter(
+                f"row {number}: field {partition_field!r} holds partition {partition}, but "
+                f"{held}; without --partition-field rows are placed by key, as Kafka's "
+                f"producer places them", param_hint="--partition-field")
+        record["partition"] = partition
     return record
+
+
+def _write_partitions(logdir: str, topic: str, num_partitions: Optional[int]
+                      ) -> Optional[int]:
+    """The partition count `topic` is written with, refusing in the command line's own
+    words (the engine's speak of the Spark writer's options) what the engine would refuse:
+    a topic name Kafka does not allow, a log dir a read would refuse, a new topic without
+    --partitions, --partitions that differ from an existing topic's count."""
+    try:
+        validate_topic_name(topic, "--topic")
+        if is_remote_uri(logdir):
+            return num_partitions
+        check_written_logdir(os.path.abspath(logdir))
+        existing = list_topics(os.path.abspath(logdir)).get(topic)
+    except (InvalidOptionError, InvalidInputError, StoreError) as error:
+        raise click.UsageError(str(error))
+    if not existing:
+        if num_partitions is None:
+            raise click.UsageError(f"topic {topic!r} does not exist in {logdir}: give "
+                                   f"--partitions N to create it with N partitions")
+        return num_partitions
+    if num_partitions is not None and num_partitions != len(existing):
+        raise click.UsageError(
+            f"--partitions {num_partitions}, but topic {topic!r} in {logdir} has "
+            f"{len(existing)} partitions: write appends, which keeps a topic's partition "
+            f"count; leave out --partitions")
+    return len(existing)
 
 
 def _chunks(rows: Iterable[dict], size: int) -> Iterator[List[dict]]:
@@ -357,7 +419,9 @@ def write(logdir, input_file, topic, num_partitions, compression, input_format, 
     LOGDIR, through the writer engine: keyed rows go to Kafka's partition for their key."""
     if input_format is None:
         input_format = "csv" if input_file.name.lower().endswith(".csv") else "jsonl"
-    rows = (_record(row, key_field, value_field, timestamp_field, partition_field, number)
+    partitions = _write_partitions(logdir, topic, num_partitions)
+    rows = (_record(row, key_field, value_field, timestamp_field, partition_field, number,
+                    topic, partitions)
             for number, row in enumerate(_input_rows(input_file, input_format), 1))
     try:
         with SegmentLogWriter(logdir, topic, num_partitions=num_partitions,
@@ -365,15 +429,16 @@ def write(logdir, input_file, topic, num_partitions, compression, input_format, 
             for chunk in _chunks(rows, WRITE_CHUNK_ROWS):
                 writer.write_rows(chunk)
         summary = writer.summary
-    except InvalidOptionError as error:
+    except (InvalidOptionError, InvalidInputError, StoreError) as error:
         raise click.UsageError(str(error))
+    except (CorruptLogError, CheckpointError) as error:
+        _fail(error)
     except SegmentLogError as error:
         raise click.ClickException(str(error))
-    table = Table(title=f"wrote {summary.records} records to {logdir}", title_justify="left")
-    for name in ("topic", "partition", "offsets", "records"):
-        table.add_column(name, justify="left" if name == "topic" else "right")
-    for part in summary.partitions:
-        table.add_row(part.topic, str(part.partition),
-                      f"{part.start_offset}..{part.end_offset - 1}" if part.records else "-",
-                      str(part.records))
-    _console().print(table)
+    columns = [Column("topic", "left"), Column("partition"), Column("offsets"),
+               Column("records")]
+    rows = [[part.topic, str(part.partition),
+             f"{part.start_offset}..{part.end_offset - 1}" if part.records else "-",
+             str(part.records)] for part in summary.partitions]
+    print_table(_console(wide=True), f"wrote {summary.records} record{'' if summary.records == 1 else 's'} to {logdir}", columns,
+                rows)

@@ -1,0 +1,201 @@
+"""What a new user meets first on the command line: tables in a narrow terminal, a path
+that is a symbolic link loop, a dump past the end of the log, write errors in the
+command's own words, verify of a directory with nothing to check, and a write into a
+directory of other data. In-process through click's CliRunner, on the Kafka-written
+fixtures or copies in tmp_path. Exit statuses: 0 ok, 1 damaged, 2 usage error."""
+import json
+import os
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from segmentlog_datasource.cli import main
+
+USAGE = 2
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, env=env)
+
+
+def numeric_tokens(text):
+    """Every run of characters that holds a digit (a set: split tables repeat the
+    partition column, and a wrapped title splits the path, not a number)."""
+    return {token for token in re.findall(r"[\w.,:@/-]+", text) if re.search(r"\d", token)}
+
+
+@pytest.fixture
+def logdir(kafka_logdir, monkeypatch):
+    monkeypatch.chdir(kafka_logdir)  # a short path in the tables' titles
+    return "."
+
+
+# ------------------------------------------------------------------ describe
+
+@pytest.mark.parametrize("columns", [80, 140])
+def test_describe_never_crops_a_number_in_a_narrow_terminal(logdir, columns):
+    narrow = run("describe", logdir, env={"COLUMNS": str(columns)})
+    wide = run("describe", logdir, env={"COLUMNS": "400"})
+    assert narrow.exit_code == wide.exit_code == 0, narrow.output
+    assert max(len(line) for line in narrow.output.splitlines()) <= columns
+    assert "…" not in narrow.output
+    tokens = numeric_tokens(narrow.output)
+    # the numbers the report saw cropped: plain-0's offsets and bytes, bigoffset-0's LSO
+    assert {"0..370", "237,915", "11589939041", "8589938834..11589939040"} <= tokens
+    assert tokens == numeric_tokens(wide.output)
+
+
+def test_write_reports_its_offsets_whole_in_a_narrow_terminal(tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps({"n": n}) + "\n" for n in range(120)))
+    result = run("write", tmp_path / "logdir", source, "--topic", "events", "--partitions",
+                 1, env={"COLUMNS": "24"})
+    assert result.exit_code == 0, result.output
+    assert "0..119" in numeric_tokens(result.output) and "…" not in result.output
+
+
+# ------------------------------------------------------- a symbolic link loop
+
+@pytest.mark.parametrize("command", ["describe", "verify", "dump"])
+def test_a_path_that_is_a_symbolic_link_loop_is_a_usage_error_naming_it(tmp_path, command):
+    loop = tmp_path / "kafka-logs"
+    os.symlink(loop, loop)
+    result = run(command, loop)
+    assert result.exit_code == USAGE, result.output
+    assert result.output.splitlines()[-1] == (
+        f"Error: {loop}: a symbolic link loop (too many levels of symbolic links): fix or "
+        f"remove the link, or give the log dir's own path")
+
+
+def test_a_symbolic_link_loop_inside_a_log_dir_is_named(tmp_path):
+    loop = tmp_path / "orders-0"
+    os.symlink(loop, loop)
+    result = run("verify", tmp_path)
+    assert result.exit_code == USAGE, result.output
+    assert f"Error: {loop}: a symbolic link loop" in result.output
+
+
+def test_a_write_to_a_symbolic_link_loop_is_a_usage_error(tmp_path):
+    loop = tmp_path / "kafka-logs"
+    os.symlink(loop, loop)
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"n": 1}\n')
+    result = run("write", loop, source, "--topic", "t", "--partitions", 1)
+    assert result.exit_code == USAGE, result.output
+    assert f"Error: {loop}: a symbolic link loop" in result.output
+
+
+# ------------------------------------------------------ dump past the end
+
+def test_dump_from_an_offset_past_the_log_end_says_what_the_log_holds(logdir):
+    result = run("dump", "plain-0", "--offset", 10000)
+    assert result.exit_code == 0, result.output
+    assert result.output == ("Nothing to dump in plain-0 at or after offset 10000: it holds "
+                             "offsets 0..370 (log end offset 371)\n")
+    as_json = json.loads(run("dump", "plain-0", "--offset", 10000, "--json").output)
+    assert (as_json["kind"], as_json["offset"], as_json["log_start_offset"],
+            as_json["log_end_offset"]) == ("nothing", 10000, 0, 371)
+
+
+def test_dump_from_a_time_after_the_last_record_says_the_latest_timestamp(logdir):
+    result = run("dump", "plain-0", "--timestamp", 1800000000000)
+    assert result.exit_code == 0, result.output
+    assert result.output == (
+        "Nothing to dump in plain-0 at or after timestamp 1800000000000 "
+        "(2027-01-15T08:00:00.000Z): it holds offsets 0..370, the latest timestamp "
+        "1700000013211 (2023-11-14T22:13:33.211Z) (log end offset 371)\n")
+
+
+def test_dump_of_a_log_dir_from_an_offset_dumps_the_partitions_that_reach_it(logdir):
+    result = run("dump", logdir, "--offset", 600, "--json")
+    assert result.exit_code == 0, result.output
+    items = [json.loads(line) for line in result.output.splitlines()]
+    batches = {(i["file"].split(os.sep)[-2]) for i in items if i["kind"] == "batch"}
+    nothing = {f"{i['topic']}-{i['partition']}": i["log_end_offset"] for i in items
+               if i["kind"] == "nothing"}
+    assert "codec-gzip-0" in batches and "plain-0" not in batches  # 0..696 and 0..370
+    assert nothing["plain-0"] == 371 and "codec-gzip-0" not in nothing
+
+
+@pytest.mark.parametrize("option", ["--offset", "--timestamp"])
+def test_a_negative_offset_or_timestamp_is_a_usage_error(logdir, option):
+    result = run("dump", "plain-0", option, -5)
+    assert result.exit_code == USAGE
+    assert f"Invalid value for '{option}': -5 is not in the range x>=0" in result.output
+
+
+# ------------------------------------------------ write, in the command's words
+
+@pytest.fixture
+def rows(tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"user": "a", "p": 5}\n{"user": "b", "p": 0}\n')
+    return source
+
+
+def write_error(result):
+    assert result.exit_code == USAGE, result.output
+    message = result.output.splitlines()[-1]
+    # the Spark writer's words, which the command line does not have
+    for foreign in ("numPartitions", "mode", "overwrite", "df.drop", "option 'topic'"):
+        assert foreign not in message, message
+    return message
+
+
+def test_write_errors_speak_of_the_commands_options(tmp_path, rows):
+    logdir = tmp_path / "logdir"
+    assert write_error(run("write", logdir, rows, "--topic", "t")) == (
+        f"Error: topic 't' does not exist in {logdir}: give --partitions N to create it "
+        f"with N partitions")
+    assert run("write", logdir, rows, "--topic", "t", "--partitions", 2).exit_code == 0
+    assert write_error(run("write", logdir, rows, "--topic", "t", "--partitions", 3)) == (
+        f"Error: --partitions 3, but topic 't' in {logdir} has 2 partitions: write appends, "
+        f"which keeps a topic's partition count; leave out --partitions")
+    message = write_error(run("write", logdir, rows, "--topic", "t", "--partition-field", "p"))
+    assert message == (
+        "Error: Invalid value for --partition-field: row 1: field 'p' holds partition 5, "
+        "but topic 't' has partitions 0..1; without --partition-field rows are placed by "
+        "key, as Kafka's producer places them")
+    described = json.loads(run("describe", logdir, "--json").output)
+    assert sum(part["records"] for part in described["partitions"]) == 2  # the first write
+
+
+@pytest.mark.parametrize("topic", ["bad topic", ".hidden", "t" * 250])
+def test_a_topic_name_kafka_does_not_allow_is_a_usage_error(tmp_path, rows, topic):
+    message = write_error(run("write", tmp_path / "logdir", rows, "--topic", topic,
+                              "--partitions", 1))
+    assert message.startswith("Error: --topic: topic name ")
+    assert not (tmp_path / "logdir").exists()
+
+
+# ------------------------------------------------- verify with nothing to check
+
+@pytest.mark.parametrize("holds", [[], ["meta.properties", "replication-offset-checkpoint"]],
+                         ids=["empty", "bookkeeping-only"])
+def test_verify_of_a_path_without_partitions_says_nothing_was_checked(tmp_path, holds):
+    for name in holds:
+        (tmp_path / name).write_text("0\n0\n" if name.endswith("checkpoint") else "")
+    for extra in ([], ["--json"]):
+        result = run("verify", tmp_path, *extra)
+        assert result.exit_code == USAGE, result.output
+        assert result.output.splitlines()[-1] == (
+            f"Error: nothing to verify: {tmp_path} holds no partition (no "
+            f"<topic>-<partition> directory, and no segment file), so nothing was checked")
+        assert "valid" not in result.output
+
+
+# ------------------------------------------------ a directory of other data
+
+def test_write_refuses_a_directory_of_other_data_naming_what_is_there(tmp_path, rows):
+    parquet = tmp_path / "orders.parquet"
+    parquet.mkdir()
+    for name in ("_SUCCESS", "part-00000-5b1c.snappy.parquet"):
+        (parquet / name).write_bytes(b"")
+    result = run("write", parquet, rows, "--topic", "t1", "--partitions", 1)
+    assert result.exit_code == USAGE, result.output
+    assert result.output.splitlines()[-1] == (
+        f"Error: {parquet} is not a Kafka log dir: it holds '_SUCCESS', "
+        f"'part-00000-5b1c.snappy.parquet' and no <topic>-<partition> directory, and a read "
+        f"of it fails. Write into a new or empty directory, or into a log dir")
+    assert sorted(os.listdir(parquet)) == ["_SUCCESS", "part-00000-5b1c.snappy.parquet"]
