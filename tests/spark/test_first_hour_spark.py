@@ -1,14 +1,25 @@
 """What a new user meets first with Spark: a Python for Spark's workers that lacks the
-package, a schema given to the reader, a topic read and written back, option typos, and a
-codec package missing at write time."""
+package, the README's first example, a schema given to the reader, a topic read and
+written back, option typos, a codec package missing at write time, SQL tables and views,
+a symbolic link loop, register's cost, a write into a directory of other data."""
 import os
+import re
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+from support.paths import CHECKOUT
+
 PLAIN = ("plain-0", "plain-1", "plain-2")
+README = (CHECKOUT / "README.md").read_text(encoding="utf-8")
+README_EXAMPLE_RAN = "--- the README's first example ran"
+
+
+def readme_first_example() -> str:
+    """The README's first Python example, as a user copies it into a script."""
+    return README.split("```python\n", 1)[1].split("```", 1)[0]
 
 START_SPARK = """
 from pyspark.sql import SparkSession
@@ -150,11 +161,13 @@ def without_zstandard(directory):
 
 
 def start_new_users_script(request):
-    """A new user's script: segmentlog imported before the session starts, with a
-    virtualenv's Python not activated (PATH's `python3` lacks segmentlog) and without the
-    zstandard package; it reads a topic, then writes with zstd. One driver for two tests."""
+    """A new user's script, run with a virtualenv's Python not activated (PATH's `python3`
+    lacks segmentlog) and without the zstandard package: the README's first example (on
+    plain-0), then a read, and a write with zstd. One driver for three tests."""
     plain_0 = os.path.join(request.getfixturevalue("kafka_logdir"), "plain-0")
-    return script_run(request, lambda directory: "import segmentlog_datasource\n" + START_SPARK + f"""
+    first = readme_first_example().replace("/data/kafka-logs", plain_0)
+    return script_run(request, lambda directory: first + f"print({README_EXAMPLE_RAN!r})\n"
+                      + "import segmentlog_datasource\n" + START_SPARK + f"""
 import os
 print(os.environ["PYSPARK_PYTHON"])
 print(spark.read.format("segmentlog").load({plain_0!r}).count())
@@ -175,10 +188,24 @@ print("tasks", tasks.value)
 
 
 @pytest.mark.background(starter=start_new_users_script)
+def test_the_readmes_first_example_runs_with_a_virtualenvs_python_not_activated(background):
+    example = readme_first_example()
+    statements = [line for line in example.splitlines() if line and not line.startswith("#")]
+    # segmentlog is imported before the session starts: that is what makes it work here
+    assert statements[0].startswith("import segmentlog_datasource"), example
+    assert example.index("import segmentlog_datasource") < example.index("getOrCreate()")
+    _, _, result = background.result(start_new_users_script)
+    assert result.returncode == 0, result.stderr[-3000:]
+    shown = result.stdout.split(README_EXAMPLE_RAN)[0]
+    assert re.search(r"\|\s*plain\s*\|\s*0\s*\|\s*371\s*\|", shown), shown
+
+
+@pytest.mark.background(starter=start_new_users_script)
 def test_importing_segmentlog_before_spark_starts_runs_the_workers_in_this_python(background):
     _, _, result = background.result(start_new_users_script)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.split("\n")[:2] == [sys.executable, "371"]
+    after = result.stdout.split(README_EXAMPLE_RAN + "\n")[1]
+    assert after.split("\n")[:2] == [sys.executable, "371"]
 
 
 @pytest.mark.background(starter=start_new_users_script)
@@ -190,3 +217,168 @@ def test_a_codec_missing_everywhere_fails_the_write_before_any_task(background):
     assert error.endswith('pip install "segmentlog[zstd]"'), error
     assert tasks == "tasks 0"
     assert not (directory / "logdir").exists()
+
+
+# ------------------------------------------------------------------------ SQL
+
+# The README's SQL examples ("SQL"), verbatim: a test runs each with the log's path.
+README_SQL_TABLE = """\
+CREATE TABLE orders USING segmentlog OPTIONS (path '/data/kafka-logs', subscribe 'orders');
+SELECT partition, count(*) AS records, max(offset) AS last_offset
+FROM orders GROUP BY partition ORDER BY partition;"""
+README_SQL_VIEW = """\
+CREATE TEMPORARY VIEW orders_now USING segmentlog OPTIONS (path '/data/kafka-logs/orders-1');
+SELECT count(*) FROM orders_now;"""
+
+
+def run_sql(spark, text, path):
+    """Each statement of `text` with the log at `path`; the last one's rows."""
+    rows = None
+    for statement in text.replace("/data/kafka-logs", path).split(";"):
+        if statement.strip():
+            rows = [tuple(row) for row in spark.sql(statement).collect()]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def orders_logdir(tmp_path_factory):
+    """`orders` of 3 partitions (3, 2 and 1 records) beside another topic."""
+    import pyarrow as pa
+    from segmentlog_datasource.writer import write_log
+
+    logdir = str(tmp_path_factory.mktemp("sql") / "kafka-logs")
+    write_log(logdir, pa.table({"value": [b"%d" % i for i in range(6)],
+                                "partition": [0, 0, 0, 1, 1, 2]}), topic="orders",
+              num_partitions=3)
+    write_log(logdir, pa.table({"value": [b"x"]}), topic="payments", num_partitions=1)
+    return logdir
+
+
+@pytest.fixture
+def sql_tables(spark):
+    names = []
+    yield names
+    for name in names:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def engine_rows(logdir):
+    """(partition, value) of every record under `logdir`, read by the engine (no Spark job)."""
+    from segmentlog_datasource.format import ScanOptions
+    from segmentlog_datasource.read.options import parse_read_options
+    from segmentlog_datasource.read.planning import Constraints, plan_fragments
+
+    fragments = plan_fragments(parse_read_options({"path": logdir}), Constraints())
+    return sorted((row["partition"], row["value"]) for fragment in fragments
+                  for batch in fragment.scan(ScanOptions()) for row in batch.to_pylist())
+
+
+def sql_error(caught) -> str:
+    """segmentlog's message in Spark's error text: on one line, under one Python frame."""
+    text = str(caught.value)
+    lines = [line.split(": ", 1)[1] for line in text.splitlines()
+             if re.match(r"segmentlog_datasource\.errors\.\w+: ", line)]
+    assert len(lines) == 1 and len(re.findall(r'^\s*File "', text, re.M)) == 1, text
+    return lines[0]
+
+
+def test_the_readmes_sql_reads_a_topic_through_a_table_and_a_view(spark, orders_logdir,
+                                                                   sql_tables):
+    sql_tables.append("orders")
+    assert run_sql(spark, README_SQL_TABLE, orders_logdir) == [(0, 3, 2), (1, 2, 1),
+                                                               (2, 1, 0)]
+    assert README_SQL_TABLE in README and README_SQL_VIEW in README
+    assert run_sql(spark, README_SQL_VIEW, orders_logdir) == [(2,)]
+    spark.catalog.dropTempView("orders_now")
+
+
+def test_a_table_at_a_location_reads_that_partition(spark, orders_logdir, sql_tables):
+    sql_tables.append("orders_zero")
+    spark.sql(f"CREATE TABLE orders_zero USING segmentlog LOCATION '{orders_logdir}/orders-0'")
+    assert spark.sql("SELECT offset, value FROM orders_zero ORDER BY offset").collect() == \
+        [(0, b"0"), (1, b"1"), (2, b"2")]
+
+
+def test_sql_forms_spark_passes_no_options_are_refused_naming_the_forms_that_work(
+        spark, orders_logdir, sql_tables):
+    sql_tables.extend(["no_path", "with_columns", "with_secret", "orders_in"])
+    # no path: refused when the table is created, and not created
+    with pytest.raises(Exception) as caught:
+        spark.sql("CREATE TABLE no_path USING segmentlog")
+    assert sql_error(caught) == (
+        "CREATE TABLE ... USING segmentlog needs the log's path: OPTIONS (path "
+        "'/data/kafka-logs') or LOCATION '/data/kafka-logs'")
+    assert not spark.catalog.tableExists("no_path")
+    # credentials would be kept in the catalog
+    with pytest.raises(Exception) as caught:
+        spark.sql(f"CREATE TABLE with_secret USING segmentlog OPTIONS (path '{orders_logdir}', "
+                  f"`store.secretAccessKey` 'abc')")
+    assert "give credentials through the environment or a role" in sql_error(caught)
+    # a column list: Spark calls the source at no CREATE, and passes a SELECT no options
+    spark.sql(f"CREATE TABLE with_columns (key binary, value binary, topic string, "
+              f"partition int, offset bigint, timestamp timestamp, timestampType int) "
+              f"USING segmentlog OPTIONS (path '{orders_logdir}')")
+    with pytest.raises(Exception) as caught:
+        spark.sql("SELECT count(*) FROM with_columns").collect()
+    assert "CREATE TEMPORARY VIEW t USING segmentlog OPTIONS (path '/data/kafka-logs')" in \
+        sql_error(caught)
+    # an INSERT INTO a table gets no options either: refused, not written anywhere
+    spark.sql(f"CREATE TABLE orders_in USING segmentlog OPTIONS (path '{orders_logdir}')")
+    before = sorted(os.walk(orders_logdir))
+    with pytest.raises(Exception) as caught:
+        spark.sql("INSERT INTO orders_in VALUES (NULL, X'76', 'orders', 0, 0, NULL, 0)")
+    assert "INSERT INTO a view made by CREATE TEMPORARY VIEW v USING segmentlog" in \
+        sql_error(caught)
+    assert sorted(os.walk(orders_logdir)) == before
+    # ... which is what the error says to do, and does
+    copy = os.path.join(os.path.dirname(orders_logdir), "copy")
+    spark.sql(f"CREATE TEMPORARY VIEW orders_out USING segmentlog OPTIONS (path '{copy}', "
+              f"topic 'orders', numPartitions '3')")
+    try:
+        spark.sql("INSERT INTO orders_out VALUES (NULL, X'76', 'orders', 1, 0, NULL, 0)")
+    finally:
+        spark.catalog.dropTempView("orders_out")
+    assert engine_rows(copy) == [(1, b"v")]
+
+
+# ---------------------------------------------------- a symbolic link loop
+
+def test_a_symbolic_link_loop_fails_the_read_in_one_line_naming_it(spark, tmp_path):
+    loop = tmp_path / "kafka-logs"
+    os.symlink(loop, loop)
+    with pytest.raises(Exception) as caught:
+        spark.read.format("segmentlog").load(str(loop)).count()
+    assert sql_error(caught) == (
+        f"{loop}: a symbolic link loop (too many levels of symbolic links): fix or remove the "
+        f"link, or give the log dir's own path")
+
+
+# ------------------------------------------------------------ register's cost
+
+def test_register_runs_no_spark_job_on_a_spark_it_knows(spark, monkeypatch):
+    import segmentlog_datasource
+    from segmentlog_datasource.spark import pushdown_check
+
+    # the release series segmentlog supports (see tests/spark/test_reused_dataframe.py)
+    assert ".".join(spark.version.split(".")[:2]) in segmentlog_datasource.PUSHED_READS_LEAK
+    monkeypatch.setattr(pushdown_check, "_answers", {})  # as in a process's first call
+    jobs_before = spark.sparkContext.statusTracker().getJobIdsForGroup()
+    segmentlog_datasource.register(spark)
+    assert spark.sparkContext.statusTracker().getJobIdsForGroup() == jobs_before
+
+
+# ------------------------------------------------ a directory of other data
+
+def test_spark_refuses_to_write_into_a_parquet_output_directory(spark, tmp_path):
+    out = tmp_path / "orders.parquet"
+    out.mkdir()
+    for name in ("_SUCCESS", "part-00000-5b1c.snappy.parquet"):
+        (out / name).write_bytes(b"")
+    with pytest.raises(Exception) as caught:
+        (spark.createDataFrame([(b"v",)], "value binary").write.format("segmentlog")
+         .mode("append").option("topic", "t1").option("numPartitions", 1).save(str(out)))
+    assert sql_error(caught) == (
+        f"{out} is not a Kafka log dir: it holds '_SUCCESS', 'part-00000-5b1c.snappy.parquet' "
+        f"and no <topic>-<partition> directory, and a read of it fails. Write into a new or "
+        f"empty directory, or into a log dir")
+    assert sorted(os.listdir(out)) == ["_SUCCESS", "part-00000-5b1c.snappy.parquet"]
