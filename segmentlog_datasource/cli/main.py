@@ -115,11 +115,14 @@ def describe(paths, as_json):
     described from the leader's copy and its log dir's checkpoints.
     """
     try:
-        described = [describe_partition(log) for log in _partitions(paths)]
+        logs = _partitions(paths)
+        described = [describe_partition(log) for log in logs]
     except SegmentLogError as error:
         _fail(error)
+    unfinished = sorted({job for log in logs for job in log.log_dir.unfinished_jobs})
     if as_json:
         click.echo(json.dumps({"path": _shown_paths(paths), "paths": list(paths),
+                               "unfinished_writes": unfinished,
                                "partitions": described}, indent=2))
         return
     console = _console(wide=True)
@@ -128,6 +131,10 @@ def describe(paths, as_json):
     _print_consumer_table(console, described)
     if any(len(part["replicas"]) > 1 for part in described):
         _print_copies_table(console, described)
+    if unfinished:
+        click.echo(f"note: segmentlog write {', '.join(unfinished)} has not finished "
+                   f"publishing; shown as the log was before it (the next write into the "
+                   f"log dir settles it)")
 
 
 def _number(value) -> str:

@@ -300,8 +300,10 @@ class LogDirState:
         self.path = path
         self.store = store
         self.present = present
-        # entries as they were before unfinished publishes (see format.pending)
+        # entries as they were before unfinished publishes (see format.pending), and the
+        # jobs of those publishes
         self.before = before.offsets if before else {}
+        self.unfinished_jobs = list(before.jobs) if before else []
         self._files: Dict[str, Dict[Tuple[str, int], OffsetEntry]] = {}
 
     def file_path(self, name: str) -> Optional[str]:

@@ -116,6 +116,13 @@ def test_an_append_stopped_at_any_publishing_step_is_seen_as_before_until_it_end
                 json.loads, dumped.output.splitlines())) == 10 * PARTITIONS, step
             verified = cli("verify", logdir)
             assert verified.exit_code == 0, verified.output
+            described = cli("describe", logdir)
+            assert "has not finished publishing; shown as the log was before it" in \
+                described.output, described.output
+            described = json.loads(cli("describe", "--json", logdir).output)
+            assert len(described["unfinished_writes"]) == 1
+            assert {p["partition"]: p["records"] for p in described["partitions"]} == \
+                {p: 10 for p in range(PARTITIONS)}
             assert {(log.topic, log.partition): log.end_offset()
                     for log in discover_partitions([logdir])} == ends
             looked.append(step)
@@ -125,6 +132,7 @@ def test_an_append_stopped_at_any_publishing_step_is_seen_as_before_until_it_end
         assert looked == [step]
         # once the journal is gone, the whole job at once
         assert read_values(logdir) == {key: before[key] + job[key] for key in before}
+        assert "has not finished" not in cli("describe", logdir).output
         assert stream_available(logdir) == {key: end + 30 for key, end in ends.items()}
 
 
