@@ -11,7 +11,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import pyarrow as pa
 
-from ..errors import CorruptLogError
+from ..errors import CorruptLogError, SegmentShrankError
 from ..storage import LOCAL, LogBytes, Store
 from .compression import DEFAULT_MAX_INFLATED_BYTES
 from .crc import crc32c
@@ -100,23 +100,37 @@ def iter_segment_batches(path: str, size: int, start_position: int, end_position
     """(header, view) for each entry starting in [start_position, end_position), whose
     offsets must increase from `base_offset` (the segment's)."""
     with store.open_log(path, size, log_chunks) as data:
-        view = data.view
-        pos = start_position
-        end_position = min(end_position, size)
-        while pos < end_position:
-            data.check()
-            data.ensure_entry(pos)
-            header = _entry_or_torn_tail(view, pos, size, path, allow_torn_tail)
-            if header is None:
-                return
-            check_offset_order(header, base_offset, path)
-            base_offset = header.last_offset + 1
-            if verify_checksums and not verify_checksum(
-                    view, pos, header, path, _last_entry_test(data, header, size,
-                                                              allow_torn_tail)):
-                return  # the active segment's damaged last entry: its data ends here
-            yield header, view
-            pos += header.size
+        try:
+            yield from _segment_entries(data, path, size, start_position, end_position,
+                                        allow_torn_tail, verify_checksums, base_offset)
+            data.check()  # the end found may be where the file was cut
+        except Exception as error:
+            _raise_shrink_instead(data, error)
+            raise
+
+
+def _segment_entries(data: LogBytes, path: str, size: int, start_position: int,
+                     end_position: int, allow_torn_tail: bool, verify_checksums: bool,
+                     base_offset: int) -> Iterator[tuple]:
+    """iter_segment_batches over an open segment: check() before each entry is read,
+    which is after the caller read the one before."""
+    view = data.view
+    pos = start_position
+    end_position = min(end_position, size)
+    while pos < end_position:
+        data.check()
+        data.ensure_entry(pos)
+        header = _entry_or_torn_tail(view, pos, size, path, allow_torn_tail)
+        if header is None:
+            return
+        check_offset_order(header, base_offset, path)
+        base_offset = header.last_offset + 1
+        if verify_checksums and not verify_checksum(
+                view, pos, header, path, _last_entry_test(data, header, size,
+                                                          allow_torn_tail)):
+            return  # the active segment's damaged last entry: its data ends here
+        yield header, view
+        pos += header.size
 
 
 @dataclass(frozen=True)
@@ -158,7 +172,36 @@ class SegmentRange:
 
 def scan_segment(segment_range: SegmentRange, options: ScanOptions
                  ) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of the records of `segment_range` (see SegmentRange)."""
+    """Arrow batches of the records of `segment_range` (see SegmentRange).
+
+    A segment that shrinks while it is read (retention, a follower truncating its log)
+    ends the scan with SegmentShrankError, whenever it happens; the rows that go out
+    were read from the file as it was."""
+    path, size = segment_range.log_path, segment_range.log_size
+    with segment_range.store.open_log(path, size, segment_range.log_chunks) as mapped:
+        try:
+            for batch in _decoded_batches(mapped, segment_range, options):
+                mapped.check()  # its rows may hold zeros read where the file had shrunk
+                yield batch
+        except Exception as error:
+            _raise_shrink_instead(mapped, error)
+            raise
+
+
+def _raise_shrink_instead(data: LogBytes, error: Exception) -> None:
+    """Reading failed: if the file shrank, that explains it (a torn entry at its new end,
+    zeros where a mapped page was lost): raise SegmentShrankError instead."""
+    if not isinstance(error, SegmentShrankError):
+        shrank = data.shrink_error()
+        if shrank is not None:
+            raise shrank from None
+
+
+def _decoded_batches(mapped: LogBytes, segment_range: SegmentRange, options: ScanOptions
+                     ) -> Iterator[pa.RecordBatch]:
+    """scan_segment's batches, read from the open segment `mapped`. That the file did not
+    shrink is checked before each batch goes out (by scan_segment), at the end, and when
+    reading fails: a page lost to a shrink reads as zeros meanwhile (storage/local.py)."""
     topic, partition = segment_range.topic, segment_range.partition
     path, size = segment_range.log_path, segment_range.log_size
     min_offset, end_offset = segment_range.min_offset, segment_range.end_offset
@@ -171,106 +214,106 @@ def scan_segment(segment_range: SegmentRange, options: ScanOptions
         accumulator.next_offset = segment_range.min_entry_offset
     verify = options.verify_checksums
     end_position = min(segment_range.end_position, size)
-    with segment_range.store.open_log(path, size, segment_range.log_chunks) as mapped:
-        view = mapped.view
-        pos = segment_range.start_position
-        if pos < end_position:
-            mapped.available(pos, end_position)  # a remote range: its first chunk, one GET
-        if segment_range.start_index_entry is not None and pos < end_position:
-            mapped.ensure_entry(pos)
-            _check_indexed_entry(view, pos, size, path, segment_range.start_index_entry,
-                                 verify)
-        stopped_at = None  # where the scan stopped before its range ended, or the end
-        while pos < end_position:
-            mapped.check()  # after every yield too: the file may have shrunk meanwhile
-            # Where the bytes at hand end (all of them for a local file; a remote range
-            # arrives in chunks, and an entry across a chunk's end goes to the loop below).
-            readable = mapped.available(pos, end_position)
-            # The accumulator walks runs of plain batches itself and stops at entries
-            # (compressed, legacy, transactional, damaged) that the rest of the loop handles.
-            pos, state = accumulator.decode_run(
-                view, pos, min(end_position, readable), readable, crc32c if verify else None,
-                min_offset, end_offset, options.max_batch_rows, options.max_batch_bytes,
-                transactions is not None)
-            if state & RUN_FLUSH:
-                yield accumulator.take(topic, partition)
-            if state & RUN_DONE:
-                if accumulator.next_offset < end_offset:
-                    # The run stopped at the entry at `pos` (verified), which starts at or
-                    # past the end of the offset range; otherwise it read one that reaches it.
-                    mapped.ensure_entry(pos)
-                    done = read_entry_header(view, pos, pos, path, remaining=size - pos)
-                    accumulator.next_offset = min(done.last_offset + 1, MAX_OFFSET)
-                    pos = done.end_position
-                stopped_at = pos
-                break
-            if state & RUN_END:
-                if pos < end_position:
-                    continue  # the end of the bytes at hand, not of the range
-                stopped_at = pos
-                break
-            if state != RUN_ENTRY_FOR_PYTHON:
-                continue
-            mapped.ensure_entry(pos)
-            header = _entry_or_torn_tail(view, pos, size, path, allow_torn_tail)
-            if header is None:
-                break
-            pos += header.size
-            check_offset_order(header, accumulator.next_offset, path)
-            lowest_offset = accumulator.next_offset
-            accumulator.next_offset = min(header.last_offset + 1, MAX_OFFSET)
-            # Before any decision is taken from the header. A mismatch in the active
-            # segment's last entry ends its data, as Kafka's recovery does.
-            if verify and not verify_checksum(view, header.position, header, path,
-                                              _last_entry_test(mapped, header, size,
-                                                               allow_torn_tail)):
-                break
-            if header.last_offset < min_offset:
-                continue
-            if header.magic == 2 and header.base_offset >= end_offset:
-                stopped_at = pos
-                break
-            if header.magic == 2:
-                if header.is_control or not header.record_count:
-                    continue
-                if transactions is not None and header.is_transactional and \
-                        transactions.is_aborted(header):
-                    continue
-                data = batch_records_payload(view, header.position, header, path,
-                                             options.max_batch_inflated_bytes)
-                accumulator.add_v2_batch(data, header.record_count, header, min_offset,
-                                         end_offset, path)
-            else:
-                decode_legacy_message(view, header.position, header, accumulator, min_offset,
-                                      end_offset, verify, path, options.max_batch_inflated_bytes,
-                                      lowest_offset)
-            if len(accumulator) >= options.max_batch_rows or \
-                    accumulator.payload_bytes >= options.max_batch_bytes:
-                yield accumulator.take(topic, partition)
-            if header.last_offset >= end_offset - 1:
-                stopped_at = pos
-                break
-        else:
+    view = mapped.view
+    pos = segment_range.start_position
+    if pos < end_position:
+        mapped.available(pos, end_position)  # a remote range: its first chunk, one GET
+    if segment_range.start_index_entry is not None and pos < end_position:
+        mapped.ensure_entry(pos)
+        _check_indexed_entry(view, pos, size, path, segment_range.start_index_entry,
+                             verify)
+    stopped_at = None  # where the scan stopped before its range ended, or the end
+    while pos < end_position:
+        # Where the bytes at hand end (all of them for a local file; a remote range
+        # arrives in chunks, and an entry across a chunk's end goes to the loop below).
+        readable = mapped.available(pos, end_position)
+        # The accumulator walks runs of plain batches itself and stops at entries
+        # (compressed, legacy, transactional, damaged) that the rest of the loop handles.
+        pos, state = accumulator.decode_run(
+            view, pos, min(end_position, readable), readable, crc32c if verify else None,
+            min_offset, end_offset, options.max_batch_rows, options.max_batch_bytes,
+            transactions is not None)
+        if state & RUN_FLUSH:
+            yield accumulator.take(topic, partition)
+        if state & RUN_DONE:
+            if accumulator.next_offset < end_offset:
+                # The run stopped at the entry at `pos` (verified), which starts at or
+                # past the end of the offset range; otherwise it read one that reaches it.
+                mapped.ensure_entry(pos)
+                done = read_entry_header(view, pos, pos, path, remaining=size - pos)
+                accumulator.next_offset = min(done.last_offset + 1, MAX_OFFSET)
+                pos = done.end_position
             stopped_at = pos
-        # The entry after the last one read holds higher offsets: its base offset is outside
-        # the checksum, and a moved one would hide the rows of the entries it skipped. It is
-        # known to be an entry when it starts inside the range, or where another range does.
-        if stopped_at is not None and stopped_at < size and (
-                stopped_at < end_position or
-                (stopped_at == end_position and segment_range.entry_follows)):
-            mapped.check()
-            mapped.ensure_entry(stopped_at)
-            _check_next_entry(view, stopped_at, size, path, accumulator.next_offset,
-                              options.max_batch_inflated_bytes)
-        if stopped_at == size and segment_range.next_base_offset is not None and \
-                accumulator.next_offset > segment_range.next_base_offset:
-            last = _last_entry(mapped, segment_range.start_position, size, path)
-            raise CorruptLogError(
-                path, last.position,
-                f"entry with offsets {last.base_offset}..{last.last_offset} runs into the "
-                f"next segment, which starts at offset {segment_range.next_base_offset}")
+            break
+        if state & RUN_END:
+            if pos < end_position:
+                continue  # the end of the bytes at hand, not of the range
+            stopped_at = pos
+            break
+        if state != RUN_ENTRY_FOR_PYTHON:
+            continue
+        mapped.ensure_entry(pos)
+        header = _entry_or_torn_tail(view, pos, size, path, allow_torn_tail)
+        if header is None:
+            break
+        pos += header.size
+        check_offset_order(header, accumulator.next_offset, path)
+        lowest_offset = accumulator.next_offset
+        accumulator.next_offset = min(header.last_offset + 1, MAX_OFFSET)
+        # Before any decision is taken from the header. A mismatch in the active
+        # segment's last entry ends its data, as Kafka's recovery does.
+        if verify and not verify_checksum(view, header.position, header, path,
+                                          _last_entry_test(mapped, header, size,
+                                                           allow_torn_tail)):
+            break
+        if header.last_offset < min_offset:
+            continue
+        if header.magic == 2 and header.base_offset >= end_offset:
+            stopped_at = pos
+            break
+        if header.magic == 2:
+            if header.is_control or not header.record_count:
+                continue
+            if transactions is not None and header.is_transactional and \
+                    transactions.is_aborted(header):
+                continue
+            data = batch_records_payload(view, header.position, header, path,
+                                         options.max_batch_inflated_bytes)
+            accumulator.add_v2_batch(data, header.record_count, header, min_offset,
+                                     end_offset, path)
+        else:
+            decode_legacy_message(view, header.position, header, accumulator, min_offset,
+                                  end_offset, verify, path, options.max_batch_inflated_bytes,
+                                  lowest_offset)
+        if len(accumulator) >= options.max_batch_rows or \
+                accumulator.payload_bytes >= options.max_batch_bytes:
+            yield accumulator.take(topic, partition)
+        if header.last_offset >= end_offset - 1:
+            stopped_at = pos
+            break
+    else:
+        stopped_at = pos
+    # The entry after the last one read holds higher offsets: its base offset is outside
+    # the checksum, and a moved one would hide the rows of the entries it skipped. It is
+    # known to be an entry when it starts inside the range, or where another range does.
+    if stopped_at is not None and stopped_at < size and (
+            stopped_at < end_position or
+            (stopped_at == end_position and segment_range.entry_follows)):
+        mapped.check()
+        mapped.ensure_entry(stopped_at)
+        _check_next_entry(view, stopped_at, size, path, accumulator.next_offset,
+                          options.max_batch_inflated_bytes)
+    if stopped_at == size and segment_range.next_base_offset is not None and \
+            accumulator.next_offset > segment_range.next_base_offset:
+        last = _last_entry(mapped, segment_range.start_position, size, path)
+        raise CorruptLogError(
+            path, last.position,
+            f"entry with offsets {last.base_offset}..{last.last_offset} runs into the "
+            f"next segment, which starts at offset {segment_range.next_base_offset}")
     if len(accumulator):
         yield accumulator.take(topic, partition)
+    else:
+        mapped.check()  # the end found may be where the file was cut
 
 
 def _last_entry(data: LogBytes, position: int, size: int, path) -> BatchHeader:
@@ -333,26 +376,37 @@ def first_offset_at_or_after_time(log, segment, timestamp: int, from_offset: int
     index = segment.offset_index
     entry_offset, position = index.lookup(max(indexed_offset, from_offset))
     number = bisect.bisect_left(index.positions, position)
+    with segment.store.open_log(segment.log_path, segment.size, segment.log_chunks) as data:
+        try:
+            found = _first_at_or_after(data, log, segment, timestamp, from_offset,
+                                       position, entry_offset, number, index)
+            data.check()  # what was read, to the offset found or the end, was the file's
+        except Exception as error:
+            _raise_shrink_instead(data, error)
+            raise
+    return found
+
+
+def _first_at_or_after(data: LogBytes, log, segment, timestamp: int, from_offset: int,
+                       position: int, entry_offset: int, number: int, index
+                       ) -> Optional[int]:
     if number < len(index) and index.positions[number] == position and \
             index.offsets[number] == entry_offset:
-        with segment.store.open_log(segment.log_path, segment.size,
-                                    segment.log_chunks) as mapped:
-            mapped.ensure_entry(position)
-            _check_indexed_entry(mapped.view, position, segment.size, segment.log_path,
-                                 (entry_offset, number), verify=False)
+        data.ensure_entry(position)
+        _check_indexed_entry(data.view, position, segment.size, segment.log_path,
+                             (entry_offset, number), verify=False)
     finder = _FirstAtOrAfter(timestamp)
-    for header, view in iter_segment_batches(segment.log_path, segment.size, position,
-                                             segment.size, log.is_last(segment),
-                                             base_offset=segment.base_offset,
-                                             store=segment.store,
-                                             log_chunks=segment.log_chunks):
+    for header, view in _segment_entries(data, segment.log_path, segment.size, position,
+                                         segment.size, log.is_last(segment), True,
+                                         segment.base_offset):
         if header.max_timestamp < timestamp and header.magic != 1:
             continue
         if header.magic == 2:
             if not header.record_count:
                 continue
-            data = batch_records_payload(view, header.position, header, segment.log_path)
-            decode_v2_records(data, header.record_count, header, finder, from_offset,
+            data_bytes = batch_records_payload(view, header.position, header,
+                                               segment.log_path)
+            decode_v2_records(data_bytes, header.record_count, header, finder, from_offset,
                               MAX_OFFSET, segment.log_path)
         else:
             decode_legacy_message(view, header.position, header, finder, from_offset,

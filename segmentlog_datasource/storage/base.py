@@ -3,6 +3,8 @@ import posixpath
 from abc import ABC, abstractmethod
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
+from ..errors import SegmentShrankError
+
 
 class Chunk(NamedTuple):
     """Where one chunk of a file stored as independent zstd frames (a tiered-storage
@@ -68,7 +70,18 @@ class LogBytes(ABC):
 
     @abstractmethod
     def check(self) -> None:
-        """Raise SegmentShrankError when the file got shorter than `size`."""
+        """Raise SegmentShrankError when the file got shorter than `size`, or when bytes
+        read from `view` since it was opened may not have been the file's (a mapped page
+        lost to the file shrinking reads as zeros)."""
+
+    def shrink_error(self) -> Optional[SegmentShrankError]:
+        """The SegmentShrankError check() raises now, or None: when reading fails, a
+        shrink explains it (zeros where a page was lost, a torn entry at the new end)."""
+        try:
+            self.check()
+        except SegmentShrankError as shrank:
+            return shrank
+        return None
 
     @abstractmethod
     def close(self) -> None:
@@ -130,6 +143,11 @@ class Store(ABC):
     def tree(self, root: str) -> TreeView:
         ...
 
+    def child_names(self, path: str) -> List[str]:
+        """The names directly under `path` now (none when it is not a directory)."""
+        tree = self.tree(path)
+        return sorted(tree.names(path)) if tree.isdir(path) else []
+
     @abstractmethod
     def read_optional(self, path: str) -> Optional[bytes]:
         """The whole file, None when there is none."""
@@ -143,11 +161,6 @@ class Store(ABC):
     def reader(self, path: str, size: int, chunks: Optional[Tuple[Chunk, ...]] = None
                ) -> ByteReader:
         ...
-
-    def child_names(self, path: str) -> List[str]:
-        """The names directly under `path` now (none when it is not a directory)."""
-        tree = self.tree(path)
-        return sorted(tree.names(path)) if tree.isdir(path) else []
 
     @abstractmethod
     def read_bytes(self, path: str, position: int, length: int) -> bytes:

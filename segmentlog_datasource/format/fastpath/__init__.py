@@ -1,42 +1,55 @@
 """Record decoding into Arrow batches: a compiled accumulator and its pure-Python twin.
 
 Both have one interface (add, add_v2_batch, decode_run, len, payload_bytes, take);
-`make_accumulator` is the one place that picks between them.
+`make_accumulator` is the one place that picks between them. The compiled module also
+maps local segments so that a file shrinking under a reader cannot kill the process
+(`file_mapping_class`, used by storage/local.py).
 """
 import warnings
 
+from ...storage import local as _local_storage
 from .protocol import RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH
 
 __all__ = ["FastPathUnavailableWarning", "RUN_DONE", "RUN_END", "RUN_ENTRY_FOR_PYTHON",
-           "RUN_FLUSH", "make_accumulator", "batch_header_walker"]
+           "RUN_FLUSH", "make_accumulator", "batch_header_walker", "file_mapping_class",
+           "set_run_hook"]
 
 
 class FastPathUnavailableWarning(RuntimeWarning):
     """The compiled decoder is unavailable: reads use the pure-Python one, about 6x slower."""
 
 
-_compiled_accumulator = None  # the compiled class once imported; False once it failed to
+_compiled_module = None  # compiled.py once imported; False once it failed to
+_compiled_error = None  # why it failed to
+_warned_unavailable = False
+
+
+def _compiled(warn: bool):
+    """compiled.py, None when it cannot be loaded (with `warn`, said once a process)."""
+    global _compiled_module, _compiled_error, _warned_unavailable
+    if _compiled_module is None:
+        try:
+            from . import compiled
+        except ImportError as exc:
+            # Remembered, so sys.path is searched once, not on every scan.
+            _compiled_module, _compiled_error = False, exc
+        else:
+            _compiled_module = compiled
+    if _compiled_module is False and warn and not _warned_unavailable:
+        _warned_unavailable = True
+        warnings.warn(
+            f"segmentlog's compiled decoder is unavailable ({_compiled_error}); reads fall "
+            "back to the pure-Python decoder, about 6x slower. To fix it, run "
+            "`pip install .` in the segmentlog checkout with a C compiler present "
+            "(or, for runs from the checkout, `python setup.py build_ext --inplace`).",
+            FastPathUnavailableWarning, stacklevel=4)
+    return _compiled_module or None
 
 
 def _compiled_class():
     """The compiled accumulator class, None when it cannot be loaded (warned once)."""
-    global _compiled_accumulator
-    if _compiled_accumulator is None:
-        try:
-            from .compiled import CompiledAccumulator
-        except ImportError as exc:
-            # Remembered, so the warning comes once per process and sys.path is
-            # searched once, not on every scan.
-            _compiled_accumulator = False
-            warnings.warn(
-                f"segmentlog's compiled decoder is unavailable ({exc}); reads fall back "
-                "to the pure-Python decoder, about 6x slower. To fix it, run "
-                "`pip install .` in the segmentlog checkout with a C compiler present "
-                "(or, for runs from the checkout, `python setup.py build_ext --inplace`).",
-                FastPathUnavailableWarning, stacklevel=3)
-        else:
-            _compiled_accumulator = CompiledAccumulator
-    return _compiled_accumulator or None
+    compiled = _compiled(warn=True)
+    return compiled.CompiledAccumulator if compiled is not None else None
 
 
 def make_accumulator(include_headers: bool, use_fast_path: bool = True):
@@ -63,3 +76,25 @@ def batch_header_walker(use_fast_path: bool = True, allow_pure: bool = True):
     from .pure import v2_batch_headers
 
     return v2_batch_headers
+
+
+def file_mapping_class():
+    """The compiled FileMapping(fd, size): a read-only mapping of a file in which a page
+    lost to the file shrinking reads as zeros (and is noted) instead of killing the
+    process. None when the compiled module does not load (storage then reads with pread)."""
+    compiled = _compiled(warn=False)
+    return compiled.FileMapping if compiled is not None else None
+
+
+_local_storage.use_file_mapping(file_mapping_class)
+
+
+def set_run_hook(hook) -> None:
+    """For tests: call hook(position) after each batch either accumulator's decode_run
+    decodes (None: no hook), to change a file at a chosen point inside a run."""
+    from . import pure
+
+    pure.run_hook = hook
+    compiled = _compiled(warn=False)
+    if compiled is not None:
+        compiled.set_run_hook(hook)

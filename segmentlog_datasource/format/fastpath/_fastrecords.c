@@ -16,11 +16,17 @@
  * plain (uncompressed magic 2, nothing for a transaction filter to decide); the scan
  * loop pays Python's per-batch cost only for the other entries. Its Python twin is
  * pure.RecordAccumulator.decode_run: same stops, positions and rows.
+ *
+ * FileMapping maps a segment file so that the file may shrink while it is read: see
+ * "mapped segment files" below.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* Kafka's layout (layout.py) and the decode_run() states (fastpath/protocol.py) are
@@ -907,6 +913,39 @@ fastrecords_checksum_matches(PyObject *module, PyObject *const *args, Py_ssize_t
     return PyBool_FromLong(matches);
 }
 
+/* Tests only (set_run_hook): called with the position after each batch decode_run
+ * decodes, to change the file at a chosen point inside a run. */
+static PyObject *run_hook;
+
+static int
+call_run_hook(int64_t position)
+{
+    PyObject *at = PyLong_FromLongLong(position);
+    if (at == NULL)
+        return -1;
+    PyObject *result = PyObject_CallOneArg(run_hook, at);
+    Py_DECREF(at);
+    if (result == NULL)
+        return -1;
+    Py_DECREF(result);
+    return 0;
+}
+
+PyDoc_STRVAR(set_run_hook_doc,
+"set_run_hook(hook)\n\n"
+"For tests: call hook(position) after each batch decode_run() decodes (None: no hook).");
+
+static PyObject *
+fastrecords_set_run_hook(PyObject *Py_UNUSED(module), PyObject *hook)
+{
+    if (hook != Py_None && !PyCallable_Check(hook)) {
+        PyErr_SetString(PyExc_TypeError, "set_run_hook() takes a callable or None");
+        return NULL;
+    }
+    Py_XSETREF(run_hook, hook == Py_None ? NULL : Py_NewRef(hook));
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(decode_run_doc,
 "decode_run(view, position, end_position, size, crc32c, min_offset, end_offset,\n"
 "           max_rows, max_bytes, transactions) -> (position, state)\n\n"
@@ -1035,6 +1074,10 @@ DecodedColumns_decode_run(DecodedColumns *self, PyObject *const *args, Py_ssize_
         }
         self->next_offset = last_offset + 1;
         position += entry_size;
+        if (run_hook != NULL && call_run_hook(position) < 0) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
         state = 0;
         if (self->rows >= max_rows || self->payload_bytes >= max_bytes)
             state |= RUN_FLUSH;
@@ -1345,6 +1388,284 @@ fastrecords_v2_batch_headers(PyObject *Py_UNUSED(module), PyObject *const *args,
     return Py_BuildValue("(LLN)", (long long)position, (long long)last_start, packed);
 }
 
+/* ------------------------------------------------------- mapped segment files */
+
+/* A segment can shrink while it is read (retention, a follower truncating its log), and
+ * touching a mapped page past a file's end raises SIGBUS, which kills the process. A
+ * FileMapping registers its address range in mapping_slots; the SIGBUS handler looks the
+ * faulting address up there and, for a FileMapping's, maps zero pages over the rest of
+ * it and notes where the first fault was. The access is then made again and reads zeros,
+ * wherever it was made: in decode_run, in Python slicing the buffer, in a checksum or
+ * decompression library. The reader checks the mapping's fault_position and the file's
+ * size before it trusts what it read (storage/local.py MappedLog.check). Any other
+ * SIGBUS goes to the disposition there was before (a crash, as without this module).
+ *
+ * Slots change only under the GIL; the handler (any thread, GIL or not) reads them
+ * through a sequence number, odd while a slot changes, and skips a slot that changed
+ * under it: only slots of mappings nobody can be reading change (a mapping goes only when
+ * no buffer of it is exported). */
+
+#define MAPPING_SLOTS 4096
+
+typedef struct {
+    unsigned long sequence;
+    uintptr_t start;
+    uintptr_t end;   /* page-rounded; 0: the slot is free */
+    uintptr_t fault; /* the first faulting address, 0: none */
+} MappingSlot;
+
+static MappingSlot mapping_slots[MAPPING_SLOTS];
+static int mapping_slots_next; /* where the search for a free slot starts */
+static uintptr_t page_size;
+static struct sigaction sigbus_before; /* the disposition ours replaced */
+static volatile sig_atomic_t sigbus_handed_over; /* to sigbus_before, since installed */
+
+#define LOAD(field) __atomic_load_n(&(field), __ATOMIC_SEQ_CST)
+#define STORE(field, value) __atomic_store_n(&(field), (value), __ATOMIC_SEQ_CST)
+
+static void
+on_sigbus(int signum, siginfo_t *info, void *Py_UNUSED(context))
+{
+    /* si_code > 0: the kernel's, for an access (not a kill() or raise()). */
+    if (info != NULL && info->si_code > 0) {
+        uintptr_t address = (uintptr_t)info->si_addr;
+        for (int i = 0; i < MAPPING_SLOTS; i++) {
+            MappingSlot *slot = &mapping_slots[i];
+            unsigned long sequence = LOAD(slot->sequence);
+            if (sequence & 1)
+                continue;
+            uintptr_t start = LOAD(slot->start), end = LOAD(slot->end);
+            if (LOAD(slot->sequence) != sequence || address < start || address >= end)
+                continue;
+            uintptr_t page = address & ~(page_size - 1);
+            if (mmap((void *)page, end - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                     -1, 0) == MAP_FAILED)
+                break;
+            uintptr_t none = 0;
+            __atomic_compare_exchange_n(&slot->fault, &none, address, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST);
+            return; /* the access is made again, over zeros */
+        }
+    }
+    /* Not ours: the previous disposition takes over. A fault happens again on return; a
+     * signal sent is sent again (it stays blocked until this handler returns). A handler
+     * that hands it back (faulthandler, enabled after ours, restores ours and raises) ends
+     * in the default action, not in a loop. */
+    if (sigbus_handed_over) {
+        struct sigaction fallback;
+        memset(&fallback, 0, sizeof fallback);
+        fallback.sa_handler = SIG_DFL;
+        sigemptyset(&fallback.sa_mask);
+        sigaction(SIGBUS, &fallback, NULL);
+    } else {
+        sigbus_handed_over = 1;
+        sigaction(SIGBUS, &sigbus_before, NULL);
+    }
+    if (info == NULL || info->si_code <= 0)
+        raise(signum);
+}
+
+/* Ours, unless it is already: called before each mapping, so a handler installed since
+ * (faulthandler.enable(), say) comes after ours for the faults that are not ours. */
+static int
+sigbus_handler_install(void)
+{
+    struct sigaction current, ours;
+    if (sigaction(SIGBUS, NULL, &current) < 0)
+        return -1;
+    sigbus_handed_over = 0; /* the process lived on after any hand-over */
+    if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_sigbus)
+        return 0;
+    memset(&ours, 0, sizeof ours);
+    ours.sa_sigaction = on_sigbus;
+    ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&ours.sa_mask);
+    sigbus_before = current;
+    return sigaction(SIGBUS, &ours, NULL);
+}
+
+static int
+mapping_slot_claim(uintptr_t start, uintptr_t end)
+{
+    for (int n = 0; n < MAPPING_SLOTS; n++) {
+        int i = (mapping_slots_next + n) % MAPPING_SLOTS;
+        MappingSlot *slot = &mapping_slots[i];
+        if (LOAD(slot->end) != 0)
+            continue;
+        STORE(slot->sequence, slot->sequence + 1);
+        STORE(slot->fault, 0);
+        STORE(slot->start, start);
+        STORE(slot->end, end);
+        STORE(slot->sequence, slot->sequence + 1);
+        mapping_slots_next = (i + 1) % MAPPING_SLOTS;
+        return i;
+    }
+    return -1;
+}
+
+static void
+mapping_slot_release(int i)
+{
+    MappingSlot *slot = &mapping_slots[i];
+    STORE(slot->sequence, slot->sequence + 1);
+    STORE(slot->end, 0);
+    STORE(slot->start, 0);
+    STORE(slot->fault, 0);
+    STORE(slot->sequence, slot->sequence + 1);
+}
+
+typedef struct {
+    PyObject_HEAD
+    char *data;  /* NULL once closed */
+    Py_ssize_t size;
+    Py_ssize_t exports;
+    int slot;
+    Py_ssize_t fault_position; /* once closed: the slot's fault, -1: none */
+} FileMapping;
+
+static PyObject *
+FileMapping_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"fd", "size", NULL};
+    int fd;
+    Py_ssize_t size;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "in", kwlist, &fd, &size))
+        return NULL;
+    if (size <= 0) {
+        PyErr_SetString(PyExc_ValueError, "FileMapping() maps at least one byte");
+        return NULL;
+    }
+    if (sigbus_handler_install() < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    void *data = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+    if (data == MAP_FAILED)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    uintptr_t start = (uintptr_t)data;
+    int slot = mapping_slot_claim(start, start + (((uintptr_t)size + page_size - 1) & ~(page_size - 1)));
+    if (slot < 0) {
+        munmap(data, (size_t)size);
+        errno = EMFILE;
+        return PyErr_Format(PyExc_OSError, "more than %d segment files mapped at once",
+                            MAPPING_SLOTS);
+    }
+    FileMapping *self = (FileMapping *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        mapping_slot_release(slot);
+        munmap(data, (size_t)size);
+        return NULL;
+    }
+    self->data = data;
+    self->size = size;
+    self->exports = 0;
+    self->slot = slot;
+    self->fault_position = -1;
+    return (PyObject *)self;
+}
+
+static void
+file_mapping_unmap(FileMapping *self)
+{
+    if (self->data == NULL)
+        return;
+    uintptr_t fault = LOAD(mapping_slots[self->slot].fault);
+    if (fault != 0)
+        self->fault_position = (Py_ssize_t)(fault - (uintptr_t)self->data);
+    mapping_slot_release(self->slot); /* first: nothing reads it any more */
+    munmap(self->data, (size_t)self->size);
+    self->data = NULL;
+}
+
+static void
+FileMapping_dealloc(FileMapping *self)
+{
+    file_mapping_unmap(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+FileMapping_getbuffer(FileMapping *self, Py_buffer *view, int flags)
+{
+    if (self->data == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the file mapping is closed");
+        view->obj = NULL;
+        return -1;
+    }
+    if (PyBuffer_FillInfo(view, (PyObject *)self, self->data, self->size, 1, flags) < 0)
+        return -1;
+    self->exports++;
+    return 0;
+}
+
+static void
+FileMapping_releasebuffer(FileMapping *self, Py_buffer *Py_UNUSED(view))
+{
+    self->exports--;
+}
+
+static PyObject *
+FileMapping_close(FileMapping *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->exports > 0) {
+        PyErr_SetString(PyExc_BufferError, "cannot close a file mapping while its bytes "
+                                           "are in use (exported buffers exist)");
+        return NULL;
+    }
+    file_mapping_unmap(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+FileMapping_get_fault_position(FileMapping *self, void *Py_UNUSED(closure))
+{
+    if (self->data == NULL)
+        return self->fault_position < 0 ? Py_NewRef(Py_None)
+                                        : PyLong_FromSsize_t(self->fault_position);
+    uintptr_t fault = LOAD(mapping_slots[self->slot].fault);
+    if (fault == 0)
+        Py_RETURN_NONE;
+    return PyLong_FromSize_t((size_t)(fault - (uintptr_t)self->data));
+}
+
+static PyObject *
+FileMapping_get_closed(FileMapping *self, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(self->data == NULL);
+}
+
+static PyBufferProcs FileMapping_as_buffer = {(getbufferproc)FileMapping_getbuffer,
+                                              (releasebufferproc)FileMapping_releasebuffer};
+
+static PyMethodDef FileMapping_methods[] = {
+    {"close", (PyCFunction)FileMapping_close, METH_NOARGS,
+     "Unmap now (BufferError while buffers of it are in use; they unmap it when released)."},
+    {NULL},
+};
+
+static PyGetSetDef FileMapping_getset[] = {
+    {"fault_position", (getter)FileMapping_get_fault_position, NULL,
+     "None, or the position of the first byte read past the file's end (the file shrank\n"
+     "under the mapping): that page and those after it read as zeros since. Kept after\n"
+     "close().", NULL},
+    {"closed", (getter)FileMapping_get_closed, NULL, "Whether it is unmapped.", NULL},
+    {NULL},
+};
+
+static PyTypeObject FileMappingType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "segmentlog_datasource.format.fastpath._fastrecords.FileMapping",
+    .tp_doc = "FileMapping(fd, size)\n\n"
+              "The first `size` bytes of an open file, mapped read-only, as a buffer. A page\n"
+              "lost to the file shrinking reads as zeros instead of killing the process, and\n"
+              "fault_position says where that happened.",
+    .tp_basicsize = sizeof(FileMapping),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = FileMapping_new,
+    .tp_dealloc = (destructor)FileMapping_dealloc,
+    .tp_as_buffer = &FileMapping_as_buffer,
+    .tp_methods = FileMapping_methods,
+    .tp_getset = FileMapping_getset,
+};
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef fastrecords_functions[] = {
@@ -1352,6 +1673,7 @@ static PyMethodDef fastrecords_functions[] = {
      METH_FASTCALL, checksum_matches_doc},
     {"v2_batch_headers", (PyCFunction)(void (*)(void))fastrecords_v2_batch_headers,
      METH_FASTCALL, v2_batch_headers_doc},
+    {"set_run_hook", (PyCFunction)fastrecords_set_run_hook, METH_O, set_run_hook_doc},
     {NULL},
 };
 
@@ -1397,8 +1719,10 @@ static const struct {
 PyMODINIT_FUNC
 PyInit__fastrecords(void)
 {
-    if (PyType_Ready(&ChunkType) < 0 || PyType_Ready(&DecodedColumnsType) < 0)
+    if (PyType_Ready(&ChunkType) < 0 || PyType_Ready(&DecodedColumnsType) < 0 ||
+        PyType_Ready(&FileMappingType) < 0)
         return NULL;
+    page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
 #ifdef HAVE_CRC32C_INSTRUCTION
     __builtin_cpu_init();
     have_crc32c_instruction = __builtin_cpu_supports("sse4.2") != 0;
@@ -1414,6 +1738,7 @@ PyInit__fastrecords(void)
         PyModule_AddObjectRef(module, "MalformedRecords", MalformedRecords) < 0 ||
         PyModule_AddObjectRef(module, "DecodedColumns", (PyObject *)&DecodedColumnsType) < 0 ||
         PyModule_AddObjectRef(module, "Chunk", (PyObject *)&ChunkType) < 0 ||
+        PyModule_AddObjectRef(module, "FileMapping", (PyObject *)&FileMappingType) < 0 ||
         PyModule_AddIntConstant(module, "CRC32C_INSTRUCTION", have_crc32c_instruction) < 0) {
         Py_DECREF(module);
         return NULL;

@@ -15,6 +15,9 @@ The scan loop hands whole stretches of a mapped segment to `accumulator.decode_r
 (see its docstring): plain batches are then walked, verified and decoded in C, and the
 loop handles in Python only the entries the run stops at (RUN_ENTRY_FOR_PYTHON), taking
 a batch on RUN_FLUSH and stopping on RUN_DONE or RUN_END.
+
+FileMapping is how storage/local.py maps segments: a page lost to the file shrinking reads
+as zeros there (and is noted) instead of killing the process with SIGBUS.
 """
 import importlib.machinery
 import importlib.util
@@ -79,6 +82,7 @@ def _load_compiled():
 _fastrecords = _load_compiled()
 MalformedRecords, DecodedColumns = _fastrecords.MalformedRecords, _fastrecords.DecodedColumns
 v2_batch_headers = _fastrecords.v2_batch_headers
+FileMapping, set_run_hook = _fastrecords.FileMapping, _fastrecords.set_run_hook
 
 _HEADER_ENTRY_FIELDS = list(HEADER_TYPE.value_type)
 _HEADER_KEY_TYPE = HEADER_TYPE.value_type.field("key").type

@@ -22,6 +22,8 @@ from .protocol import RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH
 
 _MIN_V2_LENGTH = V2_HEADER_SIZE - LOG_OVERHEAD
 
+run_hook = None  # tests: called with the position after each batch decode_run decodes
+
 
 class RecordAccumulator:
     """Collects decoded records (pure-Python path) until a batch is taken."""
@@ -132,6 +134,8 @@ class RecordAccumulator:
                 return position, RUN_ENTRY_FOR_PYTHON
             self.next_offset = last_offset + 1
             position += entry_size
+            if run_hook is not None:
+                run_hook(position)
             state = 0
             if len(offsets) >= max_rows or self.payload_bytes >= max_bytes:
                 state |= RUN_FLUSH
