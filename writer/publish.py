@@ -35,7 +35,7 @@ from ..format.pending import JOURNAL, PUBLISH_TOKEN, ROLLBACK
 
 from .checkpointing import CheckpointChanges
 from .errors import SPACE_ERRNOS, ConcurrentWriteError, WriteError, raise_out_of_space
-from .fsops import fsync_dir, rename_exchange
+from .fsops import fsync_dir, remove_if_there, rename_exchange
 
 JOURNAL_VERSION = 1
 # Test hook: the process SIGKILLs itself right after its Nth publishing rename (kill tests),
@@ -204,10 +204,7 @@ def _new_publish_token(logdir: str, job_id: str) -> None:
             os.close(fd)
         os.rename(temporary, path)
     except BaseException as exc:
-        try:
-            os.unlink(temporary)
-        except FileNotFoundError:
-            pass
+        remove_if_there(temporary)
         raise_out_of_space(exc, path)
         raise
 

@@ -103,7 +103,7 @@ def test_process_all_available_and_restart_without_duplicates(spark, tmp_path):
     assert only_record(logdir)["committed_batch"] == committed_by_spark(checkpoint)[-1] == 4
     assert sorted(os.listdir(logdir)) == sorted(
         [f".segmentlog-sink-{query.id}.json"] + [f"{TOPIC}-{p}" for p in range(PARTITIONS)] +
-        ["log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
+        [".segmentlog-publishing", "log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
          "replication-offset-checkpoint"])
 
 

@@ -19,8 +19,8 @@ from support.kafka_logs import (
 )
 
 T0 = 1_700_000_000_000
-# What a write leaves beside the partition directories (#21)
-LOG_DIR_FILES = ["log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
+# What a write leaves beside the partition directories (#21), and its publish token (#22)
+LOG_DIR_FILES = [".segmentlog-publishing", "log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
                  "replication-offset-checkpoint"]
 HEADERS = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 SCHEMA = StructType([
@@ -94,7 +94,7 @@ def test_round_trip_every_codec(spark, tmp_path, codec):
      .option("segment.bytes", 30000).option("batch.size", 4096)
      .option("index.interval.bytes", 2048).save(path))
     check_against_input(rows, read_back(spark, path), "events", 4)
-    assert sorted(os.listdir(path)) == [f"events-{p}" for p in range(4)] + LOG_DIR_FILES
+    assert sorted(os.listdir(path)) == sorted([f"events-{p}" for p in range(4)] + LOG_DIR_FILES)
     decoded = decode_logdir(path)  # kafka-python: CRCs, offsets, segment names
     assert sum(len(r) for r in decoded.values()) == len(rows)
     for p in range(4):
