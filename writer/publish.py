@@ -189,13 +189,14 @@ def _write_journal(path: str, data: dict) -> int:
     return fd
 
 
-def _new_publish_token(logdir: str, job_id: str) -> None:
+def _new_publish_token(logdir: str, staging_dir: str, job_id: str) -> None:
     """Replace the log dir's publish token, after the journal and before any rename: a
     reader whose listing this publish overlaps sees the token change and lists again
-    (format/pending.py). Not fsynced: it matters to readers running now, not after a
-    crash."""
+    (format/pending.py). Written in the staging directory first, so that a kill leaves
+    nothing beside the token. Not fsynced: it matters to readers running now, not after
+    a crash."""
     path = os.path.join(logdir, PUBLISH_TOKEN)
-    temporary = f"{path}~{uuid.uuid4().hex}"
+    temporary = os.path.join(staging_dir, f"publish-token-{uuid.uuid4().hex[:8]}")
     try:
         fd = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         try:
@@ -253,7 +254,7 @@ def publish(actions: List[PublishAction], staging_dir: str, logdir: str, job_id:
                         {"version": JOURNAL_VERSION, "job": job_id, "steps": relative,
                          "checkpoints": checkpoints.to_journal()})
     try:
-        _new_publish_token(logdir, job_id)
+        _new_publish_token(logdir, staging_dir, job_id)
     except BaseException:
         _finish_journal(staging_dir, fd)  # nothing renamed yet
         raise

@@ -164,13 +164,16 @@ for job in range(int(sys.argv[2])):
 """
 
 
+JOBS = 25
+
+
 def test_readers_racing_a_writer_see_whole_jobs_only(tmp_path):
     """Each job appends 7 records to each of 4 partitions (a dozen renames): every
     listing a reader makes while jobs publish holds the same jobs in every partition."""
     logdir = str(tmp_path / "log")
     write_log(logdir, rows("seed", 1, PARTITIONS), topic="t", num_partitions=PARTITIONS,
               segment_bytes=512, batch_size=128)
-    writer = subprocess.Popen([sys.executable, "-c", RACE, logdir, "40"],
+    writer = subprocess.Popen([sys.executable, "-c", RACE, logdir, str(JOBS)],
                               stderr=subprocess.PIPE, cwd=str(tmp_path))
     seen_jobs = set()
     try:
@@ -185,6 +188,6 @@ def test_readers_racing_a_writer_see_whole_jobs_only(tmp_path):
         writer.wait(60)
     assert writer.returncode == 0, writer.stderr.read().decode()
     assert len(seen_jobs) > 3  # the readers did overlap the publishes
-    assert {len(v) for v in read_values(logdir).values()} == {1 + 40 * 7}
+    assert {len(v) for v in read_values(logdir).values()} == {1 + JOBS * 7}
     token = json.loads(open(os.path.join(logdir, PUBLISH_TOKEN)).read())
     assert set(token) == {"job", "token"}
