@@ -384,14 +384,18 @@ def killed_job_wanted(where):
     return {"all", "none"}
 
 
-def kill_delays(phases, rng, per_phase=2, anywhere=2):
-    """[(anchor, delay)]: `per_phase` kills at random within each phase (timed from the
-    report that begins it, so that a short phase is hit however the run's pace varies),
-    and `anywhere` more at random over the whole run (timed from the spawn)."""
+def kill_delays(phases, rng, per_phase=2, anywhere=1, first_phases=2):
+    """[(anchor, delay)]: `per_phase` kills at random within each of the `first_phases`
+    phases (the interpreter's start and imports, which every run must hit), one within
+    each later phase (timed from the report that begins it, so that a short phase is hit
+    however the run's pace varies), and `anywhere` more at random over the whole run
+    (timed from the spawn). Each kill starts an interpreter: the sweeps above cover every
+    publishing step."""
     kills = []
     anchor, begins = "spawn", 0.0
-    for name, ends in phases:
-        kills += [(anchor, rng.uniform(0, ends - begins)) for _ in range(per_phase)]
+    for number, (name, ends) in enumerate(phases):
+        count = per_phase if number < first_phases else 1
+        kills += [(anchor, rng.uniform(0, ends - begins)) for _ in range(count)]
         anchor, begins = name, ends
     return kills + [("spawn", rng.uniform(0, phases[-1][1])) for _ in range(anywhere)]
 
