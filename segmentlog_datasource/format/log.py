@@ -701,6 +701,8 @@ def _listed_whole(store: Store, path: str) -> List[PartitionLog]:
 
 def _listed(store: Store, tree: TreeView, path: str, alone: bool,
             view: pending.BeforePublishes) -> List[PartitionLog]:
+    """The partitions under `path` (`alone`: itself a partition directory) in `tree`,
+    as they were before the unfinished publishes `view` describes."""
     candidates = []
     log_dir = None
     if alone:
