@@ -92,7 +92,11 @@ setup(
             "zstandard>=0.22",
             "cramjam>=2.8",
             "crc32c>=2.4",
-            "moto[server]>=5.1",  # tests/support/s3server.py: an S3 endpoint on loopback
+            # tests/support/s3server.py: moto's S3 (and IAM) on loopback, served by flask;
+            # not moto[server], whose other services' dependencies double the install time
+            "moto[s3]>=5.1",
+            "flask>=2",
+            "flask-cors>=4",
             "boto3>=1.34",
             "fsspec>=2023.1",  # tests/store/test_fsspec_read.py: a store only fsspec knows
             # tests/docs: the notebook executed through a kernel, its plots drawn
