@@ -22,12 +22,26 @@ marker last, so that on a 2-core machine these programs overlap with the rest of
 instead of following it. A test run on its own (pytest -k ...) starts only its own.
 """
 import concurrent.futures
+import os
+import threading
+
+# Background programs yield the CPU to the suite's own tests (they fill its idle time):
+# niceness is per thread on Linux, and the processes the thread starts inherit it.
+BACKGROUND_NICENESS = 10
+
+
+def _lower_priority():
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
+    except (AttributeError, OSError):
+        pass  # not Linux, or not allowed: the programs run at the suite's priority
 
 
 class Background:
     def __init__(self):
         self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="segmentlog-background")
+            max_workers=1, thread_name_prefix="segmentlog-background",
+            initializer=_lower_priority)
         self._jobs = {}
 
     def start(self, starter, request):
