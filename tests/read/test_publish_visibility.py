@@ -164,7 +164,7 @@ for job in range(int(sys.argv[2])):
 """
 
 
-JOBS = 15
+JOBS = 10
 
 
 def test_readers_racing_a_writer_see_whole_jobs_only(tmp_path):
