@@ -214,11 +214,11 @@ class LocalStore(Store):
     def open_log(self, path: str, size: int, chunks=None) -> LogBytes:
         if chunks is None:
             mapping_class = _file_mapping_class()
-            if mapping_class is not None:
-                try:
+            try:
+                if mapping_class is not None:
                     return MappedLog(path, size, mapping_class)
-                except CannotMap:
-                    pass  # read as without the compiled module
+            except CannotMap:
+                mapping_class = None  # read below, as without the compiled module
         from .remote import FetchedLog
 
         if chunks is not None:
