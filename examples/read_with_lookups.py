@@ -19,20 +19,21 @@ from example_session import ExampleSession
 
 START = dt.datetime(2023, 11, 14, 22, 0, tzinfo=dt.timezone.utc)
 START_MS = int(START.timestamp() * 1000)
-READINGS = 36_000  # one every 100 ms for an hour
+MINUTES = 60
+PER_MINUTE = 600  # one reading every 100 ms
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
-def write_sample_log(logdir):
+def write_sample_log(logdir, readings_count):
     from segmentlog_datasource.writer import write_log
 
     readings = pa.table({
-        "key": [f"sensor-{i % 24}" for i in range(READINGS)],
-        "value": [json.dumps({"celsius": round(18 + (i % 50) / 10, 1)}) for i in range(READINGS)],
-        "timestamp": pa.array([START_MS + i * 100 for i in range(READINGS)],
+        "key": [f"sensor-{i % 24}" for i in range(readings_count)],
+        "value": [json.dumps({"celsius": round(18 + (i % 50) / 10, 1)}) for i in range(readings_count)],
+        "timestamp": pa.array([START_MS + i * 100 for i in range(readings_count)],
                               pa.timestamp("ms", tz="UTC")),
         "headers": pa.array([[{"key": "site", "value": b"plant-a" if i % 24 < 12 else b"plant-b"}]
-                             for i in range(READINGS)], HEADERS),
+                             for i in range(readings_count)], HEADERS),
     })
     write_log(logdir, readings, topic="readings", num_partitions=3, compression="lz4",
               segment_bytes=128 * 1024)
@@ -42,14 +43,16 @@ def write_sample_log(logdir):
     write_log(logdir, alerts, topic="alerts", num_partitions=1)
 
 
-def main(spark=None):
-    """Runs on `spark` when given (and leaves it running), else on a local session."""
+def main(spark=None, minutes=MINUTES):
+    """Runs on `spark` when given (and leaves it running), else on a local session;
+    `minutes` (30 or more) of readings are written."""
     from pyspark.sql import functions as F
 
     from segmentlog_datasource import offset_range, offset_ranges, time_range
 
+    readings_count = minutes * PER_MINUTE
     logdir = tempfile.mkdtemp(prefix="segmentlog-read-")
-    write_sample_log(logdir)
+    write_sample_log(logdir, readings_count)
     session = ExampleSession(spark, "segmentlog-read-example",
                              {"spark.sql.session.timeZone": "UTC"})
     spark = session.spark
@@ -66,7 +69,7 @@ def main(spark=None):
             assert count == expected, (what, count, expected)
             return df
 
-        everything = report("the whole log dir", reader().load(logdir), READINGS + 2)
+        everything = report("the whole log dir", reader().load(logdir), readings_count + 2)
         everything.groupBy("topic", "partition").count().orderBy("topic", "partition").show()
 
         readings = reader().option("subscribe", "readings").option("includeHeaders", "true").load(logdir)
@@ -90,12 +93,12 @@ def main(spark=None):
         point.select("offset", F.col("key").cast("string").alias("key"), "timestamp").show(truncate=False)
 
         report("offset_ranges: two partitions",
-               reader().options(**offset_ranges({"readings": {0: (0, 1_000), 2: (5_000, 5_500)}}))
+               reader().options(**offset_ranges({"readings": {0: (0, 1_000), 2: (4_000, 4_500)}}))
                .load(logdir), 1_500)
 
         # A time lookup selects offsets, as a consumer's offsetsForTimes does; a where on
         # timestamp makes the window exact whatever the order of timestamps.
-        window_start = START + dt.timedelta(minutes=30)
+        window_start = START + dt.timedelta(minutes=minutes // 2)
         window = reader().options(**time_range(window_start, window_start + dt.timedelta(minutes=1),
                                              topics=["readings"])).load(logdir)
         report(f"time_range: the minute from {window_start:%H:%M} UTC", window, 600)
@@ -103,11 +106,11 @@ def main(spark=None):
 
         report("startingTimestamp for every partition (the last 10 minutes)",
                reader().option("subscribe", "readings")
-               .option("startingTimestamp", START_MS + 50 * 60_000).load(logdir), 6_000)
+               .option("startingTimestamp", START_MS + (minutes - 10) * 60_000).load(logdir), 6_000)
 
         report("maxRecordsPerPartition=1000 (splits of about 1,000 offsets)",
                reader().option("subscribe", "readings").option("maxRecordsPerPartition", 1_000)
-               .load(logdir), READINGS)
+               .load(logdir), readings_count)
     finally:
         session.close()
         shutil.rmtree(logdir, ignore_errors=True)

@@ -29,8 +29,9 @@ def disk_bytes(logdir, topic):
                for name in names)
 
 
-def main(spark=None):
-    """Runs on `spark` when given (and leaves it running), else on a local session."""
+def main(spark=None, views_count=20_000):
+    """Runs on `spark` when given (and leaves it running), else on a local session;
+    `views_count` page views are written with each codec."""
     from pyspark.sql import functions as F
 
     logdir = tempfile.mkdtemp(prefix="segmentlog-write-")
@@ -38,7 +39,7 @@ def main(spark=None):
                              {"spark.sql.session.timeZone": "UTC"})
     spark = session.spark
     try:
-        views = (spark.range(0, 20_000, 1, numPartitions=2)
+        views = (spark.range(0, views_count, 1, numPartitions=2)
                  .select(
                      F.format_string("visitor-%d", (F.col("id") * 7919 % 1_000).cast("int")).alias("key"),
                      F.to_json(F.struct(F.col("id").alias("view"),
@@ -53,7 +54,7 @@ def main(spark=None):
                                       .alias("value"))).alias("headers")))
         views.cache().count()
 
-        print("the same 20,000 page views written with each codec:")
+        print(f"the same {views_count:,} page views written with each codec:")
         for codec in CODECS:
             (views.write.format("segmentlog")
              .mode("append")  # Python data sources take append or overwrite only
