@@ -67,6 +67,23 @@ class UnsupportedFormatError(SegmentLogError):
     """Bytes that are valid Kafka but use something this library cannot decode here."""
 
 
+class RecordDecodeError(SegmentLogError):
+    """A record's key or value that its message definitions cannot decode: an unknown
+    version, bytes that end early or are left over. The read names the topic, partition
+    and offset; the format layer, which sees only bytes, names what it was decoding."""
+
+    def __init__(self, reason: str, topic: Optional[str] = None,
+                 partition: Optional[int] = None, offset: Optional[int] = None):
+        self.reason = reason
+        self.topic, self.partition, self.offset = topic, partition, offset
+        where = "" if topic is None else f"{topic}-{partition} offset {offset}: "
+        super().__init__(where + reason)
+
+    def at(self, topic: str, partition: int, offset: int) -> "RecordDecodeError":
+        """The same error, placed at a record of the log."""
+        return type(self)(self.reason, topic, partition, offset)
+
+
 class StoreError(SegmentLogError, OSError):
     """A store could not be listed or read (credentials, a missing bucket, the network).
     The message names the path and never holds a secret."""
