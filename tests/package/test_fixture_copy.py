@@ -1,14 +1,16 @@
-"""tests/fixtures/kafka-written and broker-disks are exact copies of the shared fixtures."""
+"""tests/fixtures/kafka-written, broker-disks and internal-topics are exact copies of the
+shared fixtures."""
 import filecmp
 import os
 
 import pytest
 
-from support.fixtures import BUNDLED, BUNDLED_BROKER_DISKS
+from support.fixtures import BUNDLED, BUNDLED_BROKER_DISKS, BUNDLED_INTERNAL_TOPICS
 from support.paths import CHECKOUT
 
 SHARED = CHECKOUT.parent / "shared" / "fixtures" / "kafka-written"
 SHARED_BROKER_DISKS = CHECKOUT.parent / "shared" / "fixtures" / "broker-disks"
+SHARED_INTERNAL_TOPICS = CHECKOUT.parent / "shared" / "fixtures" / "internal-topics"
 
 
 def relative_files(root):
@@ -26,8 +28,9 @@ def test_the_bundled_copy_holds_every_case_with_its_manifest():
 
 
 @pytest.mark.parametrize("bundled,shared", [(BUNDLED, SHARED),
-                                            (BUNDLED_BROKER_DISKS, SHARED_BROKER_DISKS)],
-                         ids=["kafka-written", "broker-disks"])
+                                            (BUNDLED_BROKER_DISKS, SHARED_BROKER_DISKS),
+                                            (BUNDLED_INTERNAL_TOPICS, SHARED_INTERNAL_TOPICS)],
+                         ids=["kafka-written", "broker-disks", "internal-topics"])
 def test_the_bundled_copy_equals_the_shared_fixtures(bundled, shared):
     if not shared.is_dir():
         pytest.skip(f"no shared fixtures beside the checkout ({shared}) to compare the copy with")
@@ -42,3 +45,11 @@ def test_the_bundled_broker_disks_hold_three_brokers_and_a_manifest():
     assert {"README.md", "manifest.json"} <= set(names)
     assert {n.split(os.sep)[0] for n in names if os.sep in n} == {
         "broker-0", "broker-1", "broker-2"}
+
+
+def test_the_bundled_internal_topics_hold_each_partition_with_its_manifest():
+    names = relative_files(BUNDLED_INTERNAL_TOPICS)
+    partitions = {n.split(os.sep)[0] for n in names if os.sep in n}
+    assert partitions == {"__consumer_offsets-0", "__consumer_offsets-1",
+                          "__transaction_state-0", "__cluster_metadata-0"}
+    assert {p + ".manifest.json" for p in partitions} | {"README.md"} <= set(names)

@@ -6,6 +6,7 @@ FIXTURES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fi
                             "fixtures")
 BUNDLED = os.path.join(FIXTURES_DIR, "kafka-written")
 BUNDLED_BROKER_DISKS = os.path.join(FIXTURES_DIR, "broker-disks")
+BUNDLED_INTERNAL_TOPICS = os.path.join(FIXTURES_DIR, "internal-topics")
 
 
 def fixtures_root() -> str:
@@ -26,3 +27,16 @@ def broker_disks_root() -> str:
         if os.path.isfile(os.path.join(beside, "manifest.json")):
             return beside
     return BUNDLED_BROKER_DISKS
+
+
+def internal_topics_root() -> str:
+    """The partitions of Kafka's internal topics with their manifests: the internal-topics
+    set beside $SEGMENTLOG_FIXTURES's set, else the copy of
+    ../shared/fixtures/internal-topics kept in tests/fixtures."""
+    given = os.environ.get(FIXTURES_ENV)
+    if given:
+        beside = os.path.join(os.path.dirname(os.path.abspath(given).rstrip(os.sep)),
+                              "internal-topics")
+        if os.path.isfile(os.path.join(beside, "__consumer_offsets-0.manifest.json")):
+            return beside
+    return BUNDLED_INTERNAL_TOPICS

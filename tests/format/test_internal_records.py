@@ -1,0 +1,334 @@
+"""Decoding `__consumer_offsets` and `__transaction_state` records (format/internal).
+
+The ground truth is ../shared/fixtures/internal-topics: partitions that Kafka's own
+serializers wrote, with manifests holding every record's bytes and Kafka's decoding of it.
+Beside them: every message version encoded with all fields set and decoded back, the
+errors Kafka's loaders raise, and kafka-python's consumer-protocol encoder.
+"""
+import base64
+import json
+import os
+import struct
+
+import pytest
+
+from segmentlog_datasource.errors import RecordDecodeError
+from segmentlog_datasource.format import ScanOptions
+from segmentlog_datasource.format.internal import consumer_protocol
+from segmentlog_datasource.format.internal.group_records import (
+    ASSIGNMENT_DECODED, CONSUMER_OFFSETS, GROUP_METADATA_VALUE, OFFSET_COMMIT_VALUE,
+    RECORD_TYPES, SUBSCRIPTION_DECODED)
+from segmentlog_datasource.format.internal.messages import (
+    AS_TEXT, Array, Struct, in_range, uuid_text, versions, write_version)
+from segmentlog_datasource.format.internal.topics import internal_topics
+from segmentlog_datasource.format.internal.transaction_records import (
+    TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE, TRANSACTION_STATE)
+from segmentlog_datasource.read.options import parse_read_options
+from segmentlog_datasource.read.planning import Constraints, plan_fragments
+from support.fixtures import internal_topics_root
+
+PARTITIONS = {"__consumer_offsets-0": CONSUMER_OFFSETS,
+              "__consumer_offsets-1": CONSUMER_OFFSETS,
+              "__transaction_state-0": TRANSACTION_STATE}
+
+
+def internal_topics_dir() -> str:
+    return internal_topics_root()
+
+
+@pytest.fixture(scope="module")
+def manifests():
+    root = internal_topics_dir()
+    found = {}
+    for name in PARTITIONS:
+        with open(os.path.join(root, name + ".manifest.json")) as handle:
+            found[name] = json.load(handle)
+    return root, found
+
+
+def _bytes(text):
+    return None if text is None else base64.b64decode(text)
+
+
+def as_json(value):
+    """Kafka's JSON form: bytes as base64."""
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {name: as_json(item) for name, item in value.items()}
+    if isinstance(value, list):
+        return [as_json(item) for item in value]
+    return value
+
+
+def _without_version(decoded):
+    return {name: as_json(item) for name, item in decoded.items() if name != "version"}
+
+
+@pytest.mark.parametrize("partition", sorted(PARTITIONS))
+def test_every_record_decodes_as_kafka_decoded_it(manifests, partition):
+    topic = PARTITIONS[partition]
+    records = manifests[1][partition]["records"]
+    assert records
+    types_seen = set()
+    for expected in records:
+        where = f"{partition} offset {expected['offset']}"
+        decoded = topic.decode(_bytes(expected["key_b64"]), _bytes(expected["value_b64"]))
+        assert decoded.known, where
+        assert decoded.key_version == expected["key_version"], where
+        assert decoded.key == expected["key"], where
+        assert decoded.value_version == expected["value_version"], where
+        assert decoded.deleted == expected["tombstone"], where
+        assert decoded.record_type == expected.get("record_type_name", "TransactionLog"), where
+        types_seen.add(decoded.record_type)
+        value = None if decoded.value is None else dict(decoded.value)
+        if "state" in expected and not expected["tombstone"]:
+            assert value.pop("state") == expected["state"], where
+        if expected.get("members_decoded") is not None:
+            members = [dict(member) for member in value["members"]]
+            value["members"] = members
+            assert [(member["memberId"],
+                     member[SUBSCRIPTION_DECODED]["version"],
+                     _without_version(member[SUBSCRIPTION_DECODED]),
+                     member[ASSIGNMENT_DECODED]["version"],
+                     _without_version(member[ASSIGNMENT_DECODED])) for member in members] == \
+                [(member["member_id"], member["subscription_version"],
+                  member["subscription"], member["assignment_version"],
+                  member["assignment"]) for member in expected["members_decoded"]], where
+            for member in members:
+                del member[SUBSCRIPTION_DECODED], member[ASSIGNMENT_DECODED]
+        assert as_json(value) == expected["value"], where
+    manifest_types = {name.split(":")[0]
+                      for name in manifests[1][partition]["record_types"]}
+    assert types_seen == manifest_types
+
+
+def test_segmentlog_reads_the_manifests_bytes(manifests):
+    root, found = manifests
+    options = parse_read_options({"path": root,
+                                  "subscribe": "__consumer_offsets,__transaction_state"})
+    read = {}
+    for fragment in plan_fragments(options, Constraints()):
+        for batch in fragment.scan(ScanOptions()):
+            columns = [batch.column(name).to_pylist()
+                       for name in ("topic", "partition", "offset", "key", "value")]
+            for topic, partition, offset, key, value in zip(*columns):
+                read[(f"{topic}-{partition}", offset)] = (key, value)
+    expected = {(name, record["offset"]): (_bytes(record["key_b64"]),
+                                           _bytes(record["value_b64"]))
+                for name, manifest in found.items() for record in manifest["records"]}
+    assert read == expected
+
+
+# ---- every message version, encoded with every field set and decoded back ----------------
+
+def _present(item, version, flexible):
+    if item.tag is not None:
+        return flexible and in_range(version, versions(item.tagged_versions))
+    return in_range(version, versions(item.versions))
+
+
+def sample(kind, seed, version, flexible):
+    """A value of `kind` that is no field's default."""
+    if isinstance(kind, Struct):
+        return sample_fields(kind.fields, seed, version, flexible)
+    if isinstance(kind, Array):
+        return [sample(kind.element, seed + offset, version, flexible) for offset in (1, 2)]
+    if kind == "string":
+        return f"text-{seed}"
+    if kind == "bytes":
+        return bytes([seed % 256, 1, 2])
+    if kind == "uuid":
+        return uuid_text(bytes((seed + index) % 256 for index in range(16)))
+    if kind == "bool":
+        return True
+    return {"int8": 3, "int16": 300, "int32": 70000}.get(kind, 1 << 40) + seed % 7
+
+
+def sample_fields(fields, seed, version, flexible):
+    return {item.name: sample(item.type, seed + index * 11, version, flexible)
+            for index, item in enumerate(fields) if _present(item, version, flexible)}
+
+
+def every_message():
+    seen = {}
+    for record_type, (name, key, value) in RECORD_TYPES.items():
+        seen.setdefault((key.name, record_type), (key, [record_type]))
+        seen.setdefault(value.name, (value, list(range(value.span[0], value.span[1] + 1))))
+    seen["TransactionLogKey"] = (TRANSACTION_LOG_KEY, [0])
+    seen["TransactionLogValue"] = (TRANSACTION_LOG_VALUE, [0, 1])
+    seen["Subscription"] = (consumer_protocol.SUBSCRIPTION, [0, 1, 2, 3])
+    seen["Assignment"] = (consumer_protocol.ASSIGNMENT, [0, 1, 2, 3])
+    return [(message, version) for message, message_versions in seen.values()
+            for version in message_versions]
+
+
+def test_every_message_version_round_trips():
+    cases = every_message()
+    assert len(cases) >= 40
+    for message, version in cases:
+        flexible = message.is_flexible(version)
+        value = sample_fields(message.fields, version, version, flexible)
+        assert message.decode(message.encode(value, version), version) == value, \
+            (message.name, version)
+
+
+def test_nullable_fields_round_trip_as_null():
+    value = {"instanceId": None, "rackId": None, "clientId": "c", "clientHost": "/h",
+             "subscribedTopicNames": [], "subscribedTopicRegex": None,
+             "rebalanceTimeoutMs": -1, "serverAssignor": None}
+    message = RECORD_TYPES[5][2]
+    data = message.encode({**value, "classicMemberMetadata": None}, 0)
+    assert message.decode(data, 0) == value  # a null tagged struct is not written
+    classic = {"sessionTimeoutMs": 45000,
+               "supportedProtocols": [{"name": "range", "metadata": b"\x00\x03"}]}
+    data = message.encode({**value, "classicMemberMetadata": classic}, 0)
+    # Kafka writes the tagged struct as: 1 tagged field, tag 0, size 17, varint 1
+    # (present), then the struct (its array and strings compact, each struct's empty tags)
+    body = struct.pack(">i", 45000) + b"\x02" + b"\x06range" + b"\x03\x00\x03" + b"\x00\x00"
+    assert data.endswith(bytes([1, 0, 1 + len(body), 1]) + body)
+    assert message.decode(data, 0) == {**value, "classicMemberMetadata": classic}
+
+
+def test_every_record_type_decodes_through_the_topic():
+    for record_type, (name, key, value) in RECORD_TYPES.items():
+        key_value = sample_fields(key.fields, record_type, record_type, False)
+        for version in range(value.span[0], value.span[1] + 1):
+            fields = sample_fields(value.fields, version, version, value.is_flexible(version))
+            if value is GROUP_METADATA_VALUE:
+                fields["protocolType"] = "other"  # members' bytes are no consumer protocol
+            decoded = CONSUMER_OFFSETS.decode(
+                write_version(record_type) + key.encode(key_value, record_type),
+                write_version(version) + value.encode(fields, version))
+            assert (decoded.record_type, decoded.key_version, decoded.value_version,
+                    decoded.key, decoded.value, decoded.deleted, decoded.known) == \
+                (name, record_type, version, key_value, fields, False, True)
+    assert set(CONSUMER_OFFSETS.record_types) == {name for name, _, _ in RECORD_TYPES.values()}
+    assert internal_topics()["consumerOffsets"] is CONSUMER_OFFSETS
+    assert internal_topics()["transactionState"] is TRANSACTION_STATE
+
+
+def test_transaction_4x_tagged_fields_and_states():
+    value = {"producerId": 7, "previousProducerId": 5, "nextProducerId": 9,
+             "producerEpoch": 2, "transactionTimeoutMs": 60000, "transactionStatus": 7,
+             "transactionPartitions": [{"topic": "orders", "partitionIds": [0, 1]}],
+             "transactionLastUpdateTimestampMs": 10, "transactionStartTimestampMs": 9,
+             "clientTransactionVersion": 2}
+    key = write_version(0) + TRANSACTION_LOG_KEY.encode({"transactionalId": "t"}, 0)
+    decoded = TRANSACTION_STATE.decode(key, write_version(1) +
+                                       TRANSACTION_LOG_VALUE.encode(value, 1))
+    assert decoded.value == {**value, "state": "PrepareEpochFence"}
+    gone = TRANSACTION_STATE.decode(key, None)
+    assert (gone.deleted, gone.value, gone.value_version, gone.key) == \
+        (True, None, None, {"transactionalId": "t"})
+    with pytest.raises(RecordDecodeError, match="transactionStatus 8"):
+        TRANSACTION_STATE.decode(key, write_version(1) + TRANSACTION_LOG_VALUE.encode(
+            {**value, "transactionStatus": 8}, 1))
+    unknown = TRANSACTION_STATE.decode(write_version(3) + b"xyz", b"\x00\x00")
+    assert (unknown.record_type, unknown.known, unknown.key) == ("unknown(3)", False, None)
+
+
+# ---- errors ---------------------------------------------------------------------------
+
+OFFSET_KEY = write_version(1) + RECORD_TYPES[1][1].encode(
+    {"group": "g", "topic": "t", "partition": 0}, 1)
+OFFSET_VALUE = write_version(3) + OFFSET_COMMIT_VALUE.encode(
+    {"offset": 5, "leaderEpoch": 1, "metadata": "m", "commitTimestamp": 9}, 3)
+
+
+def test_unknown_value_version_is_an_error_naming_it():
+    with pytest.raises(RecordDecodeError, match="OffsetCommitValue version 5 is unknown"):
+        CONSUMER_OFFSETS.decode(OFFSET_KEY, write_version(5) + OFFSET_VALUE[2:])
+    with pytest.raises(RecordDecodeError, match="TransactionLogValue version 2 is unknown"):
+        TRANSACTION_STATE.decode(write_version(0) + b"\x00\x01t", write_version(2) + b"")
+
+
+def test_truncated_and_overlong_values_are_errors_naming_the_message():
+    with pytest.raises(RecordDecodeError, match="OffsetCommitValue version 3 ends early"):
+        CONSUMER_OFFSETS.decode(OFFSET_KEY, OFFSET_VALUE[:-3])
+    with pytest.raises(RecordDecodeError, match="OffsetCommitValue version 3 ends at byte"):
+        CONSUMER_OFFSETS.decode(OFFSET_KEY, OFFSET_VALUE + b"\x00")
+    with pytest.raises(RecordDecodeError, match="OffsetCommitKey version 1 ends early"):
+        CONSUMER_OFFSETS.decode(OFFSET_KEY[:-1], OFFSET_VALUE)
+    with pytest.raises(RecordDecodeError, match="too short for its version"):
+        CONSUMER_OFFSETS.decode(b"\x00", OFFSET_VALUE)
+
+
+def test_unknown_record_type_is_a_record_of_unknown_type():
+    decoded = CONSUMER_OFFSETS.decode(write_version(17) + b"\x00\x01g", b"\x00\x00\x01")
+    assert (decoded.record_type, decoded.known, decoded.key, decoded.value,
+            decoded.key_version, decoded.deleted) == ("unknown(17)", False, None, None, 17,
+                                                      False)
+    assert CONSUMER_OFFSETS.decode(write_version(99), None).deleted
+
+
+# ---- the consumer protocol ------------------------------------------------------------
+
+def _group_value(subscription, assignment, protocol_type="consumer"):
+    member = {"memberId": "m", "groupInstanceId": None, "clientId": "c", "clientHost": "/h",
+              "rebalanceTimeout": 1, "sessionTimeout": 2, "subscription": subscription,
+              "assignment": assignment}
+    value = {"protocolType": protocol_type, "generation": 1, "protocol": "range",
+             "leader": "m", "currentStateTimestamp": 3, "members": [member]}
+    decoded = CONSUMER_OFFSETS.decode(
+        write_version(2) + RECORD_TYPES[2][1].encode({"group": "g"}, 2),
+        write_version(3) + GROUP_METADATA_VALUE.encode(value, 3))
+    return decoded.value["members"][0]
+
+
+def test_kafka_python_consumer_protocol_bytes_decode_alike():
+    from kafka.protocol.consumer.metadata import (
+        ConsumerProtocolAssignment, ConsumerProtocolSubscription)
+    for version in range(4):
+        subscription = ConsumerProtocolSubscription(
+            version=version, topics=["orders", "pay"], user_data=b"ud",
+            owned_partitions=[("orders", [1, 2])], generation_id=7, rack_id="r1").encode()
+        assignment = ConsumerProtocolAssignment(
+            version=version, assigned_partitions=[("orders", [0, 2]), ("pay", [1])],
+            user_data=b"x").encode()
+        member = _group_value(subscription, assignment)
+        expected = {"version": version, "topics": ["orders", "pay"], "userData": b"ud",
+                    "ownedPartitions": [{"topic": "orders", "partitions": [1, 2]}],
+                    "generationId": 7, "rackId": "r1"}
+        present = ["version", "topics", "userData", "ownedPartitions", "generationId",
+                   "rackId"][:3 + version]
+        assert member[SUBSCRIPTION_DECODED] == {name: expected[name] for name in present}
+        assert member[ASSIGNMENT_DECODED] == {
+            "version": version, "userData": b"x",
+            "assignedPartitions": [{"topic": "orders", "partitions": [0, 2]},
+                                   {"topic": "pay", "partitions": [1]}]}
+        assert (member["subscription"], member["assignment"]) == (subscription, assignment)
+
+
+def test_consumer_protocol_read_as_kafka_reads_it():
+    version3 = consumer_protocol.encode(consumer_protocol.ASSIGNMENT, {
+        "assignedPartitions": [{"topic": "t", "partitions": [4]}], "userData": None}, 3)
+    # a newer version: read with the newest known layout, what follows it unread
+    newer = struct.pack(">h", 9) + version3[2:] + b"\x07\x07"
+    member = _group_value(b"", newer)
+    assert member[ASSIGNMENT_DECODED] == {
+        "version": 9, "assignedPartitions": [{"topic": "t", "partitions": [4]}],
+        "userData": None}
+    assert member[SUBSCRIPTION_DECODED] is None  # no bytes: nothing to decode
+    # bytes that do not parse: unknown, as Kafka's coordinator takes them, never an error
+    for garbage in (b"\x00", b"\xff\xff\x00", b"\x00\x03\x00\x00\x00\x09abc"):
+        member = _group_value(garbage, garbage)
+        assert (member[SUBSCRIPTION_DECODED], member[ASSIGNMENT_DECODED]) == (None, None)
+        assert member["subscription"] == garbage
+    # another protocol type's members keep only their bytes
+    member = _group_value(version3, version3, protocol_type="connect")
+    assert SUBSCRIPTION_DECODED not in member and ASSIGNMENT_DECODED not in member
+
+
+def test_column_shapes_hold_every_field():
+    values = dict(CONSUMER_OFFSETS.value_fields())
+    assert values["offset"] == "int64" and values["state"] == "int8"
+    members = values["members"][1][1]
+    assert members[SUBSCRIPTION_DECODED][1]["rackId"] == "string"
+    assert members[ASSIGNMENT_DECODED][1]["version"] == "int16"
+    # ConsumerGroupPartitionMetadata's topics are structs, ConsumerGroupRegularExpression's
+    # strings: the one column holds them as text
+    assert values["topics"] == ("array", AS_TEXT)
+    assert dict(CONSUMER_OFFSETS.key_fields())["partition"] == "int32"
+    transaction = dict(TRANSACTION_STATE.value_fields())
+    assert transaction["state"] == "string" and transaction["nextProducerId"] == "int64"
