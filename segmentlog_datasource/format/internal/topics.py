@@ -57,6 +57,6 @@ def register(topic: InternalTopic) -> InternalTopic:
 
 def internal_topics() -> Dict[str, InternalTopic]:
     """Every decodable internal topic by its `decode` option value."""
-    from . import group_records, transaction_records  # noqa: F401 (register)
+    from . import group_records, metadata_records, transaction_records  # noqa: F401 (register)
 
     return INTERNAL_TOPICS
