@@ -13,11 +13,14 @@ from typing import List, Optional
 from ..errors import InvalidOptionError, RecordDecodeError, SegmentLogError
 from ..format.internal.metadata_image import ClusterImage, MetadataReplay, MetadataReplayError
 from ..format.internal.metadata_records import METADATA_TOPIC, decode_metadata_record
-from ..format.internal.snapshots import SnapshotFile, list_snapshots, read_snapshot
+from ..format.internal.snapshots import (
+    SnapshotFile, list_snapshots, parse_snapshot_name, read_snapshot)
+from ..format.layout import MAX_OFFSET
 from ..format.log import PartitionLog
 from ..format.scan import ScanOptions
-from .options import parse_read_options
-from .planning import Constraints, plan_ranges, select_partitions
+from .fragments import Fragment
+from .options import ReadOptions, parse_read_options
+from .planning import Constraints, offset_ranges, plan_ranges, select_partitions
 from .replicas import read_bound
 
 METADATA_PARTITION = 0
@@ -145,3 +148,39 @@ def _log_values(log: PartitionLog, read, start: int, end: int):
             offsets = batch.column("offset").to_pylist()
             values = batch.column("value").to_pylist()
             yield from zip(offsets, values)
+
+
+def snapshot_fragments(logs: List[PartitionLog], verify_checksums: bool = True
+                       ) -> List[Fragment]:
+    """Each snapshot file of the `__cluster_metadata` partitions among `logs` as one
+    fragment (its records at the offsets they have inside it), oldest first; each is
+    checked complete (header first, footer last, checksums) before it is planned."""
+    fragments = []
+    for log in logs:
+        if log.topic != METADATA_TOPIC:
+            continue
+        for snapshot in list_snapshots(log.directory, log.store):
+            read_snapshot(snapshot, log.store, verify_checksums)
+            fragments.append(Fragment(
+                topic=log.topic, partition=log.partition, log_path=snapshot.path,
+                log_size=snapshot.size, start_position=0, end_position=snapshot.size,
+                min_offset=0, end_offset=MAX_OFFSET, allow_torn_tail=False,
+                min_entry_offset=0, store=log.store))
+    return fragments
+
+
+def is_snapshot_fragment(fragment: Fragment) -> bool:
+    return parse_snapshot_name(os.path.basename(fragment.log_path)) is not None
+
+
+def plan_metadata_read(read: ReadOptions, constraints: Constraints) -> List[Fragment]:
+    """plan_fragments, with the snapshot files of `__cluster_metadata` first when the
+    read starts at the earliest offset and no filter bounds offsets or timestamps: a read
+    of the whole metadata log begins with the states its snapshots hold."""
+    logs = select_partitions(read, constraints)
+    fragments = plan_ranges(logs, offset_ranges(read, logs), read, constraints)
+    whole = read.starting.kind == "earliest" and read.ending.kind == "latest" and \
+        constraints.offset_low == 0 and constraints.offset_high == MAX_OFFSET and \
+        constraints.offset_values is None and constraints.timestamp_low_us is None and \
+        constraints.timestamp_high_us is None
+    return (snapshot_fragments(logs, read.verify_checksums) if whole else []) + fragments

@@ -240,6 +240,7 @@ READ_OPTIONS = {
     "startingOffsetsByTimestampStrategy", "includeHeaders", "isolationLevel",
     "verifyChecksums", "failOnDataLoss", "maxPartitionBytes", "minPartitions",
     "maxRecordsPerPartition", "maxBatchInflatedBytes", "readUpTo",
+    "decode", "mode",  # the decode layer's (decode/options.py)
 } | set(STORE_OPTIONS)
 # Admission control of streaming reads (read.stream); a batch read ignores them, as
 # Spark's Kafka source does.

@@ -1,8 +1,8 @@
 """The package's layers import only downwards, and only the Spark adapters import Spark.
 
-    errors  <-  storage  <-  format  <-  read  <-  spark
+    errors  <-  storage  <-  format  <-  read  <-  decode  <-  spark
                              format  <-  writer <-  spark
-                             read, writer       <-  cli (the command line, free of Spark)
+                             read, decode, writer  <-  cli (the command line, free of Spark)
 
 Read from the source files (the checkout's `segmentlog_datasource/` and `writer/`, which
 installs as `segmentlog_datasource.writer`), every import counted, also those inside
@@ -21,12 +21,13 @@ ALLOWED = {
     "storage": {"errors", "storage"},
     "format": {"errors", "storage", "format"},
     "read": {"errors", "storage", "format", "read"},
+    "decode": {"errors", "storage", "format", "read", "decode"},
     "writer": {"errors", "storage", "format", "writer"},
-    "spark": {"errors", "storage", "format", "read", "writer", "spark", "package"},
-    "cli": {"errors", "storage", "format", "read", "writer", "cli"},
+    "spark": {"errors", "storage", "format", "read", "decode", "writer", "spark", "package"},
+    "cli": {"errors", "storage", "format", "read", "decode", "writer", "cli"},
     # The package's __init__ registers the source (spark) and exports the lookups (read);
     # its __main__ runs the command line (cli).
-    "package": {"errors", "storage", "format", "read", "spark", "cli", "package"},
+    "package": {"errors", "storage", "format", "read", "decode", "spark", "cli", "package"},
 }
 SPARK_MODULES = ("pyspark", "py4j")
 

@@ -350,6 +350,7 @@ class ClusterMetadataTopic(InternalTopic):
     option_value = "clusterMetadata"
     topic = METADATA_TOPIC
     record_types = tuple(name for name, _ in RECORD_TYPES.values())
+    has_snapshots = True
 
     def decode(self, key: Optional[bytes], value: Optional[bytes]) -> DecodedRecord:
         return decode_metadata_record(value)

@@ -31,6 +31,7 @@ class InternalTopic:
     option_value = ""  # the `decode` option's value that selects it
     topic = ""  # the topic's name in the log dir
     record_types: Tuple[str, ...] = ()  # every record type it decodes, as Kafka names them
+    has_snapshots = False  # whether its partition directories hold snapshot files too
 
     def decode(self, key: Optional[bytes], value: Optional[bytes]) -> DecodedRecord:
         """Raises RecordDecodeError for a version it does not know or bytes it cannot

@@ -1,0 +1,12 @@
+"""Decoded columns: records' bytes turned into typed columns, above the read layer.
+
+`decode=consumerOffsets | transactionState | clusterMetadata` decodes Kafka's internal
+topics with their message definitions (format/internal); the rows keep every column of a
+plain read and gain `recordType`, `keyVersion`, `valueVersion`, `keyDecoded`,
+`valueDecoded` and `deleted`.
+"""
+from .options import DecodeOptions, parse_decode_options
+from .internal_topics import InternalTopicColumns
+from .reads import DecodedRead
+
+__all__ = ["DecodeOptions", "DecodedRead", "InternalTopicColumns", "parse_decode_options"]

@@ -1,0 +1,98 @@
+"""A read with the decode layer's options: which topic it may read, its rows' schema and
+its batches."""
+import os
+from dataclasses import replace
+from typing import Iterable, Iterator, List
+
+import pyarrow as pa
+
+from ..errors import InvalidOptionError
+from ..format.arrow import arrow_schema
+from ..format.scan import ScanOptions
+from ..read.cluster_metadata import is_snapshot_fragment, plan_metadata_read
+from ..read.fragments import Fragment, scan_fragments
+from ..read.planning import Constraints, plan_fragments
+from ..read.options import ReadOptions, TopicSelection, _get, parse_bool
+from .internal_topics import InternalTopicColumns
+from .options import DecodeOptions, parse_decode_options
+
+
+class DecodedRead:
+    """The decode options of one read (`decode`, `mode`), applied to its plain parts."""
+
+    def __init__(self, options):
+        self.decode: DecodeOptions = parse_decode_options(options)
+        self.columns = InternalTopicColumns(self.decode.topic, self.decode.permissive) \
+            if self.decode.decoding else None
+
+    def read_options(self, read: ReadOptions) -> ReadOptions:
+        """`read` reading only the decoded topic: it alone when no topic is selected (an
+        internal topic is otherwise passed over), and an error when another is."""
+        if self.columns is None:
+            return read
+        topic = self.decode.topic.topic
+        selection = read.selection
+        option = self.decode.topic.option_value
+        if selection.topics is not None:
+            others = [t for t in selection.topics if t != topic]
+            name = "subscribe"
+        elif selection.assigned is not None:
+            others = sorted({t for t, _ in selection.assigned if t != topic})
+            name = "assign"
+        elif selection.pattern is not None:
+            others = [] if selection.pattern.fullmatch(topic) else [selection.pattern.pattern]
+            name = "subscribePattern"
+        else:
+            others, name = [], None
+        if others:
+            raise InvalidOptionError(
+                f"option {name!r} selects {', '.join(map(repr, others))}, but "
+                f"decode={option} decodes the records of {topic} alone: select {topic!r} "
+                f"or leave out {name!r}", name)
+        if selection.assigned is not None:
+            return read
+        return replace(read, selection=TopicSelection(topics=[topic]))
+
+    def arrow_schema(self, base: pa.Schema) -> pa.Schema:
+        return base if self.columns is None else self.columns.schema(base)
+
+    def plan(self, read: ReadOptions, constraints: Constraints) -> List[Fragment]:
+        """The read's fragments; a whole read of a topic with snapshot files (KRaft's
+        metadata log) starts with them."""
+        if self.columns is not None and self.decode.topic.has_snapshots:
+            return plan_metadata_read(read, constraints)
+        return plan_fragments(read, constraints)
+
+    def scan(self, fragments: Iterable[Fragment], options: ScanOptions
+             ) -> Iterator[pa.RecordBatch]:
+        """The rows of `fragments`, with the decoded columns."""
+        if self.columns is None:
+            yield from scan_fragments(fragments, options)
+            return
+        for fragment in fragments:
+            snapshot = os.path.basename(fragment.log_path) \
+                if is_snapshot_fragment(fragment) else None
+            for batch in fragment.scan(options):
+                yield self.columns.decode_batch(batch, snapshot)
+
+    def batches(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Batches read from the log (no snapshot files), with the decoded columns."""
+        if self.columns is None:
+            yield from batches
+            return
+        for batch in batches:
+            yield self.columns.decode_batch(batch)
+
+
+def plain_schema(options) -> pa.Schema:
+    """The columns of a plain read with these options (before any decoded ones)."""
+    flags = {name: parse_bool(options, option, False) for name, option in
+             (("include_metadata", "includeMetadata"),
+              ("include_control_records", "includeControlRecords"))
+             if _get(options, option) is not None}
+    return arrow_schema(parse_bool(options, "includeHeaders", False), **flags)
+
+
+def read_schema(options) -> pa.Schema:
+    """Every column of a read with these options, decoded ones included."""
+    return DecodedRead(options).arrow_schema(plain_schema(options))
