@@ -1,6 +1,6 @@
 """Magic-0/1 messages (Kafka before 0.11), including compressed wrapper messages."""
 import struct
-from typing import Optional
+from typing import Optional, Tuple
 
 from ..errors import CorruptLogError, UnsupportedFormatError
 from . import compression
@@ -19,7 +19,19 @@ def decode_legacy_message(view, pos: int, header: BatchHeader, sink, min_offset:
     """Decode one shallow magic-0/1 message, unwrapping compressed message sets (that
     inflate to at most `max_inflated` bytes). A wrapper's messages must have increasing
     offsets from `lowest_offset` (where the segment's offsets had reached) up to the
-    wrapper's own: its offset is outside the checksum and may be damaged."""
+    wrapper's own: its offset is outside the checksum and may be damaged. Returns the
+    records kept."""
+    return decode_legacy_entry(view, pos, header, sink, min_offset, end_offset, verify, path,
+                               max_inflated, lowest_offset)[0]
+
+
+def decode_legacy_entry(view, pos: int, header: BatchHeader, sink, min_offset: int,
+                        end_offset: int, verify: bool, path=None,
+                        max_inflated: int = compression.DEFAULT_MAX_INFLATED_BYTES,
+                        lowest_offset: Optional[int] = None) -> Tuple[int, int]:
+    """decode_legacy_message, returning (records kept, the entry's base offset as Kafka's
+    RecordBatch.baseOffset() gives it: a wrapper's first inner offset, else the message's
+    own)."""
     message = view[pos + LEGACY_CRC_START : pos + header.size]  # from magic on
     key, value, timestamp = _legacy_fields(message, header.magic, path, header.position)
     codec = header.attributes & ATTR_COMPRESSION_MASK
@@ -27,8 +39,8 @@ def decode_legacy_message(view, pos: int, header: BatchHeader, sink, min_offset:
     if codec == compression.NONE:
         if min_offset <= header.base_offset < end_offset:
             sink.add(header.base_offset, timestamp, ts_type, key, value, [])
-            return 1
-        return 0
+            return 1, header.base_offset
+        return 0, header.base_offset
     if value is None:
         raise CorruptLogError(path, header.position, "compressed wrapper message has no value")
     if codec not in compression.CODEC_NAMES:
@@ -108,7 +120,7 @@ def decode_legacy_message(view, pos: int, header: BatchHeader, sink, min_offset:
         if min_offset <= offset < end_offset:
             sink.add(offset, its if header.magic == 1 else -1, ts_type, ikey, ivalue, [])
             kept += 1
-    return kept
+    return kept, messages[0][0] + shift
 
 
 def legacy_first_offset(view, pos: int, header: BatchHeader, path=None,

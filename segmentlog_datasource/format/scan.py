@@ -1,8 +1,9 @@
 """Reading a byte range of one segment into Arrow record batches.
 
 The scan walks batches from a start position (a batch boundary found through the
-offset index), verifies checksums, hides control batches and, for read_committed,
-aborted transactional batches, and keeps the records inside an offset range.
+offset index), verifies checksums, hides control batches (unless their records are asked
+for) and, for read_committed, aborted transactional batches, and keeps the records inside
+an offset range. With include_metadata, each row also gets its batch's metadata.
 """
 import bisect
 import os
@@ -15,12 +16,16 @@ from ..errors import CorruptLogError, SegmentShrankError
 from ..storage import LOCAL, LogBytes, Store
 from .compression import DEFAULT_MAX_INFLATED_BYTES
 from .crc import crc32c
+from .arrow import with_batch_columns
+from .control import is_transaction_marker, parse_control_record
 from .entries import (BatchHeader, check_offset_order, ends_data, read_entry_header,
                       read_entry_or_end, verify_checksum)
-from .fastpath import RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH, make_accumulator
+from .fastpath import (NO_COORDINATOR_EPOCH, NOT_CONTROL, RUN_DONE, RUN_END,
+                       RUN_ENTRY_FOR_PYTHON, RUN_FLUSH, batch_entry_expander,
+                       make_accumulator)
 from .indexes import AbortedTransaction
 from .layout import MAX_OFFSET
-from .legacy import decode_legacy_message, legacy_first_offset
+from .legacy import decode_legacy_entry, decode_legacy_message, legacy_first_offset
 from .v2 import batch_records_payload, decode_v2_records
 
 
@@ -32,6 +37,13 @@ class ScanOptions:
     max_batch_bytes: int = 64 << 20
     use_fast_path: bool = True
     max_batch_inflated_bytes: int = DEFAULT_MAX_INFLATED_BYTES  # per compressed batch
+    include_metadata: bool = False  # each row's batch metadata (arrow.METADATA_FIELDS)
+    # Control records as rows too, with arrow.CONTROL_FIELDS
+    include_control_records: bool = False
+
+    @property
+    def tracks_batches(self) -> bool:
+        return self.include_metadata or self.include_control_records
 
 
 class TransactionFilter:
@@ -210,6 +222,10 @@ def _decoded_batches(mapped: LogBytes, segment_range: SegmentRange, options: Sca
     if transactions is not None:
         end_offset = min(end_offset, transactions.last_stable_offset)
     accumulator = make_accumulator(options.include_headers, options.use_fast_path)
+    tracks_batches = options.tracks_batches
+    if tracks_batches:
+        accumulator.track_batches(options.include_control_records)
+    take = _taker(accumulator, topic, partition, path, options)
     if segment_range.min_entry_offset is not None:
         accumulator.next_offset = segment_range.min_entry_offset
     verify = options.verify_checksums
@@ -234,7 +250,7 @@ def _decoded_batches(mapped: LogBytes, segment_range: SegmentRange, options: Sca
             min_offset, end_offset, options.max_batch_rows, options.max_batch_bytes,
             transactions is not None)
         if state & RUN_FLUSH:
-            yield accumulator.take(topic, partition)
+            yield take()
         if state & RUN_DONE:
             if accumulator.next_offset < end_offset:
                 # The run stopped at the entry at `pos` (verified), which starts at or
@@ -272,22 +288,33 @@ def _decoded_batches(mapped: LogBytes, segment_range: SegmentRange, options: Sca
             stopped_at = pos
             break
         if header.magic == 2:
-            if header.is_control or not header.record_count:
+            if not header.record_count:
                 continue
-            if transactions is not None and header.is_transactional and \
-                    transactions.is_aborted(header):
-                continue
-            data = batch_records_payload(view, header.position, header, path,
-                                         options.max_batch_inflated_bytes)
-            accumulator.add_v2_batch(data, header.record_count, header, min_offset,
-                                     end_offset, path)
+            if header.is_control:
+                # Shown whatever the isolation (a marker closes a transaction, aborted or not)
+                if not options.include_control_records:
+                    continue
+                _add_control_records(view, header, accumulator, min_offset, end_offset, path,
+                                     options.max_batch_inflated_bytes)
+            else:
+                if transactions is not None and header.is_transactional and \
+                        transactions.is_aborted(header):
+                    continue
+                data = batch_records_payload(view, header.position, header, path,
+                                             options.max_batch_inflated_bytes)
+                accumulator.add_v2_batch(data, header.record_count, header, min_offset,
+                                         end_offset, path)
+                if tracks_batches:
+                    _note_batch(accumulator, header, header.base_offset)
         else:
-            decode_legacy_message(view, header.position, header, accumulator, min_offset,
-                                  end_offset, verify, path, options.max_batch_inflated_bytes,
-                                  lowest_offset)
+            _, first_offset = decode_legacy_entry(
+                view, header.position, header, accumulator, min_offset, end_offset, verify,
+                path, options.max_batch_inflated_bytes, lowest_offset)
+            if tracks_batches:
+                _note_batch(accumulator, header, first_offset)
         if len(accumulator) >= options.max_batch_rows or \
                 accumulator.payload_bytes >= options.max_batch_bytes:
-            yield accumulator.take(topic, partition)
+            yield take()
         if header.last_offset >= end_offset - 1:
             stopped_at = pos
             break
@@ -311,9 +338,62 @@ def _decoded_batches(mapped: LogBytes, segment_range: SegmentRange, options: Sca
             f"entry with offsets {last.base_offset}..{last.last_offset} runs into the "
             f"next segment, which starts at offset {segment_range.next_base_offset}")
     if len(accumulator):
-        yield accumulator.take(topic, partition)
+        yield take()
     else:
         mapped.check()  # the end found may be where the file was cut
+
+
+def _taker(accumulator, topic: str, partition: int, path: str, options: ScanOptions):
+    """take() -> the accumulated rows as one Arrow batch, with the columns `options` ask
+    for (their batch entries are taken with the rows)."""
+    if not options.tracks_batches:
+        return lambda: accumulator.take(topic, partition)
+    segment = os.path.basename(path)
+    expand = batch_entry_expander(options.use_fast_path)
+
+    def take():
+        batch = accumulator.take(topic, partition)
+        return with_batch_columns(batch, accumulator.take_batch_entries(), segment,
+                                  options.include_headers, options.include_metadata,
+                                  options.include_control_records, expand)
+
+    return take
+
+
+def _note_batch(accumulator, header: BatchHeader, base_offset: int,
+                control_type: int = NOT_CONTROL,
+                coordinator_epoch: int = NO_COORDINATOR_EPOCH) -> None:
+    accumulator.note_batch(base_offset, header.producer_id, header.producer_epoch,
+                           header.base_sequence, header.partition_leader_epoch,
+                           header.attributes, header.magic, header.position, control_type,
+                           coordinator_epoch)
+
+
+class _Records:
+    """A sink collecting decoded records as tuples."""
+
+    def __init__(self):
+        self.rows = []
+
+    def add(self, *record):
+        self.rows.append(record)
+
+
+def _add_control_records(view, header: BatchHeader, accumulator, min_offset: int,
+                         end_offset: int, path, max_inflated: int) -> None:
+    """The records of a control batch as rows, each with its control type: a transaction
+    marker's value is null (its coordinator epoch goes to its own column), other types
+    keep their value's bytes, the only place their content is."""
+    records = _Records()
+    data = batch_records_payload(view, header.position, header, path, max_inflated)
+    decode_v2_records(data, header.record_count, header, records, min_offset, end_offset, path)
+    for offset, timestamp, timestamp_type, key, value, headers in records.rows:
+        type_id, epoch = parse_control_record(key, value, path, header.position, offset)
+        if is_transaction_marker(type_id):
+            value = None
+        accumulator.add(offset, timestamp, timestamp_type, key, value, headers)
+        _note_batch(accumulator, header, header.base_offset, type_id,
+                    NO_COORDINATOR_EPOCH if epoch is None else epoch)
 
 
 def _last_entry(data: LogBytes, position: int, size: int, path) -> BatchHeader:

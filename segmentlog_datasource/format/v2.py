@@ -5,7 +5,7 @@ Encoding is in `v2_encode`; both follow the header layout in `layout`.
 from ..errors import CorruptLogError, UnsupportedFormatError
 from . import compression
 from .entries import BatchHeader
-from .layout import LOG_APPEND_TIME, V2_HEADER_SIZE
+from .layout import LOG_APPEND_TIME, NO_SEQUENCE, V2_HEADER_SIZE
 from .varint import read_varint
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -110,3 +110,31 @@ def decode_v2_records(data, count: int, header: BatchHeader, sink, min_offset: i
             f"batch at offset {base_offset} has {size - pos} bytes after its {count} records",
         )
     return kept
+
+
+def _java_int(value: int) -> int:
+    """`value` wrapped as Java's int arithmetic leaves it."""
+    return (value + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Kafka's DefaultRecordBatch.incrementSequence: sequences go on from 0 past
+    Integer.MAX_VALUE (arrow.record_sequences is its vectorized twin)."""
+    int32_max = (1 << 31) - 1
+    if sequence > _java_int(int32_max - increment):
+        return _java_int(increment - _java_int(int32_max - sequence) - 1)
+    return _java_int(sequence + increment)
+
+
+def record_sequence(base_sequence: int, offset_delta: int) -> int:
+    """A record's sequence, as Kafka's DefaultRecord reads it (-1: none)."""
+    if base_sequence < 0:
+        return NO_SEQUENCE
+    return increment_sequence(base_sequence, _java_int(offset_delta))
+
+
+def last_sequence(base_sequence: int, last_offset_delta: int) -> int:
+    """A batch's lastSequence, as DefaultRecordBatch.lastSequence() gives it."""
+    if base_sequence == NO_SEQUENCE:
+        return NO_SEQUENCE
+    return increment_sequence(base_sequence, _java_int(last_offset_delta))

@@ -266,3 +266,50 @@ def test_decode_run_parameters_are_the_compiled_ones():
     names = [name.strip() for name in documented[documented.index("(") + 1:
                                                   documented.index(")")].split(",")]
     assert list(inspect.signature(RecordAccumulator.decode_run).parameters)[1:] == names
+
+
+def walk_tracking(accumulator, view, include_control_records, start, end_position, size,
+                  checksum, min_offset, end_offset, max_rows, max_bytes, transactions):
+    """walk() after track_batches(include_control_records), taking the batch entries with
+    each batch: ([(position, state, rows held)...], [(rows, entries)...])."""
+    accumulator.track_batches(include_control_records)
+    steps, taken = [], []
+
+    def take():
+        rows = accumulator.take("t", 1).to_pylist()
+        taken.append((rows, accumulator.take_batch_entries().tolist()))
+
+    position = start
+    while position < end_position:
+        position, state = accumulator.decode_run(view, position, end_position, size, checksum,
+                                                 min_offset, end_offset, max_rows, max_bytes,
+                                                 transactions)
+        steps.append((position, state, len(accumulator)))
+        if state & RUN_FLUSH:
+            take()
+        if state & (RUN_DONE | RUN_END):
+            break
+        if state == RUN_ENTRY_FOR_PYTHON:
+            position = step_over(view, position, size)
+            if position is None:
+                break
+    take()
+    return steps, taken
+
+@pytest.mark.parametrize("include_control_records", [False, True])
+@pytest.mark.parametrize("segment", sorted(SEGMENTS))
+def test_both_accumulators_note_the_same_batch_entries(segment, include_control_records):
+    entries = SEGMENTS[segment]()
+    data = b"".join(entries)
+    size = len(data)
+    for (min_offset, end_offset), (max_rows, max_bytes) in product(OFFSET_RANGES, LIMITS[:3]):
+        settings = dict(start=0, end_position=size, size=size, checksum=crc32c,
+                        min_offset=min_offset, end_offset=end_offset, max_rows=max_rows,
+                        max_bytes=max_bytes, transactions=False)
+        walks = [walk_tracking(make(False), memoryview(data), include_control_records,
+                               **settings) for make in (CompiledAccumulator, RecordAccumulator)]
+        (compiled_steps, compiled_taken), (pure_steps, pure_taken) = walks
+        assert compiled_steps == pure_steps, settings
+        assert compiled_taken == pure_taken, settings
+        for rows, batch_entries in pure_taken:  # every row is covered, once
+            assert (batch_entries[-1][0] if batch_entries else 0) == len(rows)

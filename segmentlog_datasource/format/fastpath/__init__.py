@@ -8,11 +8,19 @@ maps local segments so that a file shrinking under a reader cannot kill the proc
 import warnings
 
 from ...storage import local as _local_storage
-from .protocol import RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH
+from .protocol import (
+    ENTRY_ATTRIBUTES, ENTRY_BASE_OFFSET, ENTRY_BASE_SEQUENCE, ENTRY_CONTROL_TYPE,
+    ENTRY_COORDINATOR_EPOCH, ENTRY_END_ROW, ENTRY_FIELDS, ENTRY_LEADER_EPOCH, ENTRY_MAGIC,
+    ENTRY_POSITION, ENTRY_PRODUCER_EPOCH, ENTRY_PRODUCER_ID, NO_COORDINATOR_EPOCH,
+    NOT_CONTROL, RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH,
+)
 
 __all__ = ["FastPathUnavailableWarning", "RUN_DONE", "RUN_END", "RUN_ENTRY_FOR_PYTHON",
            "RUN_FLUSH", "make_accumulator", "batch_header_walker", "file_mapping_class",
-           "set_run_hook"]
+           "set_run_hook", "batch_entry_expander", "ENTRY_ATTRIBUTES", "ENTRY_BASE_OFFSET", "ENTRY_BASE_SEQUENCE",
+           "ENTRY_CONTROL_TYPE", "ENTRY_COORDINATOR_EPOCH", "ENTRY_END_ROW", "ENTRY_FIELDS",
+           "ENTRY_LEADER_EPOCH", "ENTRY_MAGIC", "ENTRY_POSITION", "ENTRY_PRODUCER_EPOCH",
+           "ENTRY_PRODUCER_ID", "NO_COORDINATOR_EPOCH", "NOT_CONTROL"]
 
 
 class FastPathUnavailableWarning(RuntimeWarning):
@@ -53,7 +61,8 @@ def _compiled_class():
 
 
 def make_accumulator(include_headers: bool, use_fast_path: bool = True):
-    """An accumulator: the compiled one when built and wanted, else the pure-Python twin."""
+    """An accumulator: the compiled one when built and wanted, else the pure-Python twin.
+    (Metadata and control rows: see track_batches, in both.)"""
     if use_fast_path:
         compiled = _compiled_class()
         if compiled is not None:
@@ -76,6 +85,18 @@ def batch_header_walker(use_fast_path: bool = True, allow_pure: bool = True):
     from .pure import v2_batch_headers
 
     return v2_batch_headers
+
+
+def batch_entry_expander(use_fast_path: bool = True):
+    """expand(entries, offsets) -> the per-row metadata columns (see
+    arrow.expanded_entries): the compiled expansion when built and wanted, else its twin."""
+    if use_fast_path and _compiled_class() is not None:
+        from .compiled import expand_batch_entries
+
+        return expand_batch_entries
+    from ..arrow import expanded_entries
+
+    return expanded_entries
 
 
 def file_mapping_class():

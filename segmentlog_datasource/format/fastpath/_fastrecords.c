@@ -99,6 +99,61 @@
 #error "RUN_END is not defined: build with setup.py (see fastpath/buildinfo.py)"
 #endif
 
+#ifndef V2_LEADER_EPOCH
+#error "V2_LEADER_EPOCH is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef V2_PRODUCER_ID
+#error "V2_PRODUCER_ID is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef V2_PRODUCER_EPOCH
+#error "V2_PRODUCER_EPOCH is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef V2_BASE_SEQUENCE
+#error "V2_BASE_SEQUENCE is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef ENTRY_END_ROW
+#error "ENTRY_END_ROW is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef ENTRY_BASE_OFFSET
+#error "ENTRY_BASE_OFFSET is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef ENTRY_PRODUCER_ID
+#error "ENTRY_PRODUCER_ID is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef ENTRY_PRODUCER_EPOCH
+#error "ENTRY_PRODUCER_EPOCH is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef ENTRY_BASE_SEQUENCE
+#error "ENTRY_BASE_SEQUENCE is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef ENTRY_LEADER_EPOCH
+#error "ENTRY_LEADER_EPOCH is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef ENTRY_ATTRIBUTES
+#error "ENTRY_ATTRIBUTES is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef ENTRY_MAGIC
+#error "ENTRY_MAGIC is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef ENTRY_POSITION
+#error "ENTRY_POSITION is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef ENTRY_CONTROL_TYPE
+#error "ENTRY_CONTROL_TYPE is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef ENTRY_COORDINATOR_EPOCH
+#error "ENTRY_COORDINATOR_EPOCH is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef ENTRY_FIELDS
+#error "ENTRY_FIELDS is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef NOT_CONTROL
+#error "NOT_CONTROL is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+#ifndef NO_COORDINATOR_EPOCH
+#error "NO_COORDINATOR_EPOCH is not defined: build with setup.py (see fastpath/buildinfo.py)"
+#endif
+
 #define INT32_LIMIT 0x7fffffffLL /* Arrow's int32 offsets and lengths */
 
 static PyObject *MalformedRecords;
@@ -387,6 +442,12 @@ typedef struct {
     GrowBuf header_offsets;  /* int32 list offsets, rows + 1 */
     BinaryColumn header_keys;
     BinaryColumn header_values;
+    /* After track_batches(): one entry of ENTRY_FIELDS int64s per run of rows sharing a
+     * batch's metadata (fastpath/protocol.py), handed over by take_batch_entries(). */
+    int track_batches;
+    int stop_at_control;     /* runs leave control batches to Python (their rows go out) */
+    GrowBuf batch_entries;
+    Py_ssize_t noted_rows;   /* the rows the entries cover */
 } DecodedColumns;
 
 static int
@@ -394,6 +455,7 @@ columns_start(DecodedColumns *self)
 {
     self->rows = 0;
     self->payload_bytes = 0;
+    self->noted_rows = 0;
     if (column_start(&self->keys) < 0 || column_start(&self->values) < 0)
         return -1;
     if (self->include_headers) {
@@ -416,6 +478,7 @@ columns_free(DecodedColumns *self)
     growbuf_free(&self->header_offsets);
     column_free(&self->header_keys);
     column_free(&self->header_values);
+    growbuf_free(&self->batch_entries);
 }
 
 static int
@@ -428,6 +491,8 @@ DecodedColumns_init(DecodedColumns *self, PyObject *args, PyObject *kwds)
     columns_free(self);
     self->include_headers = include_headers;
     self->next_offset = INT64_MIN;
+    self->track_batches = 0;
+    self->stop_at_control = 0;
     return columns_start(self);
 }
 
@@ -464,6 +529,23 @@ columns_put_row(DecodedColumns *self, int64_t offset, int64_t timestamp, int32_t
     if (self->include_headers)
         growbuf_put_i32(&self->header_offsets, (int32_t)self->header_keys.length);
     self->rows++;
+}
+
+/* The rows added since the last entry share the metadata in `fields` (ENTRY_END_ROW is
+ * filled in here): note them as one entry. */
+static int
+columns_note_entry(DecodedColumns *self, int64_t *fields)
+{
+    if (self->rows <= self->noted_rows)
+        return 0;
+    if (growbuf_reserve(&self->batch_entries, ENTRY_FIELDS * sizeof(int64_t)) < 0)
+        return -1;
+    fields[ENTRY_END_ROW] = (int64_t)self->rows;
+    memcpy(self->batch_entries.data + self->batch_entries.len, fields,
+           ENTRY_FIELDS * sizeof(int64_t));
+    self->batch_entries.len += ENTRY_FIELDS * sizeof(int64_t);
+    self->noted_rows = self->rows;
+    return 0;
 }
 
 typedef struct {
@@ -951,8 +1033,8 @@ PyDoc_STRVAR(decode_run_doc,
 "           max_rows, max_bytes, transactions) -> (position, state)\n\n"
 "Walk the entries of a mapped segment `view` from `position`, doing in C what\n"
 "scan_segment's loop does for plain batches: uncompressed, non-transactional (or any,\n"
-"when `transactions` is false) magic-2 batches, control and empty batches, and batches\n"
-"outside [min_offset, end_offset). crc32c is the checksum function, or None to skip\n"
+"when `transactions` is false) magic-2 batches, control (unless track_batches(True)) and\n"
+"empty batches, and batches outside [min_offset, end_offset). crc32c is the checksum function, or None to skip\n"
 "verification. Stops, returning the position reached and a state of bit flags\n"
 "(fastpath/protocol.py), when:\n"
 "  RUN_ENTRY_FOR_PYTHON  the entry at `position` needs the Python loop (another magic,\n"
@@ -1023,7 +1105,8 @@ DecodedColumns_decode_run(DecodedColumns *self, PyObject *const *args, Py_ssize_
         int skip = min_bound.above || last_offset < min_bound.value;
         int done = !skip && (end_bound.below || (!end_bound.above && base_offset >= end_bound.value));
         int for_python = (attributes & ATTR_COMPRESSION_MASK) ||
-            (transactions && (attributes & ATTR_TRANSACTIONAL) && !(attributes & ATTR_CONTROL));
+            (transactions && (attributes & ATTR_TRANSACTIONAL) && !(attributes & ATTR_CONTROL)) ||
+            (self->stop_at_control && (attributes & ATTR_CONTROL));
         /* Skipping or stopping decides from the header's offsets, so the header is verified
          * first; entries left to Python are verified there, once. */
         if (crc32c != Py_None && (skip || done || !for_python)) {
@@ -1071,6 +1154,23 @@ DecodedColumns_decode_run(DecodedColumns *self, PyObject *const *args, Py_ssize_
             }
             state = RUN_ENTRY_FOR_PYTHON; /* malformed: add_v2_batch raises the error */
             break;
+        }
+        if (self->track_batches) {
+            int64_t fields[ENTRY_FIELDS];
+            fields[ENTRY_BASE_OFFSET] = base_offset;
+            fields[ENTRY_PRODUCER_ID] = (int64_t)be64(entry + V2_PRODUCER_ID);
+            fields[ENTRY_PRODUCER_EPOCH] = (int16_t)be16(entry + V2_PRODUCER_EPOCH);
+            fields[ENTRY_BASE_SEQUENCE] = (int32_t)be32(entry + V2_BASE_SEQUENCE);
+            fields[ENTRY_LEADER_EPOCH] = (int32_t)be32(entry + V2_LEADER_EPOCH);
+            fields[ENTRY_ATTRIBUTES] = attributes;
+            fields[ENTRY_MAGIC] = 2;
+            fields[ENTRY_POSITION] = position;
+            fields[ENTRY_CONTROL_TYPE] = NOT_CONTROL;
+            fields[ENTRY_COORDINATOR_EPOCH] = NO_COORDINATOR_EPOCH;
+            if (columns_note_entry(self, fields) < 0) {
+                PyBuffer_Release(&view);
+                return NULL;
+            }
         }
         self->next_offset = last_offset + 1;
         position += entry_size;
@@ -1168,6 +1268,57 @@ DecodedColumns_add(DecodedColumns *self, PyObject *const *args, Py_ssize_t nargs
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(track_batches_doc,
+"track_batches(include_control_records)\n\n"
+"From now on note the metadata of the rows' batches (take_batch_entries); with\n"
+"include_control_records, decode_run leaves control batches to the scan loop, which\n"
+"adds their records as rows.");
+
+static PyObject *
+DecodedColumns_track_batches(DecodedColumns *self, PyObject *include_control_records)
+{
+    int stop = PyObject_IsTrue(include_control_records);
+    if (stop < 0)
+        return NULL;
+    self->track_batches = 1;
+    self->stop_at_control = stop;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(note_batch_doc,
+"note_batch(base_offset, producer_id, producer_epoch, base_sequence, leader_epoch,\n"
+"           attributes, magic, position, control_type, coordinator_epoch)\n\n"
+"The rows added since the last entry (by add or decode_v2) share this metadata: note\n"
+"them as one entry (nothing when no row was added).");
+
+static PyObject *
+DecodedColumns_note_batch(DecodedColumns *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != ENTRY_FIELDS - 1) {
+        PyErr_Format(PyExc_TypeError, "note_batch() takes %d arguments (%zd given)",
+                     ENTRY_FIELDS - 1, nargs);
+        return NULL;
+    }
+    int64_t fields[ENTRY_FIELDS];
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        if (as_int64(args[i], &fields[i + 1]) < 0)
+            return NULL;
+    if (columns_note_entry(self, fields) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(take_batch_entries_doc,
+"take_batch_entries() -> bytes-like\n\n"
+"Hand over the entries noted since the last take (native int64s, ENTRY_FIELDS per\n"
+"entry): call it with take_columns(), whose rows they cover.");
+
+static PyObject *
+DecodedColumns_take_batch_entries(DecodedColumns *self, PyObject *Py_UNUSED(ignored))
+{
+    return growbuf_detach(&self->batch_entries);
+}
+
 PyDoc_STRVAR(take_columns_doc,
 "take_columns() -> (rows, offsets, timestamps, timestamp_types, keys, values, headers)\n\n"
 "Hand over the accumulated buffers and start empty. keys and values are\n"
@@ -1260,6 +1411,11 @@ static PyMethodDef DecodedColumns_methods[] = {
      decode_run_doc},
     {"add", (PyCFunction)(void (*)(void))DecodedColumns_add, METH_FASTCALL, add_doc},
     {"take_columns", (PyCFunction)DecodedColumns_take_columns, METH_NOARGS, take_columns_doc},
+    {"track_batches", (PyCFunction)DecodedColumns_track_batches, METH_O, track_batches_doc},
+    {"note_batch", (PyCFunction)(void (*)(void))DecodedColumns_note_batch, METH_FASTCALL,
+     note_batch_doc},
+    {"take_batch_entries", (PyCFunction)DecodedColumns_take_batch_entries, METH_NOARGS,
+     take_batch_entries_doc},
     {NULL},
 };
 
@@ -1290,6 +1446,119 @@ static PyTypeObject DecodedColumnsType = {
     .tp_getset = DecodedColumns_getset,
     .tp_as_sequence = &DecodedColumns_as_sequence,
 };
+
+/* ------------------------------------------------------ batch entry expansion */
+
+/* Kafka's DefaultRecordBatch.incrementSequence, in Java's wrapping int arithmetic. */
+static inline int32_t
+increment_sequence(int32_t sequence, int32_t increment)
+{
+    if (sequence > (int32_t)((uint32_t)INT32_MAX - (uint32_t)increment))
+        return (int32_t)((uint32_t)increment - ((uint32_t)INT32_MAX - (uint32_t)sequence) - 1u);
+    return (int32_t)((uint32_t)sequence + (uint32_t)increment);
+}
+
+PyDoc_STRVAR(expand_batch_entries_doc,
+"expand_batch_entries(entries, offsets, columns)\n\n"
+"Write the per-row metadata columns of the rows that batch entries (native int64s,\n"
+"ENTRY_FIELDS per entry, as take_batch_entries gives them) cover, whose offsets are\n"
+"`offsets` (native int64s), into `columns`: seven writable buffers, or None for a column\n"
+"not wanted, of the rows' int64 producer ids, int32 producer epochs, int32 sequences,\n"
+"int32 leader epochs, int32 magics, int64 batch offsets and int64 positions. A record's sequence\n"
+"is Kafka's DefaultRecord one: -1 in a batch without a base sequence, else\n"
+"incrementSequence(baseSequence, offset - baseOffset). format.arrow.expanded_entries is\n"
+"its pure-Python twin.");
+
+static PyObject *
+fastrecords_expand_batch_entries(PyObject *Py_UNUSED(module), PyObject *const *args,
+                                 Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "expand_batch_entries() takes 3 arguments (%zd given)",
+                     nargs);
+        return NULL;
+    }
+    static const Py_ssize_t widths[7] = {8, 4, 4, 4, 4, 8, 8};
+    Py_buffer entries_view, offsets_view, out_views[7];
+    void *out[7] = {NULL};
+    int taken = 0; /* out_views held */
+    PyObject *result = NULL;
+    if (!PyTuple_Check(args[2]) || PyTuple_GET_SIZE(args[2]) != 7) {
+        PyErr_SetString(PyExc_TypeError, "expand_batch_entries(): columns must be a tuple of 7");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &entries_view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[1], &offsets_view, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&entries_view);
+        return NULL;
+    }
+    const int64_t *entries = (const int64_t *)entries_view.buf;
+    const int64_t *offsets = (const int64_t *)offsets_view.buf;
+    Py_ssize_t count = entries_view.len / (Py_ssize_t)(ENTRY_FIELDS * sizeof(int64_t));
+    Py_ssize_t rows = offsets_view.len / (Py_ssize_t)sizeof(int64_t);
+    for (; taken < 7; taken++) {
+        PyObject *column = PyTuple_GET_ITEM(args[2], taken);
+        out_views[taken].obj = NULL;
+        if (column == Py_None)
+            continue;
+        if (PyObject_GetBuffer(column, &out_views[taken], PyBUF_WRITABLE) < 0)
+            goto done;
+        if (out_views[taken].len < widths[taken] * rows) {
+            PyErr_Format(PyExc_ValueError, "expand_batch_entries(): column %d holds %zd bytes, "
+                         "not the %zd of %zd rows", taken, out_views[taken].len,
+                         widths[taken] * rows, rows);
+            taken++;
+            goto done;
+        }
+        out[taken] = out_views[taken].buf;
+    }
+    long long covered = count ? (long long)entries[(count - 1) * ENTRY_FIELDS + ENTRY_END_ROW] : 0;
+    if (covered != rows) {
+        PyErr_Format(PyExc_ValueError, "expand_batch_entries(): the entries cover %lld rows, "
+                     "not the %zd offsets given", covered, rows);
+        goto done;
+    }
+    int64_t *producer_ids = out[0], *batch_offsets = out[5], *positions = out[6];
+    int32_t *producer_epochs = out[1], *sequences = out[2], *leader_epochs = out[3],
+            *magics = out[4];
+    Py_ssize_t row = 0;
+    for (Py_ssize_t e = 0; e < count; e++) {
+        const int64_t *entry = entries + e * ENTRY_FIELDS;
+        Py_ssize_t end = (Py_ssize_t)entry[ENTRY_END_ROW];
+        if (end < row || end > rows) {
+            PyErr_SetString(PyExc_ValueError, "expand_batch_entries(): entries out of order");
+            goto done;
+        }
+        const int64_t base_offset = entry[ENTRY_BASE_OFFSET];
+        const int32_t base_sequence = (int32_t)entry[ENTRY_BASE_SEQUENCE];
+#define FILL(column, value)                                                        \
+        if (column != NULL)                                                        \
+            for (Py_ssize_t r = row; r < end; r++)                                 \
+                column[r] = (value);
+        FILL(producer_ids, entry[ENTRY_PRODUCER_ID])
+        FILL(producer_epochs, (int32_t)entry[ENTRY_PRODUCER_EPOCH])
+        FILL(leader_epochs, (int32_t)entry[ENTRY_LEADER_EPOCH])
+        FILL(magics, (int32_t)entry[ENTRY_MAGIC])
+        FILL(batch_offsets, base_offset)
+        FILL(positions, entry[ENTRY_POSITION])
+#undef FILL
+        if (sequences != NULL) {
+            for (Py_ssize_t r = row; r < end; r++)
+                sequences[r] = base_sequence < 0 ? -1 : increment_sequence(
+                    base_sequence, (int32_t)(uint32_t)(uint64_t)(offsets[r] - base_offset));
+        }
+        row = end;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < taken; i++)
+        if (out_views[i].obj != NULL)
+            PyBuffer_Release(&out_views[i]);
+    PyBuffer_Release(&entries_view);
+    PyBuffer_Release(&offsets_view);
+    return result;
+}
 
 /* ---------------------------------------------------------- batch headers */
 
@@ -1674,6 +1943,8 @@ static PyMethodDef fastrecords_functions[] = {
     {"v2_batch_headers", (PyCFunction)(void (*)(void))fastrecords_v2_batch_headers,
      METH_FASTCALL, v2_batch_headers_doc},
     {"set_run_hook", (PyCFunction)fastrecords_set_run_hook, METH_O, set_run_hook_doc},
+    {"expand_batch_entries", (PyCFunction)(void (*)(void))fastrecords_expand_batch_entries,
+     METH_FASTCALL, expand_batch_entries_doc},
     {NULL},
 };
 
@@ -1713,6 +1984,24 @@ static const struct {
     COMPILED_CONSTANT(RUN_FLUSH),
     COMPILED_CONSTANT(RUN_DONE),
     COMPILED_CONSTANT(RUN_END),
+    COMPILED_CONSTANT(V2_LEADER_EPOCH),
+    COMPILED_CONSTANT(V2_PRODUCER_ID),
+    COMPILED_CONSTANT(V2_PRODUCER_EPOCH),
+    COMPILED_CONSTANT(V2_BASE_SEQUENCE),
+    COMPILED_CONSTANT(ENTRY_END_ROW),
+    COMPILED_CONSTANT(ENTRY_BASE_OFFSET),
+    COMPILED_CONSTANT(ENTRY_PRODUCER_ID),
+    COMPILED_CONSTANT(ENTRY_PRODUCER_EPOCH),
+    COMPILED_CONSTANT(ENTRY_BASE_SEQUENCE),
+    COMPILED_CONSTANT(ENTRY_LEADER_EPOCH),
+    COMPILED_CONSTANT(ENTRY_ATTRIBUTES),
+    COMPILED_CONSTANT(ENTRY_MAGIC),
+    COMPILED_CONSTANT(ENTRY_POSITION),
+    COMPILED_CONSTANT(ENTRY_CONTROL_TYPE),
+    COMPILED_CONSTANT(ENTRY_COORDINATOR_EPOCH),
+    COMPILED_CONSTANT(ENTRY_FIELDS),
+    COMPILED_CONSTANT(NOT_CONTROL),
+    COMPILED_CONSTANT(NO_COORDINATOR_EPOCH),
 };
 #undef COMPILED_CONSTANT
 

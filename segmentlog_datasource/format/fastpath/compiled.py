@@ -24,11 +24,13 @@ import importlib.util
 import os
 import sys
 
+import numpy as np
 import pyarrow as pa
 
 from ...errors import CorruptLogError
 from ..arrow import HEADER_TYPE, finish_batch
 from .buildinfo import C_SOURCE, source_sha256
+from .protocol import ENTRY_FIELDS
 
 _NAME = __package__ + "._fastrecords"
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -92,6 +94,20 @@ _INT32 = pa.int32()
 _BINARY = pa.binary()
 
 
+_EXPANDED_WIDTHS = (8, 4, 4, 4, 4, 8, 8)
+
+
+def expand_batch_entries(entries: np.ndarray, offsets: np.ndarray, wanted):
+    """arrow.expanded_entries in C, as Arrow buffers of the default memory pool (which
+    reuses freed memory: fresh pages would cost more than writing them)."""
+    rows = len(offsets)
+    columns = tuple(pa.allocate_buffer(width * rows) if want else None
+                    for want, width in zip(wanted, _EXPANDED_WIDTHS))
+    _fastrecords.expand_batch_entries(np.ascontiguousarray(entries),
+                                      np.ascontiguousarray(offsets), columns)
+    return columns
+
+
 def _fixed_width(arrow_type, rows, data):
     return pa.Array.from_buffers(arrow_type, rows, [None, pa.py_buffer(data)], null_count=0)
 
@@ -120,7 +136,8 @@ def _headers_array(rows, headers):
 
 class CompiledAccumulator(DecodedColumns):
     """RecordAccumulator's interface (add, add_v2_batch, decode_run, len, payload_bytes,
-    take); decode_run and add come from DecodedColumns."""
+    take, track_batches, note_batch, take_batch_entries); decode_run, add, track_batches
+    and note_batch come from DecodedColumns."""
 
     __slots__ = ()
 
@@ -131,6 +148,10 @@ class CompiledAccumulator(DecodedColumns):
                                   end_offset)
         except MalformedRecords as exc:
             raise CorruptLogError(path, header.position, str(exc)) from None
+
+    def take_batch_entries(self) -> np.ndarray:
+        return np.frombuffer(DecodedColumns.take_batch_entries(self),
+                             dtype=np.int64).reshape(-1, ENTRY_FIELDS)
 
     def take(self, topic: str, partition: int) -> pa.RecordBatch:
         rows, offsets, timestamps, timestamp_types, keys, values, headers = self.take_columns()

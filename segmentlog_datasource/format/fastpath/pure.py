@@ -7,6 +7,7 @@ accumulators alike.
 import os
 import struct
 
+import numpy as np
 import pyarrow as pa
 
 from ...errors import CorruptLogError
@@ -18,7 +19,10 @@ from ..layout import (
     V2_RECORD_COUNT,
 )
 from ..v2 import decode_v2_records
-from .protocol import RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH
+from .protocol import (
+    ENTRY_FIELDS, NO_COORDINATOR_EPOCH, NOT_CONTROL, RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON,
+    RUN_FLUSH,
+)
 
 _MIN_V2_LENGTH = V2_HEADER_SIZE - LOG_OVERHEAD
 
@@ -32,6 +36,10 @@ class RecordAccumulator:
         self.include_headers = include_headers
         # The lowest base offset the next entry may have (see decode_run); kept by take().
         self.next_offset = -(1 << 63)
+        # After track_batches(): entries of the rows' batch metadata (fastpath/protocol.py)
+        self.tracks_batches = False
+        self.stops_at_control = False
+        self.batch_entries = []
         self._reset()
 
     def _reset(self):
@@ -42,6 +50,7 @@ class RecordAccumulator:
         self.values = []
         self.headers = []
         self.payload_bytes = 0
+        self.noted_rows = 0
 
     def _rewind(self, rows: int, payload_bytes: int):
         for column in (self.offsets, self.timestamps, self.timestamp_types, self.keys,
@@ -60,6 +69,29 @@ class RecordAccumulator:
 
     def __len__(self):
         return len(self.offsets)
+
+    def track_batches(self, include_control_records):
+        """From now on note the metadata of the rows' batches (take_batch_entries); with
+        include_control_records, decode_run leaves control batches to the scan loop."""
+        self.tracks_batches = True
+        self.stops_at_control = bool(include_control_records)
+
+    def note_batch(self, base_offset, producer_id, producer_epoch, base_sequence,
+                   leader_epoch, attributes, magic, position, control_type, coordinator_epoch):
+        """The rows added since the last entry share this metadata: one entry for them."""
+        rows = len(self.offsets)
+        if rows > self.noted_rows:
+            self.batch_entries.append((rows, base_offset, producer_id, producer_epoch,
+                                       base_sequence, leader_epoch, attributes, magic,
+                                       position, control_type, coordinator_epoch))
+            self.noted_rows = rows
+
+    def take_batch_entries(self) -> np.ndarray:
+        """The entries noted since the last take, one int64 row each: take them with the
+        rows (take()) they cover."""
+        entries = np.array(self.batch_entries, dtype=np.int64).reshape(-1, ENTRY_FIELDS)
+        self.batch_entries = []
+        return entries
 
     def take(self, topic: str, partition: int) -> pa.RecordBatch:
         batch = finish_batch(
@@ -102,7 +134,8 @@ class RecordAccumulator:
             done = not skip and base_offset >= end_offset
             for_python = attributes & ATTR_COMPRESSION_MASK or (
                 transactions and attributes & ATTR_TRANSACTIONAL and
-                not attributes & ATTR_CONTROL)
+                not attributes & ATTR_CONTROL) or (
+                self.stops_at_control and attributes & ATTR_CONTROL)
             # Skipping or stopping decides from the header's offsets, so the header is
             # verified first; entries left to the loop are verified there, once.
             if crc32c is not None and (skip or done or not for_python) and \
@@ -132,6 +165,10 @@ class RecordAccumulator:
                 # by the loop, raises the error with the segment's path.
                 self._rewind(rows, payload_bytes)
                 return position, RUN_ENTRY_FOR_PYTHON
+            if self.tracks_batches:
+                self.note_batch(base_offset, producer_id, producer_epoch, base_sequence,
+                                leader_epoch, attributes, 2, position, NOT_CONTROL,
+                                NO_COORDINATOR_EPOCH)
             self.next_offset = last_offset + 1
             position += entry_size
             if run_hook is not None:
