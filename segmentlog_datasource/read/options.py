@@ -221,6 +221,8 @@ class ReadOptions:
     max_batch_inflated_bytes: int = DEFAULT_MAX_INFLATED_BYTES
     store: StoreConfig = field(default_factory=StoreConfig)  # store.* options
     read_up_to: str = "highWatermark"  # READ_UP_TO's values
+    include_metadata: bool = False  # each record's batch metadata as columns
+    include_control_records: bool = False  # control records as rows too
 
     @property
     def to_high_watermark(self) -> bool:
@@ -240,6 +242,7 @@ READ_OPTIONS = {
     "startingOffsetsByTimestampStrategy", "includeHeaders", "isolationLevel",
     "verifyChecksums", "failOnDataLoss", "maxPartitionBytes", "minPartitions",
     "maxRecordsPerPartition", "maxBatchInflatedBytes", "readUpTo",
+    "includeMetadata", "includeControlRecords",
     "decode", "mode",  # the decode layer's (decode/options.py)
 } | set(STORE_OPTIONS)
 # Admission control of streaming reads (read.stream); a batch read ignores them, as
@@ -352,4 +355,6 @@ def parse_read_options(options) -> ReadOptions:
             options, "maxBatchInflatedBytes", DEFAULT_MAX_INFLATED_BYTES),
         store=store,
         read_up_to=parse_read_up_to(options),
+        include_metadata=parse_bool(options, "includeMetadata", False),
+        include_control_records=parse_bool(options, "includeControlRecords", False),
     )

@@ -121,6 +121,8 @@ class SegmentLogReader(DataSourceReader):
         options = ScanOptions(
             verify_checksums=self.read_options.verify_checksums,
             include_headers=self.read_options.include_headers,
+            include_metadata=self.read_options.include_metadata,
+            include_control_records=self.read_options.include_control_records,
             max_batch_inflated_bytes=self.read_options.max_batch_inflated_bytes)
         # Spark passes a placeholder partition when planning found nothing to read.
         yield from scan_fragments(getattr(partition, "fragments", ()), options)

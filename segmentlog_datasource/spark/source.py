@@ -12,9 +12,22 @@ from .tables import (
 )
 
 
-def spark_schema(include_headers: bool) -> StructType:
-    """The schema of Spark's Kafka source, column for column: the Arrow schema reads yield."""
-    return from_arrow_schema(arrow_schema(include_headers))
+def spark_schema(include_headers: bool, include_metadata: bool = False,
+                 include_control_records: bool = False) -> StructType:
+    """The schema of Spark's Kafka source, column for column, then the columns the options
+    add: the Arrow schema reads yield."""
+    return from_arrow_schema(arrow_schema(include_headers, include_metadata,
+                                          include_control_records))
+
+
+def options_schema(options) -> StructType:
+    """spark_schema for the read options given."""
+    from ..read.options import parse_bool
+
+    return spark_schema(parse_bool(options, "includeHeaders", False),
+                        include_metadata=parse_bool(options, "includeMetadata", False),
+                        include_control_records=parse_bool(options, "includeControlRecords",
+                                                           False))
 
 
 def _columns(schema: StructType):
@@ -27,17 +40,17 @@ def check_user_schema(options, given) -> None:
     Kafka's records, and Spark would fail only when a task returns them. Spark builds no
     Python source at a load() with a schema; reader() is the first call that sees it, on
     the driver, when the first query is planned."""
-    from ..read.options import parse_bool
-
     if given is None:
         return
-    own = spark_schema(parse_bool(options, "includeHeaders", False))
+    own = options_schema(options)
     if isinstance(given, StructType) and _columns(given) == _columns(own):
         return
     shown = given.simpleString() if isinstance(given, StructType) else repr(given)
     raise InvalidOptionError(
         f"format('segmentlog') takes no schema of its own: .schema({shown}) was given, and "
-        f"the rows are always {own.simpleString()} (headers only with includeHeaders=true). "
+        f"the rows are always {own.simpleString()} (headers only with includeHeaders=true, "
+        f"the metadata columns with includeMetadata=true, the control record columns with "
+        f"includeControlRecords=true). "
         f"Leave out .schema(...), and select or cast columns after load()", "schema")
 
 
@@ -50,15 +63,12 @@ class SegmentLogDataSource(DataSource):
 
     @short_errors
     def schema(self):
-        from ..read.options import parse_bool
-
         if not is_table_creation(self.options):
-            return spark_schema(parse_bool(self.options, "includeHeaders", False))
+            return options_schema(self.options)
         # CREATE TABLE: the only call that sees the table's options (see tables.py)
         options = table_read_options(self.options)
         check_table_options(options)
-        return with_table_options(
-            spark_schema(parse_bool(options, "includeHeaders", False)), options)
+        return with_table_options(options_schema(options), options)
 
     @short_errors
     def reader(self, schema):

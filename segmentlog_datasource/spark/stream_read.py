@@ -27,6 +27,8 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         read = self.stream_options.read
         self.scan_options = ScanOptions(verify_checksums=read.verify_checksums,
                                         include_headers=read.include_headers,
+                                        include_metadata=read.include_metadata,
+                                        include_control_records=read.include_control_records,
                                         max_batch_inflated_bytes=read.max_batch_inflated_bytes)
         self._stream: Optional[LogStream] = None
 
