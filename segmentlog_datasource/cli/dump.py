@@ -15,7 +15,9 @@ from ..format import PartitionLog, Segment, checkpoints
 from ..format.log import parse_partition_dir_name
 from ..read.replicas import consumer_partitions
 from ..storage import resolve
-from .entries import LogEntry, LogStop, batch_fields, control_fields, timestamp_type_name, walk_log
+from ..format.v2 import last_sequence
+from .entries import (LogEntry, LogStop, batch_fields, control_fields, record_metadata,
+                      record_sequence_of, timestamp_type_name, walk_log)
 from .files import (base_offset_of, offset_index_entries, producer_snapshot, time_index_entries,
                     transaction_index_entries)
 
@@ -48,14 +50,21 @@ def decode_bytes(data: Optional[bytes], decoder: str):
     return text
 
 
-def record_fields(record, batch, print_data: bool, decoder: str) -> dict:
+def record_fields(record, batch, print_data: bool, decoder: str, metadata: dict) -> dict:
+    """A record as kafka-dump-log shows it, with the includeMetadata and
+    includeControlRecords columns under their names (`metadata`: record_metadata's)."""
     fields = {"kind": "record", "offset": record.offset, "timestamp": record.timestamp,
               "timestamp_type": timestamp_type_name(record.timestamp_type),
               "key_size": -1 if record.key is None else len(record.key),
               "value_size": -1 if record.value is None else len(record.value),
               "header_keys": [key for key, _ in record.headers]}
+    fields.update(metadata)
+    fields["sequence"] = record_sequence_of(batch, record)
+    control = control_fields(record) if batch.header.is_control else None
+    fields["controlType"] = control["type"] if control else None
+    fields["coordinatorEpoch"] = control["coordinator_epoch"] if control else None
     if batch.header.is_control:
-        fields["control"] = control_fields(record)
+        fields["control"] = control
     elif print_data:
         fields["key"] = decode_bytes(record.key, decoder)
         fields["value"] = decode_bytes(record.value, decoder)
@@ -211,9 +220,10 @@ class Dump:
             yield {"kind": "undecodable", "file": path, "position": entry.header.position,
                    "reason": problem or "checksum mismatch"}
             return
+        metadata = record_metadata(entry, records, path)
         for record in records:
             if self.offset is None or record.offset >= self.offset or self.timestamp is not None:
-                yield record_fields(record, entry, self.print_data, self.decoder)
+                yield record_fields(record, entry, self.print_data, self.decoder, metadata)
 
 
 def checkpoint_items(name: str, data: bytes, path: str) -> Iterator[dict]:
@@ -250,7 +260,8 @@ def text_line(item: dict) -> str:
     if kind == "batch":
         line = (f"baseOffset: {item['base_offset']} lastOffset: {item['last_offset']} "
                 f"count: {item['record_count'] if item['record_count'] is not None else '-'} "
-                f"baseSequence: {item['base_sequence']} producerId: {item['producer_id']} "
+                f"baseSequence: {item['base_sequence']} "
+                f"lastSequence: {_last_sequence(item)} producerId: {item['producer_id']} "
                 f"producerEpoch: {item['producer_epoch']} "
                 f"partitionLeaderEpoch: {item['partition_leader_epoch']} "
                 f"isTransactional: {_bool(item['is_transactional'])} "
@@ -265,10 +276,14 @@ def text_line(item: dict) -> str:
     if kind == "record":
         line = (f"| offset: {item['offset']} {item['timestamp_type']}: {item['timestamp']} "
                 f"keySize: {item['key_size']} valueSize: {item['value_size']}")
+        if item["magic"] == 2:
+            line += f" sequence: {item['sequence']}"
         if "control" in item and item["control"]:
             control = item["control"]
-            return (line + f" endTxnMarker: {control['type']} "
-                    f"coordinatorEpoch: {control['coordinator_epoch']}")
+            if control["type"] in ("ABORT", "COMMIT"):
+                return (line + f" endTxnMarker: {control['type']} "
+                        f"coordinatorEpoch: {control['coordinator_epoch']}")
+            return line + f" controlType: {control['type']}"
         line += f" headerKeys: [{', '.join(item['header_keys'])}]"
         if "value" in item:
             line += f" key: {_shown(item['key'])} payload: {_shown(item['value'])}"
@@ -321,6 +336,13 @@ def text_line(item: dict) -> str:
                 f"lastTimestamp: {item['timestamp']} lastSequence: {item['last_sequence']} "
                 f"lastOffset: {item['last_offset']} offsetDelta: {item['offset_delta']}")
     return json.dumps(item)
+
+
+def _last_sequence(batch: dict) -> int:
+    """kafka-dump-log's lastSequence of a batch item (-1 for a legacy message)."""
+    if batch["magic"] < 2:
+        return -1
+    return last_sequence(batch["base_sequence"], batch["last_offset"] - batch["base_offset"])
 
 
 def json_line(item: dict) -> str:

@@ -5,22 +5,19 @@ and `verify` must show every entry, its stored and computed checksum, and where 
 the entries stop. The header layout, checksums and record decoding are the format
 layer's; this module only keeps going where a reader would raise.
 """
-import struct
+import os
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Union
 
 from ..errors import CorruptLogError
 from ..format import compression
+from ..format.control import CONTROL_KEY, END_TXN_MARKER, control_type_name, is_transaction_marker
 from ..format.crc import crc32, crc32c
 from ..format.entries import BatchHeader, read_entry_header
 from ..format.layout import (ENTRY_PREFIX, ENTRY_PREFIX_SIZE, LEGACY_CRC_START, LOG_OVERHEAD,
                              MAX_OFFSET, TIMESTAMP_TYPE_NAMES, V2_CRC_START, V2_HEADER_SIZE)
 from ..format.legacy import decode_legacy_message
-from ..format.v2 import batch_records_payload, decode_v2_records
-
-CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
-CONTROL_KEY = struct.Struct(">hh")  # version, type
-CONTROL_VALUE = struct.Struct(">hi")  # version, coordinator epoch
+from ..format.v2 import batch_records_payload, decode_v2_records, record_sequence
 
 
 @dataclass
@@ -137,14 +134,48 @@ def _declared(prefix):
 
 
 def control_fields(record: Record) -> Optional[dict]:
-    """A control record's type and coordinator epoch, None when it is not one."""
+    """A control record's type (Kafka's ControlRecordType name, with its id when Kafka
+    does not know it) and a transaction marker's coordinator epoch, None when it is not
+    a control record. Damage shows as what can be read, not as an error: dump shows all."""
     if record.key is None or len(record.key) < CONTROL_KEY.size:
         return None
     _, kind = CONTROL_KEY.unpack_from(record.key)
     epoch = None
-    if record.value is not None and len(record.value) >= CONTROL_VALUE.size:
-        epoch = CONTROL_VALUE.unpack_from(record.value)[1]
-    return {"type": CONTROL_TYPES.get(kind, f"UNKNOWN({kind})"), "coordinator_epoch": epoch}
+    if is_transaction_marker(kind) and record.value is not None and \
+            len(record.value) >= END_TXN_MARKER.size:
+        epoch = END_TXN_MARKER.unpack_from(record.value)[1]
+    name = control_type_name(kind)
+    return {"type": name if name != "UNKNOWN" else f"UNKNOWN({kind})",
+            "coordinator_epoch": epoch}
+
+
+def record_metadata(entry: LogEntry, records: List[Record], path) -> dict:
+    """What the includeMetadata columns give the records of `entry`, under the same names
+    (the record's own `sequence` is record_sequence_of's)."""
+    header = entry.header
+    batch_offset = header.base_offset
+    if entry.legacy_wrapper and records:
+        batch_offset = records[0].offset
+    return {
+        "producerId": header.producer_id,
+        "producerEpoch": header.producer_epoch,
+        "leaderEpoch": header.partition_leader_epoch,
+        "isTransactional": header.is_transactional,
+        "compression": compression.CODEC_NAMES.get(header.compression,
+                                                   f"unknown({header.compression})"),
+        "magic": header.magic,
+        "batchOffset": batch_offset,
+        "segment": os.path.basename(path),
+        "position": header.position,
+    }
+
+
+def record_sequence_of(entry: LogEntry, record: Record) -> int:
+    """The record's sequence, as Kafka's DefaultRecord gives it (-1 for legacy messages)."""
+    header = entry.header
+    if header.magic < 2:
+        return -1
+    return record_sequence(header.base_sequence, record.offset - header.base_offset)
 
 
 def batch_fields(entry: LogEntry, records: Optional[List[Record]]) -> dict:

@@ -351,3 +351,44 @@ def test_describe_and_verify_read_a_log_in_s3_as_on_disk(s3_server, kafka_logdir
                            "s3://cli-logs/fixtures"], capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+METADATA_KEYS = ["producerId", "producerEpoch", "sequence", "leaderEpoch", "isTransactional",
+                 "compression", "magic", "batchOffset", "segment", "position", "controlType",
+                 "coordinatorEpoch"]
+
+
+@pytest.mark.parametrize("name", ["txn-0", "legacy-v1-0"])
+def test_dump_json_records_carry_the_metadata_columns(kafka_logdir, name):
+    result = run("dump", os.path.join(kafka_logdir, name), "--json", "--records")
+    assert result.exit_code == 0, result.output
+    got = {item["offset"]: [item[key] for key in METADATA_KEYS]
+           for item in map(json.loads, result.output.splitlines()) if item["kind"] == "record"}
+    expected = {}
+    for segment, batch in iter_batches(load_manifest(kafka_logdir, name)):
+        control = batch.get("control") or {}
+        for record in batch["records"]:
+            sequence = -1 if batch["base_sequence"] < 0 else \
+                batch["base_sequence"] + record["offset"] - batch["base_offset"]
+            expected[record["offset"]] = [
+                batch["producer_id"], batch["producer_epoch"], sequence,
+                batch["partition_leader_epoch"], batch["is_transactional"],
+                batch["compression"], batch["magic"], batch["base_offset"],
+                segment["log_file"], batch["position"], control.get("type"),
+                control.get("coordinator_epoch")]
+    assert got == expected
+
+
+def test_dump_text_shows_last_sequence_and_each_records_sequence(kafka_logdir):
+    result = run("dump", os.path.join(kafka_logdir, "txn-0"), "--records")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    # txn-0's batch at byte 840: producer 1000, base sequence 0, offsets 5..7.
+    at = next(n for n, line in enumerate(lines) if "position: 840 " in line)
+    assert "baseSequence: 0 lastSequence: 2 producerId: 1000" in lines[at]
+    assert [line.split(" sequence: ")[1].split()[0] for line in lines[at + 1:at + 4]] == \
+        ["0", "1", "2"]
+    marker = next(line for line in lines if line.startswith("| offset: 14 "))
+    assert "sequence: -1 endTxnMarker: COMMIT coordinatorEpoch: 7" in marker
+    legacy = run("dump", os.path.join(kafka_logdir, "legacy-v1-0"), "--records").output
+    assert "lastSequence: -1" in legacy and " sequence: " not in legacy  # magic 2 only
