@@ -12,7 +12,7 @@ from ..format.scan import ScanOptions
 from ..read.cluster_metadata import is_snapshot_fragment, plan_metadata_read
 from ..read.fragments import Fragment, scan_fragments
 from ..read.planning import Constraints, plan_fragments
-from ..read.options import ReadOptions, TopicSelection, _get, parse_bool
+from ..read.options import ReadOptions, TopicSelection, parse_bool
 from .internal_topics import InternalTopicColumns
 from .options import DecodeOptions, parse_decode_options
 
@@ -86,11 +86,9 @@ class DecodedRead:
 
 def plain_schema(options) -> pa.Schema:
     """The columns of a plain read with these options (before any decoded ones)."""
-    flags = {name: parse_bool(options, option, False) for name, option in
-             (("include_metadata", "includeMetadata"),
-              ("include_control_records", "includeControlRecords"))
-             if _get(options, option) is not None}
-    return arrow_schema(parse_bool(options, "includeHeaders", False), **flags)
+    return arrow_schema(parse_bool(options, "includeHeaders", False),
+                        parse_bool(options, "includeMetadata", False),
+                        parse_bool(options, "includeControlRecords", False))
 
 
 def read_schema(options) -> pa.Schema:

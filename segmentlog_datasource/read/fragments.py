@@ -31,6 +31,15 @@ class Fragment(SegmentRange):
         return f"{os.path.basename(self.log_path)}[{self.start_position}:{self.end_position}]"
 
 
+def scan_options(read) -> ScanOptions:
+    """What a scan of a read with these ReadOptions decodes: the one place they meet."""
+    return ScanOptions(verify_checksums=read.verify_checksums,
+                       include_headers=read.include_headers,
+                       include_metadata=read.include_metadata,
+                       include_control_records=read.include_control_records,
+                       max_batch_inflated_bytes=read.max_batch_inflated_bytes)
+
+
 def scan_fragments(fragments: Iterable[Fragment], options: ScanOptions
                    ) -> Iterator[pa.RecordBatch]:
     for fragment in fragments:

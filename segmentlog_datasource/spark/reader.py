@@ -9,10 +9,10 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
 )
 
-from ..format.scan import ScanOptions
-from ..read.fragments import Fragment, scan_fragments
+from ..decode import DecodedRead
+from ..read.fragments import Fragment, scan_options
 from ..read.options import parse_read_options
-from ..read.planning import Constraints, group_fragments, plan_fragments
+from ..read.planning import Constraints, group_fragments
 from .errors import short_errors
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -107,25 +107,21 @@ class SegmentLogReader(DataSourceReader):
     """Reads without pushed filters (Spark's default, pushdown disabled)."""
 
     def __init__(self, options, schema):
-        self.read_options = parse_read_options(options)
+        self.decoded = DecodedRead(options)
+        self.read_options = self.decoded.read_options(parse_read_options(options))
         self.constraints = Constraints()
         self.schema = schema
 
     @short_errors
     def partitions(self) -> List[InputPartition]:
-        fragments = plan_fragments(self.read_options, self.constraints)
+        fragments = self.decoded.plan(self.read_options, self.constraints)
         return [FragmentGroup(group) for group in group_fragments(fragments, self.read_options)]
 
     @short_errors
     def read(self, partition) -> Iterator[pa.RecordBatch]:
-        options = ScanOptions(
-            verify_checksums=self.read_options.verify_checksums,
-            include_headers=self.read_options.include_headers,
-            include_metadata=self.read_options.include_metadata,
-            include_control_records=self.read_options.include_control_records,
-            max_batch_inflated_bytes=self.read_options.max_batch_inflated_bytes)
         # Spark passes a placeholder partition when planning found nothing to read.
-        yield from scan_fragments(getattr(partition, "fragments", ()), options)
+        yield from self.decoded.scan(getattr(partition, "fragments", ()),
+                                     scan_options(self.read_options))
 
 
 class SegmentLogPushdownReader(SegmentLogReader):

@@ -21,13 +21,11 @@ def spark_schema(include_headers: bool, include_metadata: bool = False,
 
 
 def options_schema(options) -> StructType:
-    """spark_schema for the read options given."""
-    from ..read.options import parse_bool
+    """The schema of a read with these options: Spark's Kafka source's columns, then those
+    the options add (includeHeaders, includeMetadata, includeControlRecords, decode)."""
+    from ..decode.reads import read_schema
 
-    return spark_schema(parse_bool(options, "includeHeaders", False),
-                        include_metadata=parse_bool(options, "includeMetadata", False),
-                        include_control_records=parse_bool(options, "includeControlRecords",
-                                                           False))
+    return from_arrow_schema(read_schema(options))
 
 
 def _columns(schema: StructType):
@@ -50,7 +48,7 @@ def check_user_schema(options, given) -> None:
         f"format('segmentlog') takes no schema of its own: .schema({shown}) was given, and "
         f"the rows are always {own.simpleString()} (headers only with includeHeaders=true, "
         f"the metadata columns with includeMetadata=true, the control record columns with "
-        f"includeControlRecords=true). "
+        f"includeControlRecords=true, the decoded ones with decode). "
         f"Leave out .schema(...), and select or cast columns after load()", "schema")
 
 

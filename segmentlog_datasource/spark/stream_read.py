@@ -3,6 +3,7 @@
 Spark keeps this reader in one long-lived Python process on the driver for the whole
 query (offsets, admission control, planning); `read` runs in the tasks.
 """
+from dataclasses import replace
 from typing import Iterator, List, Optional
 
 import pyarrow as pa
@@ -12,8 +13,8 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from ..format.scan import ScanOptions
-from ..read.fragments import scan_fragments
+from ..decode import DecodedRead
+from ..read.fragments import scan_fragments, scan_options
 from ..read.stream import (
     LogStream, TriggerLimits, offsets_from_json, offsets_to_json, parse_stream_options,
 )
@@ -23,13 +24,11 @@ from .errors import short_errors
 
 class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options, schema):
-        self.stream_options = parse_stream_options(options)
-        read = self.stream_options.read
-        self.scan_options = ScanOptions(verify_checksums=read.verify_checksums,
-                                        include_headers=read.include_headers,
-                                        include_metadata=read.include_metadata,
-                                        include_control_records=read.include_control_records,
-                                        max_batch_inflated_bytes=read.max_batch_inflated_bytes)
+        self.decoded = DecodedRead(options)
+        stream_options = parse_stream_options(options)
+        self.stream_options = replace(stream_options,
+                                      read=self.decoded.read_options(stream_options.read))
+        self.scan_options = scan_options(self.stream_options.read)
         self._stream: Optional[LogStream] = None
 
     @property
@@ -96,7 +95,8 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     @short_errors
     def read(self, partition) -> Iterator[pa.RecordBatch]:
-        yield from scan_fragments(getattr(partition, "fragments", ()), self.scan_options)
+        yield from self.decoded.batches(
+            scan_fragments(getattr(partition, "fragments", ()), self.scan_options))
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the source never writes to the log dir (a broker may own it)."""
