@@ -7,7 +7,8 @@ explicitly, and turns filter pushdown on only where Spark gives exact answers wi
 The layers, each importing only those before it:
   errors   every error type
   format   Kafka's on-disk format, free of Spark: codec, indexes, partition-log view, scans
-  read     read options, planning into fragments, lookups (free of Spark)
+  read     read options, planning into fragments, lookups, consumer lag (free of Spark)
+  decode   typed columns decoded from records: Kafka's internal topics
   writer   the write engine (free of Spark; the checkout's top-level writer/ directory)
   spark    the Spark data source: schema, reader, write adapter
 PySpark is imported only by `spark`, so everything else runs without it installed.
@@ -168,6 +169,19 @@ def register(spark, enable_filter_pushdown=None) -> bool:
     return spark.conf.get(PUSHDOWN_CONF, "false").lower() == "true"
 
 
+def consumer_lag(spark, paths, group=None, at=None, options=None):
+    """Consumer groups' committed offsets and lag from the `__consumer_offsets` partitions
+    under `paths` (a log dir, several brokers' log dirs, a store URI) and the partitions
+    beside them, as a DataFrame: group, topic, partition, committedOffset, leaderEpoch,
+    metadata, commitTimestamp, logStartOffset, logEndOffset, highWatermark, lag (the high
+    watermark minus the committed offset). `group`: that group's alone; `at` (epoch
+    milliseconds or a datetime): the commits written by then and each partition's end
+    then; `options`: read options (readUpTo, store.*)."""
+    from .spark.lag import consumer_lag_dataframe
+
+    return consumer_lag_dataframe(spark, paths, group, at, options)
+
+
 def __getattr__(name):
     if name == "SegmentLogDataSource":
         from .spark.source import SegmentLogDataSource
@@ -177,4 +191,4 @@ def __getattr__(name):
 
 
 __all__ = ["SegmentLogDataSource", "register", "check_spark_python", "PUSHDOWN_CONF", "offset_range",
-           "offset_ranges", "time_range"]
+           "offset_ranges", "time_range", "consumer_lag"]

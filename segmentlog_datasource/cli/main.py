@@ -22,6 +22,7 @@ from ..errors import (
 )
 from ..format.compression import CODEC_NAMES
 from ..format.log import discover_copies
+from ..read.consumer_lag import consumer_lag
 from ..read.replicas import consumer_partitions
 from ..storage.resolve import is_remote_uri
 from ..writer import SegmentLogWriter
@@ -303,6 +304,65 @@ def verify(paths, as_json):
         out.print(f"{counted}, {total:,} bytes: {verdict}"
                   + (f" ({damaged} findings of damage)" if damaged else ""), markup=True)
     sys.exit(DAMAGED if damaged else 0)
+
+
+@main.command()
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.option("--group", "group", default=None, help="One consumer group's partitions only.")
+@click.option("--at", "at", default=None, metavar="TIME",
+              help="As of this moment (epoch milliseconds, or ISO 8601 such as "
+                   "2026-11-25T03:00:00Z): the commits written by then, and each "
+                   "partition's end then.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of a table.")
+def lag(paths, group, at, as_json):
+    """Consumer groups' committed offsets and lag, from the __consumer_offsets partitions
+    under PATH and the partitions beside them, as `kafka-consumer-groups --describe` shows
+    them: per group, topic and partition, the committed offset (the last commit; a
+    tombstone removes it; a transactional commit counts once its transaction commits),
+    the partition's log end offset and high watermark, and the lag (high watermark -
+    committed offset). A partition whose directory is not under PATH has no lag ("-")."""
+    as_of = _moment(at)
+    try:
+        rows = consumer_lag(list(paths), group=group, as_of=as_of)
+    except SegmentLogError as error:
+        _fail(error)
+    if as_json:
+        click.echo(json.dumps({"paths": list(paths), "group": group, "as_of": as_of,
+                               "partitions": [row.to_dict() for row in rows]}, indent=2))
+        return
+    if not rows:
+        click.echo("no committed offsets" + (f" for group {group!r}" if group else ""))
+        return
+    columns = [Column("group", "left"), Column("topic", "left"), Column("partition"),
+               Column("current offset"), Column("log end offset"),
+               Column("high watermark"), Column("lag"), Column("committed at (UTC)", "left")]
+    table = [[row.group, row.topic, str(row.partition), str(row.committed_offset),
+              _number(row.log_end_offset), _number(row.high_watermark), _number(row.lag),
+              _when(row.commit_timestamp)] for row in rows]
+    title = f"segmentlog lag: {_shown_paths(paths)}" + \
+        (f" as of {_when(as_of)}" if as_of is not None else "")
+    print_table(_console(wide=True), title, columns, table)
+
+
+def _moment(text: Optional[str]) -> Optional[int]:
+    """--at as epoch milliseconds."""
+    if text is None:
+        return None
+    if text.strip().lstrip("-").isdigit():
+        value = int(text)
+    else:
+        try:
+            moment = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise click.BadParameter(
+                f"{text!r} is neither epoch milliseconds nor an ISO 8601 time such as "
+                f"2026-11-25T03:00:00Z", param_hint="--at") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=datetime.timezone.utc)
+        value = int(moment.timestamp() * 1000)
+    if value < 0:
+        raise click.BadParameter(f"{text!r} is before 1970", param_hint="--at")
+    return value
 
 
 def _input_rows(handle, input_format: str) -> Iterator[dict]:

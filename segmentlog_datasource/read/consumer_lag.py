@@ -1,0 +1,198 @@
+"""Consumer groups' committed offsets and lag, from `__consumer_offsets` and the
+partitions beside it: what `kafka-consumer-groups --describe` shows, with no cluster.
+
+The committed offsets are those Kafka's group coordinator loads from its partitions: the
+last commit of each group, topic and partition in offset order; a tombstone removes it;
+a transactional commit counts once its transaction's COMMIT marker is read and never
+after an ABORT. The lag is the partition's high watermark (what a consumer can read, the
+`LOG-END-OFFSET` Kafka's tool shows) minus the committed offset.
+"""
+import json
+from dataclasses import asdict, dataclass
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from ..errors import SegmentLogError
+from ..format.internal.topics import internal_topics
+from .fragments import scan_fragments, scan_options
+from .options import ReadOptions, parse_read_options
+from .planning import offset_ranges, plan_ranges
+from .replicas import consumer_partitions, read_bound
+
+CONSUMER_OFFSETS = "__consumer_offsets"
+OFFSET_COMMIT = "OffsetCommit"
+GroupTopicPartition = Tuple[str, str, int]
+
+
+@dataclass
+class CommittedOffset:
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: Optional[int]
+    metadata: Optional[str]
+    commit_timestamp: Optional[int]
+    expire_timestamp: Optional[int]
+    written_at: int  # the commit record's offset in __consumer_offsets
+
+
+@dataclass
+class PartitionLag:
+    group: str
+    topic: str
+    partition: int
+    committed_offset: int
+    leader_epoch: Optional[int]
+    metadata: Optional[str]
+    commit_timestamp: Optional[int]
+    log_start_offset: Optional[int]  # None: no directory of the partition is loaded
+    log_end_offset: Optional[int]
+    high_watermark: Optional[int]
+    lag: Optional[int]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+LAG_COLUMNS = [name for name in PartitionLag.__dataclass_fields__]
+
+
+def _read_options(paths: List[str], options: Optional[dict]) -> ReadOptions:
+    given = dict(options or {})
+    given.pop("path", None)
+    given["paths"] = json.dumps(list(paths))
+    given["subscribe"] = CONSUMER_OFFSETS
+    given["includeMetadata"] = "true"
+    given["includeControlRecords"] = "true"
+    return parse_read_options(given)
+
+
+def _commit_rows(read: ReadOptions, logs: Dict) -> Iterator[dict]:
+    """The rows of the `__consumer_offsets` partitions among `logs`, markers included, in
+    offset order."""
+    scan = scan_options(read)  # includeMetadata and includeControlRecords: see _read_options
+    chosen = [log for (topic, _), log in logs.items() if topic == CONSUMER_OFFSETS]
+    fragments = plan_ranges(chosen, offset_ranges(read, chosen), read)
+    fragments.sort(key=lambda f: (f.partition, f.min_offset, f.start_position))
+    columns = ("partition", "offset", "timestamp", "key", "value", "producerId",
+               "isTransactional", "controlType")
+    for batch in scan_fragments(fragments, scan):
+        data = [batch.column(name).to_pylist() for name in columns]
+        for row in zip(*data):
+            yield dict(zip(columns, row))
+
+
+def committed_offsets(paths: List[str], options: Optional[dict] = None,
+                      group: Optional[str] = None, as_of: Optional[int] = None
+                      ) -> Dict[GroupTopicPartition, CommittedOffset]:
+    """The committed offset of each (group, topic, partition) in the `__consumer_offsets`
+    partitions under `paths` (read options such as readUpTo and store.* apply), of
+    `group` alone if given, as of epoch millisecond `as_of` (the commits written by then)
+    if given."""
+    read = _read_options(paths, options)
+    return _committed(read, _partitions(read), group, as_of)
+
+
+def _partitions(read: ReadOptions) -> Dict:
+    """The partitions under the read's paths, one log each; an error without any
+    `__consumer_offsets` partition."""
+    logs = {log.topic_partition: log for log in consumer_partitions(read.paths, read.store)}
+    if not any(topic == CONSUMER_OFFSETS for topic, _ in logs):
+        raise SegmentLogError(
+            f"no {CONSUMER_OFFSETS} partition under {', '.join(read.paths)}: committed "
+            f"offsets are read from a broker's log dir holding {CONSUMER_OFFSETS}-<n> "
+            f"directories")
+    return logs
+
+
+def _committed(read: ReadOptions, logs: Dict, group: Optional[str], as_of: Optional[int]
+               ) -> Dict[GroupTopicPartition, CommittedOffset]:
+    records = internal_topics()["consumerOffsets"]
+    committed: Dict[GroupTopicPartition, CommittedOffset] = {}
+    pending: Dict[Tuple[int, int], Dict[GroupTopicPartition, Optional[CommittedOffset]]] = {}
+    for row in _commit_rows(read, logs):
+        if as_of is not None and _millis(row["timestamp"]) > as_of:
+            continue
+        producer = (row["partition"], row["producerId"])
+        if row["controlType"] is not None:
+            applied = pending.pop(producer, {})
+            if row["controlType"] == "COMMIT":
+                _apply(committed, applied)
+            continue
+        record = _decoded(records, row)
+        if record is None or record.record_type != OFFSET_COMMIT:
+            continue
+        key = (record.key["group"], record.key["topic"], record.key["partition"])
+        if group is not None and key[0] != group:
+            continue
+        value = None if record.deleted else _commit(key, record.value, row["offset"])
+        if row["isTransactional"]:
+            pending.setdefault(producer, {})[key] = value
+        else:
+            _apply(committed, {key: value})
+    return committed
+
+
+def _millis(timestamp) -> int:
+    return int(timestamp.timestamp() * 1000) if hasattr(timestamp, "timestamp") \
+        else int(timestamp)
+
+
+def _decoded(records, row):
+    from ..errors import RecordDecodeError
+
+    try:
+        return records.decode(row["key"], row["value"])
+    except RecordDecodeError as error:
+        raise error.at(CONSUMER_OFFSETS, row["partition"], row["offset"]) from None
+
+
+def _commit(key: GroupTopicPartition, value: dict, written_at: int) -> CommittedOffset:
+    return CommittedOffset(
+        group=key[0], topic=key[1], partition=key[2], offset=value["offset"],
+        leader_epoch=value.get("leaderEpoch"), metadata=value.get("metadata"),
+        commit_timestamp=value.get("commitTimestamp"),
+        expire_timestamp=value.get("expireTimestamp"), written_at=written_at)
+
+
+def _apply(committed: Dict, changes: Dict) -> None:
+    for key, value in changes.items():
+        if value is None:
+            committed.pop(key, None)
+        else:
+            committed[key] = value
+
+
+def consumer_lag(paths: List[str], options: Optional[dict] = None,
+                 group: Optional[str] = None, as_of: Optional[int] = None
+                 ) -> List[PartitionLag]:
+    """Per group, topic and partition: the committed offset, the partition's log start,
+    log end and high watermark from the directories under `paths`, and the lag (high
+    watermark - committed; the log end where no checkpoint gives a high watermark, or
+    with readUpTo=logEnd). With `as_of` (epoch ms), the commits written by then and each
+    partition's end then: its first offset with a later timestamp."""
+    read = _read_options(paths, options)
+    logs = _partitions(read)
+    committed = _committed(read, logs, group, as_of)
+    result = []
+    for key in sorted(committed):
+        commit = committed[key]
+        log = logs.get((commit.topic, commit.partition))
+        start = end = watermark = lag = None
+        if log is not None:
+            start = log.start_offset
+            end = log.end_offset(verify=read.verify_checksums)
+            bound = read_bound(log, read)
+            watermark = end if bound is None else min(end, bound)
+            if as_of is not None:
+                found = log.offset_for_timestamp(as_of + 1)
+                if found is not None:
+                    end = min(end, found)
+                    watermark = min(watermark, found)
+            lag = watermark - commit.offset
+        result.append(PartitionLag(
+            group=commit.group, topic=commit.topic, partition=commit.partition,
+            committed_offset=commit.offset, leader_epoch=commit.leader_epoch,
+            metadata=commit.metadata, commit_timestamp=commit.commit_timestamp,
+            log_start_offset=start, log_end_offset=end, high_watermark=watermark, lag=lag))
+    return result

@@ -1,0 +1,96 @@
+"""Kafka's internal topics as Spark tables (decode=...), batch and streaming, and consumer
+lag as a DataFrame, on the partitions Kafka's own serializers wrote."""
+import json
+import os
+import shutil
+
+import pytest
+from pyspark.sql import functions as F
+
+import segmentlog_datasource
+from support.fixtures import internal_topics_root
+
+
+def manifest(name):
+    with open(os.path.join(internal_topics_root(), name + ".manifest.json")) as handle:
+        return json.load(handle)
+
+
+@pytest.fixture(scope="module")
+def internal_logdir(tmp_path_factory):
+    """The internal-topics partitions in one log dir, as a broker holds them."""
+    logdir = tmp_path_factory.mktemp("internal") / "logdir"
+    logdir.mkdir()
+    for name in ("__consumer_offsets-0", "__consumer_offsets-1", "__transaction_state-0",
+                 "__cluster_metadata-0"):
+        shutil.copytree(os.path.join(internal_topics_root(), name), logdir / name)
+    return str(logdir)
+
+
+def test_consumer_offsets_as_a_table(spark, internal_logdir):
+    df = spark.read.format("segmentlog").option("decode", "consumerOffsets") \
+        .option("includeMetadata", "true").load(internal_logdir)
+    assert df.columns[-7:] == ["position", "recordType", "keyVersion", "valueVersion",
+                               "keyDecoded", "valueDecoded", "deleted"]
+    commits = (df.where("recordType = 'OffsetCommit' AND NOT deleted")
+               .select("partition", "offset", "keyDecoded.group", "keyDecoded.topic",
+                       F.col("keyDecoded.partition").alias("p"), "valueDecoded.offset",
+                       "valueDecoded.commitTimestamp", "producerId").collect())
+    expected = [(int(name[-1]), r["offset"], r["key"]["group"], r["key"]["topic"],
+                 r["key"]["partition"], r["value"]["offset"], r["value"]["commitTimestamp"],
+                 r["producer_id"])
+                for name in ("__consumer_offsets-0", "__consumer_offsets-1")
+                for r in manifest(name)["records"]
+                if r["record_type_name"] == "OffsetCommit" and not r["tombstone"]]
+    assert sorted(tuple(row) for row in commits) == sorted(expected)
+    members = (df.where("recordType = 'GroupMetadata' AND NOT deleted")
+               .select(F.explode("valueDecoded.members").alias("m"))
+               .select("m.memberId", "m.assignmentDecoded.assignedPartitions").collect())
+    assert members and all(row.assignedPartitions for row in members)
+    counts = {row.recordType: row["count"] for row in
+              df.where("partition = 0").groupBy("recordType").count().collect()}
+    assert counts == manifest("__consumer_offsets-0")["record_types"]
+
+
+def test_cluster_metadata_and_transactions_as_tables(spark, internal_logdir):
+    metadata = spark.read.format("segmentlog").option("decode", "clusterMetadata") \
+        .load(internal_logdir)
+    topics = sorted(row.name for row in metadata.where("recordType = 'TOPIC_RECORD'")
+                    .select("valueDecoded.name").collect())
+    assert topics == sorted(r["value"]["name"] for r in manifest("__cluster_metadata-0")["records"]
+                            if r["record_type_name"] == "TOPIC_RECORD")
+    assert metadata.where("snapshot IS NOT NULL").count() == 0
+    states = (spark.read.format("segmentlog").option("decode", "transactionState")
+              .load(internal_logdir).where("NOT deleted")
+              .groupBy("valueDecoded.state").count().collect())
+    wanted = {name.split(":")[1]: count
+              for name, count in manifest("__transaction_state-0")["record_types"].items()
+              if name != "TransactionLog:tombstone"}
+    assert {row.state: row["count"] for row in states} == wanted
+
+
+def test_transaction_state_streams_decoded(spark, internal_logdir, tmp_path):
+    query = (spark.readStream.format("segmentlog").option("decode", "transactionState")
+             .load(internal_logdir)
+             .select("offset", "keyDecoded.transactionalId", "valueDecoded.state", "deleted")
+             .writeStream.format("memory").queryName("txn_states")
+             .option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    rows = spark.sql("SELECT * FROM txn_states ORDER BY offset").collect()
+    records = manifest("__transaction_state-0")["records"]
+    assert [(r.offset, r.transactionalId, r.deleted) for r in rows] == \
+        [(r["offset"], r["key"]["transactionalId"], r["tombstone"]) for r in records]
+    assert [r.state for r in rows if not r.deleted] == \
+        [r["state"] for r in records if not r["tombstone"]]
+
+
+def test_consumer_lag_as_a_dataframe(spark, internal_logdir):
+    lag = segmentlog_datasource.consumer_lag(spark, internal_logdir, group="stream-etl")
+    assert lag.columns == ["group", "topic", "partition", "committedOffset", "leaderEpoch",
+                           "metadata", "commitTimestamp", "logStartOffset", "logEndOffset",
+                           "highWatermark", "lag"]
+    committed = manifest("__consumer_offsets-0")["latest_committed"]["stream-etl"]
+    assert {(r.topic, str(r.partition)): r.committedOffset for r in lag.collect()} == \
+        {(topic, p): offset for topic, parts in committed.items() for p, offset in parts.items()}
+    assert lag.where("lag IS NOT NULL").count() == 0  # the topics' partitions are not here
