@@ -114,20 +114,13 @@ class Message:
                 f"{self.name} version {version} is unknown (versions {low} to {high} are "
                 f"defined)")
 
-    def decode(self, data, version: int, position: int = 0, whole: bool = True) -> dict:
-        """The message at `position` of `data` (bytes past it are an error when `whole`)."""
-        self.check_version(version)
-        reader = _Reader(memoryview(data), position, self.name, version)
-        try:
-            value = reader.fields(self.fields, self.is_flexible(version))
-        except (struct.error, IndexError, UnicodeDecodeError, ValueError) as error:
+    def decode(self, data, version: int, position: int = 0) -> dict:
+        """The message at `position` of `data`, which must end where the message does."""
+        value, end = self.decode_prefix(data, version, position)
+        if end != len(data):
             raise RecordDecodeError(
-                f"{self.name} version {version} ends early or is malformed at byte "
-                f"{reader.position} of {len(data)} ({error})") from None
-        if whole and reader.position != len(data):
-            raise RecordDecodeError(
-                f"{self.name} version {version} ends at byte {reader.position}, but "
-                f"{len(data) - reader.position} more bytes follow")
+                f"{self.name} version {version} ends at byte {end}, but "
+                f"{len(data) - end} more bytes follow")
         return value
 
     def decode_prefix(self, data, version: int, position: int = 0) -> Tuple[dict, int]:

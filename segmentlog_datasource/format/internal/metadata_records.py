@@ -19,6 +19,7 @@ import struct
 from typing import Dict, List, Optional, Tuple
 
 from ...errors import RecordDecodeError
+from ..control import CONTROL_KEY, CONTROL_TYPE_NAMES, END_TXN_MARKER
 from .messages import Array, Field, Message, Struct, field_tree
 from .topics import DecodedRecord, InternalTopic, register
 
@@ -261,10 +262,8 @@ def encode_metadata_record(record_type, version: int, value: dict) -> bytes:
 
 # ------------------------------------------------------------------ control records
 
-CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
-                 4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
+CONTROL_TYPES = CONTROL_TYPE_NAMES  # format/control.py: the one home of these facts
 CONTROL_TYPE_IDS = {name: type_id for type_id, name in CONTROL_TYPES.items()}
-CONTROL_KEY = struct.Struct(">hh")  # version (0), type
 
 _VOTER = Struct("Voter", (Field("voterId", "int32"),
                           Field("voterDirectoryId", "uuid", versions="1+")))
@@ -290,8 +289,7 @@ CONTROL_MESSAGES: Dict[str, Message] = {
                 Field("minSupportedVersion", "int16"),
                 Field("maxSupportedVersion", "int16")))))))))),
 }
-# A transaction marker's value (EndTransactionMarker): int16 version, int32 epoch.
-_END_TXN_MARKER = struct.Struct(">hi")
+_END_TXN_MARKER = END_TXN_MARKER
 
 
 def decode_control_record(key, value) -> DecodedRecord:
