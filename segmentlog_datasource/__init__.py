@@ -187,8 +187,12 @@ def __getattr__(name):
         from .spark.source import SegmentLogDataSource
 
         return SegmentLogDataSource
+    if name == "cluster_state":  # the metadata records' tables load on first use
+        from .read.cluster_metadata import cluster_state
+
+        return cluster_state
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["SegmentLogDataSource", "register", "check_spark_python", "PUSHDOWN_CONF", "offset_range",
-           "offset_ranges", "time_range", "consumer_lag"]
+           "offset_ranges", "time_range", "consumer_lag", "cluster_state"]

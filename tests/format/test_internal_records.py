@@ -225,7 +225,7 @@ def test_transaction_4x_tagged_fields_and_states():
         TRANSACTION_STATE.decode(key, write_version(1) + TRANSACTION_LOG_VALUE.encode(
             {**value, "transactionStatus": 8}, 1))
     unknown = TRANSACTION_STATE.decode(write_version(3) + b"xyz", b"\x00\x00")
-    assert (unknown.record_type, unknown.known, unknown.key) == ("unknown(3)", False, None)
+    assert (unknown.record_type, unknown.known, unknown.key) == ("UNKNOWN_3", False, None)
 
 
 # ---- errors ---------------------------------------------------------------------------
@@ -257,7 +257,7 @@ def test_truncated_and_overlong_values_are_errors_naming_the_message():
 def test_unknown_record_type_is_a_record_of_unknown_type():
     decoded = CONSUMER_OFFSETS.decode(write_version(17) + b"\x00\x01g", b"\x00\x00\x01")
     assert (decoded.record_type, decoded.known, decoded.key, decoded.value,
-            decoded.key_version, decoded.deleted) == ("unknown(17)", False, None, None, 17,
+            decoded.key_version, decoded.deleted) == ("UNKNOWN_17", False, None, None, 17,
                                                       False)
     assert CONSUMER_OFFSETS.decode(write_version(99), None).deleted
 

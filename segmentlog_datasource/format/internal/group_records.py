@@ -6,11 +6,11 @@ protocol's records of KIP-848 and the share groups' of KIP-932). A value is an i
 version then the value message; a null value deletes the key (a tombstone).
 
 As Kafka's group coordinator loads the topic: a record type it does not know is skipped,
-not an error (here: a record of type "unknown(N)" with nothing decoded), while a value
+not an error (here: a record of type "UNKNOWN_<n>" with nothing decoded), while a value
 version it does not know is an error. Field names are those of Kafka's JSON form of each
 message (its definitions' names with a lower-case first letter).
 
-Not decoded (type "unknown(N)"): the streams groups' records of KIP-1071 (types 17 on),
+Not decoded (type "UNKNOWN_<n>"): the streams groups' records of KIP-1071 (types 17 on),
 whose layouts Kafka still marks as subject to incompatible change.
 """
 from typing import Dict, List, Optional, Tuple
@@ -239,7 +239,7 @@ _DECODED_MEMBERS = Message("GroupMetadataValue", "3", "none", (
 
 
 def unknown_type_name(record_type: int) -> str:
-    return f"unknown({record_type})"
+    return f"UNKNOWN_{record_type}"
 
 
 def _all_versions(message: Message) -> List[int]:

@@ -4,7 +4,7 @@ The key is an int16 version (0) then the transactional id; the value an int16 ve
 TransactionLogValue (version 1 is flexible; Kafka 4.0 adds the tagged previousProducerId,
 nextProducerId and clientTransactionVersion). A null value deletes the transactional id (it
 expired). As Kafka's transaction coordinator loads the log: a key version it does not know
-is skipped (here a record of type "unknown(N)"), a value version it does not know is an
+is skipped (here a record of type "UNKNOWN_<n>"), a value version it does not know is an
 error, and so is a transaction status that is no TransactionState.
 """
 from typing import Optional
@@ -59,7 +59,7 @@ class TransactionState(InternalTopic):
     def decode(self, key: Optional[bytes], value: Optional[bytes]) -> DecodedRecord:
         key_version, start = read_version(key, "the __transaction_state record's key")
         if key_version != 0:
-            return DecodedRecord(f"unknown({key_version})", key_version, None, None, None,
+            return DecodedRecord(f"UNKNOWN_{key_version}", key_version, None, None, None,
                                  deleted=value is None, known=False)
         decoded_key = TRANSACTION_LOG_KEY.decode(key, key_version, start)
         if value is None:
