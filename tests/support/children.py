@@ -59,7 +59,7 @@ def _state(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/stat") as stat:
             return stat.read().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone, before or while it was read
         return "X"
 
 
