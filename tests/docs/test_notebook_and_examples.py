@@ -20,6 +20,8 @@ import tempfile
 import nbformat
 import pytest
 
+from support.fixtures import internal_topics_root
+
 pytestmark = pytest.mark.spark
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -147,6 +149,7 @@ def start_notebook(request):
     directory = request.getfixturevalue("tmp_path_factory").mktemp("notebook")
     env = scratch_env(directory)
     env["SEGMENTLOG_FIXTURES"] = request.getfixturevalue("kafka_logdir")  # txn-0's transactions
+    env["SEGMENTLOG_INTERNAL_TOPICS"] = internal_topics_root()  # a __consumer_offsets partition
     executed = directory / "executed.ipynb"
     return lambda: (directory, executed, subprocess.run(
         [sys.executable, NOTEBOOK_RUNNER, NOTEBOOK, str(executed)], cwd=str(directory), env=env,
