@@ -13,10 +13,11 @@ import pytest
 from kafka.record import MemoryRecords
 
 from support.compiled import compiled
-from support.fixtures import internal_topics_root
+from support.fixtures import broker_disks_root, internal_topics_root
 from support.manifest import load_manifest, partition_names
 from segmentlog_datasource.format import (PartitionLog, ScanOptions, SegmentRange,
                                           TransactionFilter, discover_partitions, scan_segment)
+from segmentlog_datasource.format.log import discover_copies
 from segmentlog_datasource.format.arrow import (BASE_FIELDS, CONTROL_FIELDS, METADATA_FIELDS,
                                                 arrow_schema)
 from segmentlog_datasource.format.layout import MAX_OFFSET
@@ -115,6 +116,18 @@ def test_metadata_columns_equal_kafka_pythons_batches(kafka_written_logs):
         assert got == kafka_python_metadata(log), log.directory
         magics |= set(table.column("magic").to_pylist())
     assert magics == {0, 1, 2}  # legacy messages and wrappers are among them
+
+
+def test_metadata_columns_of_every_brokers_copy_and_internal_topic(internal_topic_logs):
+    """The other fixture sets: each broker's copy of each partition (leader epochs,
+    producers, a diverged follower), and the internal topics, against kafka-python."""
+    root = broker_disks_root()
+    copies = discover_copies([os.path.join(root, name) for name in sorted(os.listdir(root))
+                              if name.startswith("broker-")])
+    assert len(copies) > 3
+    for log in copies + list(internal_topic_logs[1].values()):
+        table = read(log, ACCUMULATORS[0], include_metadata=True)
+        assert rows_by_offset(table, METADATA) == kafka_python_metadata(log), log.directory
 
 
 def test_legacy_wrappers_give_their_first_inner_offset_and_no_v2_fields(kafka_logdir):
