@@ -53,8 +53,8 @@ def rows(tag, per_partition, partitions, topic=None):
 
 def append_job():
     # three partitions of t (one of them empty so far) and a new topic n
-    return pa.concat_tables([rows("job", 25, [0, 1, 2], topic="t"),
-                             rows("job", 25, [0, 1], topic="n")])
+    return pa.concat_tables([rows("job", 12, [0, 1, 2], topic="t"),
+                             rows("job", 12, [0, 1], topic="n")])
 """
 exec(ROWS)
 
@@ -220,7 +220,7 @@ job.commit([result])
 """
 
 
-@pytest.mark.parametrize("step", [1, 4, 17, 40])
+@pytest.mark.parametrize("step", [1, 4, 12, 22])
 def test_the_jobs_own_abort_rolls_a_killed_commit_back(tmp_path, step):
     """Spark runs commit and abort in different Python workers: when the committing one
     is killed, the driver (alive, so its write is not dead) aborts, which undoes it."""
