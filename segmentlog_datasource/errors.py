@@ -84,6 +84,14 @@ class RecordDecodeError(SegmentLogError):
         return type(self)(self.reason, topic, partition, offset)
 
 
+class SchemaNotFoundError(RecordDecodeError):
+    """A schema id, subject or version that the schema registry (the `_schemas` topic or
+    export read) does not hold. A RecordDecodeError: a record whose schema id is unknown
+    cannot be decoded, and fails (or in PERMISSIVE mode, nulls) like any undecodable
+    record, placed at its topic, partition and offset. The message names the id or
+    subject."""
+
+
 class StoreError(SegmentLogError, OSError):
     """A store could not be listed or read (credentials, a missing bucket, the network).
     The message names the path and never holds a secret."""

@@ -1,0 +1,468 @@
+"""A schema registry read offline: from Schema Registry's own `_schemas` topic in the log,
+or from a JSON export of a registry.
+
+The `_schemas` records are replayed in offset order as Schema Registry's reader
+(KafkaStoreReaderThread and KafkaStoreMessageHandler) applies them:
+
+- a SCHEMA record registers its subject's version, or replaces it (`deleted: true`: a soft
+  delete; the schema still resolves by id, as the registry serves it to deserializers);
+  one whose id the registry already holds with another schema text is ignored;
+- a SCHEMA key with a null value (a tombstone) removes that version (a hard delete);
+- DELETE_SUBJECT marks the subject's versions up to its `version` deleted;
+- CLEAR_SUBJECT removes the subject's soft-deleted versions, as if tombstoned;
+- CONFIG keeps the compatibility level by subject (and the global one), MODE the mode;
+  a tombstone of either removes it; NOOP, CONTEXT and ASSOC records change nothing here.
+
+Ids and versions for writing follow the registry too: the next id is one more than the
+largest id any SCHEMA record held, the next version one more than the subject's largest
+version still stored (soft-deleted ones included).
+"""
+import json
+from dataclasses import dataclass, replace
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from ..errors import (InvalidOptionError, RecordDecodeError, SchemaNotFoundError,
+                      SegmentLogError, did_you_mean)
+from ..format.internal import schema_registry_records as records
+from ..format.internal.schema_registry_records import SchemaReference
+
+__all__ = [
+    "SCHEMAS_TOPIC", "SchemaReference", "RegisteredSchema", "SchemaRegistry",
+    "registry_from_records", "registry_from_log", "registry_from_export", "load_registry",
+    "parse_subject_strategy", "subject_for",
+]
+
+SCHEMAS_TOPIC = "_schemas"  # Schema Registry's kafkastore.topic, by default
+SCHEMA_TYPES = (records.AVRO, records.JSON, records.PROTOBUF)  # those it ships providers of
+DEFAULT_COMPATIBILITY = "BACKWARD"  # the registry's default compatibility level
+DEFAULT_MODE = "READWRITE"
+LATEST = -1  # a version that means the subject's latest, as in the registry's API
+
+
+@dataclass(frozen=True)
+class RegisteredSchema:
+    id: int
+    subject: str
+    version: int
+    schema_type: str  # "AVRO" | "JSON" | "PROTOBUF"
+    schema: str  # the schema text as registered
+    references: Tuple[SchemaReference, ...] = ()
+    deleted: bool = False  # soft-deleted
+
+    def __str__(self):
+        deleted = ", soft-deleted" if self.deleted else ""
+        return f"subject {self.subject!r} version {self.version} (id {self.id}{deleted})"
+
+
+def _registered(value: records.SchemaValue) -> RegisteredSchema:
+    return RegisteredSchema(value.id, value.subject, value.version, value.schema_type,
+                            value.schema, value.references, value.deleted)
+
+
+def _listed(items, limit: int = 20) -> str:
+    items = [str(item) for item in items]
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
+
+
+class SchemaRegistry:
+    """The schemas of a registry by id and by subject and version. `source` says where
+    they were read from, for messages."""
+
+    def __init__(self, source: str = "a schema registry"):
+        self.source = source
+        self._versions: Dict[str, Dict[int, RegisteredSchema]] = {}
+        # The (subject, version)s registered with each id, first first; an entry whose
+        # version was removed or now holds another id is passed over.
+        self._id_keys: Dict[int, List[Tuple[str, int]]] = {}
+        self._max_id = 0
+        self._compatibility: Dict[Optional[str], str] = {}  # None: the global level
+        self._modes: Dict[Optional[str], str] = {}
+        # (offset, why) of each SCHEMA record Schema Registry would refuse: it logs and
+        # skips them, and so does the replay.
+        self.ignored: List[Tuple[Optional[int], str]] = []
+
+    # -- lookups --------------------------------------------------------------------
+
+    def by_id(self, schema_id: int) -> RegisteredSchema:
+        """The schema a deserializer gets for `schema_id` (soft-deleted ones too): the
+        first subject version registered with it that the registry still holds."""
+        for subject, version in self._id_keys.get(schema_id, ()):
+            schema = self._versions.get(subject, {}).get(version)
+            if schema is not None and schema.id == schema_id:
+                return schema
+        held = sorted({s.id for versions in self._versions.values() for s in versions.values()})
+        what = f"it holds ids {_listed(held)}" if held else "it holds no schema"
+        raise SchemaNotFoundError(f"schema id {schema_id} is not in {self.source}: {what}")
+
+    def _subject_versions(self, subject: str) -> Dict[int, RegisteredSchema]:
+        versions = self._versions.get(subject)
+        if not versions:
+            subjects = self.subjects(include_deleted=True)
+            known = f"its subjects are {_listed(subjects)}" if subjects else \
+                "it holds no subject"
+            raise SchemaNotFoundError(f"no subject {subject!r} in {self.source}"
+                                      f"{did_you_mean(subject, subjects)}: {known}")
+        return versions
+
+    def latest(self, subject: str) -> RegisteredSchema:
+        """The subject's latest version that is not deleted."""
+        versions = self._subject_versions(subject)
+        live = [v for v, s in versions.items() if not s.deleted]
+        if not live:
+            raise SchemaNotFoundError(
+                f"subject {subject!r} in {self.source} has no version that is not deleted "
+                f"(soft-deleted: versions {_listed(sorted(versions))})")
+        return versions[max(live)]
+
+    def version(self, subject: str, version: int) -> RegisteredSchema:
+        """The subject's `version`, soft-deleted or not (as references resolve); -1: the
+        latest not deleted."""
+        if version == LATEST:
+            return self.latest(subject)
+        versions = self._subject_versions(subject)
+        if version not in versions:
+            raise SchemaNotFoundError(
+                f"subject {subject!r} in {self.source} has no version {version}: its "
+                f"versions are {_listed(sorted(versions))}")
+        return versions[version]
+
+    def versions(self, subject: str, include_deleted: bool = False) -> List[RegisteredSchema]:
+        """The subject's versions in order ([] for a subject the registry does not hold)."""
+        versions = self._versions.get(subject, {})
+        return [versions[v] for v in sorted(versions)
+                if include_deleted or not versions[v].deleted]
+
+    def subjects(self, include_deleted: bool = False) -> List[str]:
+        """Subjects with a version not deleted (any version, with include_deleted)."""
+        return sorted(subject for subject, versions in self._versions.items()
+                      if versions and (include_deleted
+                                       or any(not s.deleted for s in versions.values())))
+
+    def named_references(self, schema: RegisteredSchema) -> Dict[str, RegisteredSchema]:
+        """The schemas `schema` references, transitively, by the name it refers to them
+        with: dependencies before what depends on them, each name once (the first
+        reference to it wins), as Schema Registry's clients resolve them."""
+        resolved: Dict[str, RegisteredSchema] = {}
+        visited = set()
+
+        def resolve(referrer: RegisteredSchema):
+            for reference in referrer.references:
+                try:
+                    target = self.version(reference.subject, reference.version)
+                except SchemaNotFoundError as missing:
+                    raise SchemaNotFoundError(
+                        f"{referrer} references {reference.name!r} as subject "
+                        f"{reference.subject!r} version {reference.version}, which is "
+                        f"missing: {missing.reason}") from None
+                if reference.name in visited:
+                    continue
+                visited.add(reference.name)
+                resolve(target)
+                resolved.setdefault(reference.name, target)
+
+        resolve(schema)
+        return resolved
+
+    def references_of(self, schema: RegisteredSchema) -> List[RegisteredSchema]:
+        """named_references' schemas, dependencies first."""
+        return list(self.named_references(schema).values())
+
+    def next_id(self) -> int:
+        """The id Schema Registry gives the next new schema."""
+        return self._max_id + 1
+
+    def next_version(self, subject: str) -> int:
+        """The version Schema Registry gives the subject's next new schema."""
+        return max(self._versions.get(subject, {}), default=0) + 1
+
+    def compatibility(self, subject: Optional[str] = None) -> str:
+        """The compatibility level new versions of `subject` are checked at: its own,
+        else the global one, else BACKWARD (None: the global level)."""
+        if subject in self._compatibility:
+            return self._compatibility[subject]
+        return self._compatibility.get(None, DEFAULT_COMPATIBILITY)
+
+    def mode(self, subject: Optional[str] = None) -> str:
+        if subject in self._modes:
+            return self._modes[subject]
+        return self._modes.get(None, DEFAULT_MODE)
+
+    def __len__(self):
+        return sum(len(versions) for versions in self._versions.values())
+
+    # -- replay ---------------------------------------------------------------------
+
+    def register(self, schema: RegisteredSchema, offset: Optional[int] = None) -> bool:
+        """Stores `schema` under its subject and version, replacing what was there; False
+        (and nothing stored) when its id is held by another schema text, as Schema
+        Registry refuses such a record."""
+        try:
+            holder = self.by_id(schema.id)
+        except SchemaNotFoundError:
+            holder = None
+        if holder is not None and holder.schema != schema.schema:
+            self.ignored.append((offset, f"{schema} has the id of {holder} with another "
+                                         f"schema text"))
+            return False
+        self._max_id = max(self._max_id, schema.id)
+        self._versions.setdefault(schema.subject, {})[schema.version] = schema
+        keys = self._id_keys.setdefault(schema.id, [])
+        if (schema.subject, schema.version) not in keys:
+            keys.append((schema.subject, schema.version))
+        return True
+
+    def _remove(self, subject: str, version: int):
+        versions = self._versions.get(subject)
+        if versions is not None:
+            versions.pop(version, None)
+            if not versions:
+                del self._versions[subject]
+
+    def apply(self, record: records.RegistryRecord, offset: Optional[int] = None) -> None:
+        """One `_schemas` record, replayed after those before it."""
+        key, value = record.key, record.value
+        if key.key_type == records.SCHEMA:
+            if value is None:
+                self._remove(key.subject, key.version)
+            else:
+                self.register(_registered(value), offset)
+        elif value is None:
+            if key.key_type == records.CONFIG:
+                self._compatibility.pop(key.subject, None)
+            elif key.key_type == records.MODE:
+                self._modes.pop(key.subject, None)
+        elif key.key_type == records.DELETE_SUBJECT:
+            versions = self._versions.get(value.subject, {})
+            for version in range(1, value.version + 1):
+                schema = versions.get(version)
+                if schema is not None and not schema.deleted:
+                    versions[version] = replace(schema, deleted=True)
+        elif key.key_type == records.CLEAR_SUBJECT:
+            for version, schema in list(self._versions.get(value.subject, {}).items()):
+                if schema.deleted:
+                    self._remove(value.subject, version)
+        elif key.key_type == records.CONFIG:
+            # Keyed as the registry stores it: by the key's subject.
+            if value.compatibility_level is None:
+                self._compatibility.pop(key.subject, None)
+            else:
+                self._compatibility[key.subject] = value.compatibility_level
+        elif key.key_type == records.MODE:
+            if value.mode is None:
+                self._modes.pop(key.subject, None)
+            else:
+                self._modes[key.subject] = value.mode
+
+
+# -- loaders ------------------------------------------------------------------------
+
+
+def registry_from_records(rows: Iterable[tuple], topic: str = SCHEMAS_TOPIC,
+                          partition: int = 0, source: Optional[str] = None
+                          ) -> SchemaRegistry:
+    """A registry from `_schemas` records in offset order: (offset, key, value) with key
+    and value as bytes (value None: a tombstone), or as a decoded RegistryKey and value.
+    A record that cannot be decoded raises RecordDecodeError naming its offset."""
+    registry = SchemaRegistry(source or f"the {topic} topic")
+    for offset, key, value in rows:
+        try:
+            if isinstance(key, records.RegistryKey):
+                record = records.RegistryRecord(key, value)
+            else:
+                record = records.decode_record(key, value)
+            registry.apply(record, offset)
+        except RecordDecodeError as failure:
+            raise failure.at(topic, partition, offset) from None
+    return registry
+
+
+class _NoSchemasLog(SegmentLogError):
+    """No registry topic under the paths given."""
+
+
+def _schemas_partition(paths: List[str], read, any_topic: bool):
+    """The partition log of the registry's topic under `paths`: `_schemas`, or
+    with `any_topic` the one topic the paths hold whatever its name (Schema Registry's
+    kafkastore.topic can be set to another)."""
+    from ..read.replicas import consumer_partitions
+
+    logs = consumer_partitions(paths, read.store)
+    topics = sorted({log.topic for log in logs})
+    if SCHEMAS_TOPIC in topics:
+        topic = SCHEMAS_TOPIC
+    elif any_topic and len(topics) == 1:
+        topic = topics[0]
+    else:
+        held = f"topics found: {_listed(topics)}" if topics else "no partition directories"
+        raise _NoSchemasLog(f"no {SCHEMAS_TOPIC} topic under {', '.join(paths)} ({held})")
+    chosen = [log for log in logs if log.topic == topic]
+    partitions = sorted(log.partition for log in chosen)
+    if partitions != [0]:
+        raise SegmentLogError(
+            f"the {topic} topic under {', '.join(paths)} has partitions "
+            f"{_listed(partitions)}; Schema Registry keeps its schemas in one partition, "
+            f"0, and refuses a topic with any other")
+    return chosen[0]
+
+
+def _default_read(paths: List[str]):
+    from ..read.options import parse_read_options
+
+    return parse_read_options({"paths": json.dumps(list(paths))})
+
+
+def registry_from_log(paths, read_options=None, any_topic: bool = False) -> SchemaRegistry:
+    """A registry replayed from the `_schemas` topic (partition 0) under `paths` (log
+    dirs, or the partition directory itself), read through the read layer with the
+    read's store, checksum, readUpTo and inflation settings: to the high watermark by
+    default, as a consumer reads it. `read_options`: the ReadOptions of the read the
+    registry serves (None: the defaults)."""
+    from ..read.fragments import scan_fragments, scan_options
+    from ..read.options import OffsetSpec, TopicSelection
+    from ..read.planning import Constraints, offset_ranges, plan_ranges
+
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    base = read_options if read_options is not None else _default_read(paths)
+    log = _schemas_partition(paths, base, any_topic)
+    topic = log.topic
+    # The registry's own consumer: every record from the start, read_uncommitted, no
+    # limits of the user's read (its offsets and row limits are for its topics).
+    read = replace(base, paths=paths, selection=TopicSelection(assigned=[(topic, 0)]),
+                   starting=OffsetSpec("earliest"), ending=OffsetSpec("latest"),
+                   read_committed=False, include_headers=False, include_metadata=False,
+                   include_control_records=False, max_records_per_partition=None,
+                   min_partitions=None)
+    rows = []
+    fragments = plan_ranges([log], offset_ranges(read, [log]), read, Constraints())
+    for batch in scan_fragments(fragments, scan_options(read)):
+        rows.extend(zip(batch.column("offset").to_pylist(), batch.column("key").to_pylist(),
+                        batch.column("value").to_pylist()))
+    rows.sort(key=lambda row: row[0])
+    return registry_from_records(rows, topic, 0,
+                                 f"the {topic} topic under {', '.join(paths)}")
+
+
+def registry_from_export(path: str, store_config=None) -> SchemaRegistry:
+    """A registry from a JSON export: a list of {"id", "subject", "version", "schema",
+    ["schemaType"] (default AVRO), ["references"], ["deleted"]}, as Schema Registry's
+    GET /schemas gives. `path`: local, a file: URI or a store URI."""
+    from ..storage import resolve
+
+    store, resolved = resolve(path, store_config, "schemas")
+    data = store.read_optional(resolved)
+    if data is None:
+        raise InvalidOptionError(f"option 'schemas': no file {resolved}", "schemas")
+    try:
+        entries = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SegmentLogError(f"{resolved}: not a JSON export of a schema registry "
+                              f"({exc})") from None
+    if not isinstance(entries, list):
+        raise SegmentLogError(f"{resolved}: a schema registry export is a JSON list of "
+                              f"schemas, not a {type(entries).__name__}")
+    registry = SchemaRegistry(f"the schema registry export {resolved}")
+    seen: Dict[Tuple[str, int], int] = {}
+    for number, entry in enumerate(entries):
+        where = f"{resolved}: entry {number}"
+        if not isinstance(entry, dict):
+            raise SegmentLogError(f"{where} is {entry!r}, not an object")
+        try:
+            schema = _registered(records.decode_schema_value(entry, None, "entry"))
+            if (schema.subject, schema.version) in seen:
+                raise RecordDecodeError(
+                    f"subject {schema.subject!r} version {schema.version} is entry "
+                    f"{seen[schema.subject, schema.version]} too")
+            seen[schema.subject, schema.version] = number
+            if not registry.register(schema):
+                raise RecordDecodeError(registry.ignored[-1][1])
+        except RecordDecodeError as failure:
+            raise SegmentLogError(f"{where}: {failure.reason}") from None
+    return registry
+
+
+SCHEMAS_ACCEPTED = (
+    "a path to a Schema Registry _schemas log (a log dir holding _schemas-0, or the "
+    "partition directory), or a path to a JSON export of a registry ending in .json; "
+    "left out: the _schemas topic under the loaded paths")
+
+
+def load_registry(schemas_option, loaded_paths, read_options=None) -> SchemaRegistry:
+    """The registry the `schemas` read option names: the `_schemas` topic under the
+    loaded paths when it is absent, a `_schemas` log, or a JSON export (`.json`)."""
+    paths = [loaded_paths] if isinstance(loaded_paths, str) else list(loaded_paths or [])
+    if schemas_option is None or (isinstance(schemas_option, str)
+                                  and not schemas_option.strip()):
+        try:
+            return registry_from_log(paths, read_options)
+        except _NoSchemasLog as missing:
+            raise SegmentLogError(
+                f"decoding values needs their schemas, and there is {missing}: give option "
+                f"'schemas' ({SCHEMAS_ACCEPTED.split('; left out')[0]})") from None
+    if not isinstance(schemas_option, str):
+        raise InvalidOptionError.for_value("schemas", schemas_option, SCHEMAS_ACCEPTED)
+    text = schemas_option.strip()
+    store_config = read_options.store if read_options is not None else None
+    if text.lower().endswith(".json"):
+        return registry_from_export(text, store_config)
+    from ..storage import resolve
+
+    store, resolved = resolve(text, store_config, "schemas")
+    tree = store.tree(resolved)
+    problem = None
+    if not tree.isdir(resolved):
+        entry = tree.entry(resolved)
+        problem = "a file that is not a .json export" if entry is not None \
+            else "no such directory or file"
+    if problem is None:
+        try:
+            return registry_from_log([resolved], read_options, any_topic=True)
+        except _NoSchemasLog as missing:
+            problem = str(missing)
+    raise InvalidOptionError(f"option 'schemas' is {schemas_option!r}: {problem}; "
+                             f"accepted: {SCHEMAS_ACCEPTED}", "schemas")
+
+
+# -- subject naming -----------------------------------------------------------------
+
+TOPIC_NAME, RECORD_NAME, TOPIC_RECORD_NAME = \
+    "TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy"
+SUBJECT_STRATEGIES = (TOPIC_NAME, RECORD_NAME, TOPIC_RECORD_NAME)
+STRATEGY_PACKAGE = "io.confluent.kafka.serializers.subject."
+
+
+def parse_subject_strategy(raw, option: str = "subjectNameStrategy") -> str:
+    """A subject name strategy's simple name from Confluent's class name, simple or
+    full (io.confluent.kafka.serializers.subject.TopicNameStrategy); None: the default,
+    TopicNameStrategy. Names are compared without case."""
+    if raw is None or not str(raw).strip():
+        return TOPIC_NAME
+    text = str(raw).strip()
+    simple = text[len(STRATEGY_PACKAGE):] if text.lower().startswith(STRATEGY_PACKAGE) \
+        else text
+    for strategy in SUBJECT_STRATEGIES:
+        if simple.lower() == strategy.lower():
+            return strategy
+    raise InvalidOptionError.for_value(
+        option, raw, ", ".join(SUBJECT_STRATEGIES) + " (Confluent's class names, simple "
+        f"or with their package {STRATEGY_PACKAGE.rstrip('.')}); TopicNameStrategy by default")
+
+
+
+def subject_for(strategy, topic: str, is_key: bool, record_name: Optional[str] = None
+                ) -> str:
+    """The subject a serializer with this strategy registers a topic's key or value
+    schema under: TopicNameStrategy `<topic>-key` / `<topic>-value`, RecordNameStrategy
+    `<record name>`, TopicRecordNameStrategy `<topic>-<record name>`, the record name
+    being the schema's fully qualified name."""
+    strategy = parse_subject_strategy(strategy)
+    if strategy == TOPIC_NAME:
+        return f"{topic}-key" if is_key else f"{topic}-value"
+    if not record_name:
+        raise InvalidOptionError(
+            f"{strategy} names the subject after the {'key' if is_key else 'value'}'s "
+            f"record schema's fully qualified name, and none is given: it applies to "
+            f"record schemas only", "subjectNameStrategy")
+    if strategy == RECORD_NAME:
+        return record_name
+    return f"{topic}-{record_name}"
