@@ -4,6 +4,10 @@
 topics with their message definitions (format/internal); the rows keep every column of a
 plain read and gain `recordType`, `keyVersion`, `valueVersion`, `keyDecoded`,
 `valueDecoded` and `deleted`.
+
+`valueFormat` / `keyFormat` = avro | json decode Schema Registry framed values and keys
+with schemas from the log's `_schemas` topic (or option `schemas`): the rows gain
+`keyDecoded` / `valueDecoded` typed by the subject's latest schema (value_formats.py).
 """
 from .options import DecodeOptions, parse_decode_options
 from .internal_topics import InternalTopicColumns

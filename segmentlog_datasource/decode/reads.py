@@ -12,22 +12,34 @@ from ..format.scan import ScanOptions
 from ..read.cluster_metadata import is_snapshot_fragment, plan_metadata_read
 from ..read.fragments import Fragment, scan_fragments
 from ..read.planning import Constraints, plan_fragments
-from ..read.options import ReadOptions, TopicSelection, parse_bool
+from ..read.options import ReadOptions, TopicSelection, parse_bool, parse_read_options
 from .internal_topics import InternalTopicColumns
 from .options import DecodeOptions, parse_decode_options
+from .value_formats import FramedColumns
 
 
 class DecodedRead:
-    """The decode options of one read (`decode`, `mode`), applied to its plain parts."""
+    """The decode options of one read (`decode`, `valueFormat`, `keyFormat`, `mode`...),
+    applied to its plain parts. With valueFormat/keyFormat the registry is loaded and the
+    reader schemas fixed here, when the read is planned (Spark pickles this object with
+    its reader: the tasks decode with what the driver loaded)."""
 
     def __init__(self, options):
         self.decode: DecodeOptions = parse_decode_options(options)
         self.columns = InternalTopicColumns(self.decode.topic, self.decode.permissive) \
             if self.decode.decoding else None
+        self.framed = FramedColumns(self.decode, parse_read_options(options)) \
+            if self.decode.framed else None
 
     def read_options(self, read: ReadOptions) -> ReadOptions:
         """`read` reading only the decoded topic: it alone when no topic is selected (an
-        internal topic is otherwise passed over), and an error when another is."""
+        internal topic is otherwise passed over), and an error when another is. With
+        valueFormat/keyFormat: the topics whose reader schemas were chosen."""
+        if self.framed is not None:
+            selection = read.selection
+            if selection.topics is not None or selection.assigned is not None:
+                return read
+            return replace(read, selection=TopicSelection(topics=list(self.framed.topics)))
         if self.columns is None:
             return read
         topic = self.decode.topic.topic
@@ -54,6 +66,8 @@ class DecodedRead:
         return replace(read, selection=TopicSelection(topics=[topic]))
 
     def arrow_schema(self, base: pa.Schema) -> pa.Schema:
+        if self.framed is not None:
+            return self.framed.schema(base)
         return base if self.columns is None else self.columns.schema(base)
 
     def plan(self, read: ReadOptions, constraints: Constraints) -> List[Fragment]:
@@ -66,6 +80,10 @@ class DecodedRead:
     def scan(self, fragments: Iterable[Fragment], options: ScanOptions
              ) -> Iterator[pa.RecordBatch]:
         """The rows of `fragments`, with the decoded columns."""
+        if self.framed is not None:
+            for batch in scan_fragments(fragments, options):
+                yield self.framed.decode_batch(batch)
+            return
         if self.columns is None:
             yield from scan_fragments(fragments, options)
             return
@@ -77,6 +95,10 @@ class DecodedRead:
 
     def batches(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Batches read from the log (no snapshot files), with the decoded columns."""
+        if self.framed is not None:
+            for batch in batches:
+                yield self.framed.decode_batch(batch)
+            return
         if self.columns is None:
             yield from batches
             return

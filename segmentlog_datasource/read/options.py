@@ -244,6 +244,8 @@ READ_OPTIONS = {
     "maxRecordsPerPartition", "maxBatchInflatedBytes", "readUpTo",
     "includeMetadata", "includeControlRecords",
     "decode", "mode",  # the decode layer's (decode/options.py)
+    "valueFormat", "keyFormat", "schemas", "subjectNameStrategy", "valueRecordName",
+    "keyRecordName",
 } | set(STORE_OPTIONS)
 # Admission control of streaming reads (read.stream); a batch read ignores them, as
 # Spark's Kafka source does.

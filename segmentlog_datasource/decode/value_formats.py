@@ -1,0 +1,297 @@
+"""Schema-Registry-framed keys and values as columns: what every value format shares.
+
+A framed payload is Confluent's wire format: a zero magic byte, the writer schema's id
+(4 bytes, big-endian), then the value in the schema's format. This module reads the frame,
+groups a batch's rows by schema id, looks each writer schema up in the registry and hands
+its payloads to the format (decode/avro.py, decode/json_schema.py), which turns them into
+values of the reader schema's type: the subject's latest schema when the read was planned.
+Errors follow `mode`: FAILFAST raises RecordDecodeError naming topic, partition and offset;
+PERMISSIVE gives a null and the reason in keyError/valueError.
+"""
+import importlib
+import struct
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import pyarrow as pa
+
+from ..errors import InvalidOptionError, RecordDecodeError, SchemaNotFoundError
+
+MAGIC_BYTE = 0
+FRAME_SIZE = 5  # the magic byte and the 4-byte schema id
+RAW = "raw"
+# The formats by option value, imported when a read uses them: "module:attribute".
+FORMATS = {
+    "avro": "segmentlog_datasource.decode.avro:AVRO",
+    "json": "segmentlog_datasource.decode.json_schema:JSON_SCHEMA",
+}
+
+
+class IncompatibleSchemaError(Exception):
+    """A writer schema that cannot be read as the reader schema at all: every payload
+    written with it fails with this reason."""
+
+
+class FormatReader:
+    """Decodes one format's payloads into values of the reader schema, fixed when the read
+    was planned. Pickled with the read to Spark's tasks."""
+
+    arrow_type: pa.DataType
+
+    def decode(self, writer, registry, payloads: Sequence[bytes]
+               ) -> Tuple[Any, List[Optional[str]]]:
+        """The values of `payloads` (bytes after the frame), all written with the
+        registered schema `writer`: a list of Python values pa.array takes for
+        `arrow_type` (or a pa.Array of it), and one error reason per payload (None when
+        it decoded; its value is then None). Raises IncompatibleSchemaError when no
+        payload of `writer` can be read as the reader schema."""
+        raise NotImplementedError
+
+
+class ValueFormat:
+    """One `valueFormat` / `keyFormat` value."""
+
+    name: str  # the option value
+    schema_type: str  # the registry's schemaType of the schemas it decodes
+    extra: Optional[str] = None  # the pip extra its dependencies come with
+
+    def require(self, option: str) -> None:
+        """Raise InvalidOptionError naming the extra to install when a dependency is
+        missing."""
+
+    def reader(self, schema, registry) -> FormatReader:
+        """The reader of the registered schema `schema` (a subject's latest). Raises
+        UnsupportedFormatError naming subject and version for a schema with no Spark
+        type."""
+        raise NotImplementedError
+
+
+def value_format(name: str, option: str) -> ValueFormat:
+    """The format of option `option`'s value `name` (one of FORMATS), its dependencies
+    checked."""
+    module_name, attribute = FORMATS[name].split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as missing:
+        if missing.name != module_name:
+            raise
+        raise InvalidOptionError(
+            f"option {option!r}: {name} is not available in this version of segmentlog",
+            option) from None
+    chosen = getattr(module, attribute)
+    chosen.require(option)
+    return chosen
+
+
+def frame_error(payload: bytes) -> Optional[str]:
+    """Why `payload` is not Schema Registry framed, or None."""
+    if len(payload) < FRAME_SIZE:
+        return (f"truncated payload: {len(payload)} bytes, shorter than the 5-byte Schema "
+                f"Registry frame (magic byte 0 and a 4-byte schema id)")
+    if payload[0] != MAGIC_BYTE:
+        return (f"bad magic byte 0x{payload[0]:02x}: Schema Registry framed payloads start "
+                f"with 0x00 (is the topic's data framed by a Schema Registry serializer?)")
+    return None
+
+
+class FramedColumn:
+    """The decoded column of one side (key or value) of a read's records."""
+
+    def __init__(self, side: str, format_name: str, schema_type: str, reader: FormatReader,
+                 schemas, permissive: bool):
+        self.side = side  # "key" or "value"
+        self.format_name = format_name
+        self.schema_type = schema_type
+        self.reader = reader
+        self.schemas = schemas  # a SchemaSource: the registry, reloaded on unknown ids
+        self.permissive = permissive
+
+    @property
+    def arrow_type(self) -> pa.DataType:
+        return self.reader.arrow_type
+
+    def decode(self, payloads: List[Optional[bytes]], topics, partitions, offsets
+               ) -> Tuple[pa.Array, List[Optional[str]]]:
+        """The decoded column of `payloads` (one per row, None for a null key or value)
+        and each row's error (None when fine). FAILFAST raises the first row's error."""
+        values: List[Any] = [None] * len(payloads)
+        errors: List[Optional[str]] = [None] * len(payloads)
+        by_id: Dict[int, List[int]] = {}
+        for row, payload in enumerate(payloads):
+            if payload is None:
+                continue
+            reason = frame_error(payload)
+            if reason is not None:
+                errors[row] = reason
+                continue
+            by_id.setdefault(struct.unpack_from(">i", payload, 1)[0], []).append(row)
+        for schema_id, rows in by_id.items():
+            writer, reason = self._writer(schema_id)
+            if writer is None:
+                for row in rows:
+                    errors[row] = reason
+                continue
+            where = f"schema id {schema_id} ({writer.subject} version {writer.version})"
+            try:
+                decoded, row_errors = self.reader.decode(
+                    writer, self.schemas.registry, [payloads[row][FRAME_SIZE:] for row in rows])
+            except IncompatibleSchemaError as incompatible:
+                for row in rows:
+                    errors[row] = f"incompatible writer schema: {where}: {incompatible}"
+                continue
+            if isinstance(decoded, pa.Array):
+                decoded = decoded.to_pylist()
+            for row, value, error in zip(rows, decoded, row_errors):
+                if error is None:
+                    values[row] = value
+                else:
+                    errors[row] = f"{where}: {error}"
+        if not self.permissive:
+            for row, error in enumerate(errors):
+                if error is not None:
+                    raise RecordDecodeError(f"{self.side}: {error}").at(
+                        topics[row].as_py(), partitions[row].as_py(), offsets[row].as_py())
+        placed = [None if error is None else str(RecordDecodeError(f"{self.side}: {error}").at(
+            topics[row].as_py(), partitions[row].as_py(), offsets[row].as_py()))
+            for row, error in enumerate(errors)]
+        return pa.array(values, self.arrow_type), placed
+
+    def _writer(self, schema_id: int):
+        """(the registered schema of `schema_id`, None), or (None, why not)."""
+        found, missing = self.schemas.by_id(schema_id)
+        if found is None:
+            return None, f"unknown schema id: {missing}"
+        if found.schema_type != self.schema_type:
+            return None, (f"schema id {schema_id} ({found.subject} version {found.version}) "
+                          f"is a {found.schema_type} schema, and {self.side}Format="
+                          f"{self.format_name} decodes {self.schema_type} schemas")
+        return found, None
+
+
+class SchemaSource:
+    """The registry a read decodes with (option `schemas`), loaded when the read is
+    planned and pickled with it to the tasks. A schema id it lacks (registered after
+    planning, as in a long streaming query) reloads it once per task."""
+
+    def __init__(self, option: Optional[str], read):
+        self.option = option
+        self.read = read  # the ReadOptions: loaded paths and store settings
+        self.registry = self._load()
+        self._reloaded = False
+
+    def _load(self):
+        from .registry import load_registry
+
+        return load_registry(self.option, self.read.paths, self.read)
+
+    def by_id(self, schema_id: int):
+        """(the registered schema of `schema_id`, None), or (None, why it is not found)."""
+        try:
+            return self.registry.by_id(schema_id), None
+        except SchemaNotFoundError as missing:
+            if self._reloaded:
+                return None, missing.reason
+        self._reloaded = True
+        self.registry = self._load()
+        try:
+            return self.registry.by_id(schema_id), None
+        except SchemaNotFoundError as missing:
+            return None, missing.reason
+
+    def describe(self) -> str:
+        return self.registry.source
+
+
+def framed_topics(read) -> List[str]:
+    """The topics a read with valueFormat/keyFormat decodes: those subscribed or
+    assigned, else every topic under the loaded paths the selection takes, but the
+    registry's own `_schemas` (passed over unless subscribed)."""
+    from ..format.log import discover_copies
+    from .registry import SCHEMAS_TOPIC
+
+    selection = read.selection
+    if selection.topics is not None:
+        return list(selection.topics)
+    if selection.assigned is not None:
+        return sorted({topic for topic, _ in selection.assigned})
+    return sorted({log.topic for log in discover_copies(read.paths, read.store)
+                   if log.topic != SCHEMAS_TOPIC and selection.matches(log.topic, log.partition)})
+
+
+class FramedColumns:
+    """Appends keyDecoded / valueDecoded (and in PERMISSIVE mode keyError / valueError) to
+    a read's Arrow batches. The reader schemas are fixed here, when the read is planned:
+    one per side for every topic read (a Spark column has one type)."""
+
+    def __init__(self, decode, read):
+        from .registry import subject_for
+
+        self.topics = framed_topics(read)
+        if not self.topics:
+            raise InvalidOptionError(
+                "valueFormat/keyFormat: no topic to decode under " + ", ".join(read.paths)
+                + " (the _schemas topic is passed over unless subscribed)", "valueFormat")
+        self.schemas = SchemaSource(decode.schemas, read)
+        self.columns: List[FramedColumn] = []
+        for side in ("key", "value"):
+            name = decode.key_format if side == "key" else decode.value_format
+            if name == RAW:
+                continue
+            option = f"{side}Format"
+            chosen = value_format(name, option)
+            latest: Dict[str, Any] = {}
+            for topic in self.topics:
+                subject = subject_for(decode.subject_strategy, topic, side == "key",
+                                      decode.record_name(side))
+                try:
+                    latest[topic] = self.schemas.registry.latest(subject)
+                except SchemaNotFoundError:
+                    raise InvalidOptionError(
+                        f"option {option!r} ({name}): topic {topic!r} has no schema under "
+                        f"subject {subject!r} ({decode.subject_strategy}) among the schemas of "
+                        f"{self.schemas.describe()}: select the topics whose {side}s are "
+                        f"framed (option 'subscribe'), or name where schemas come from "
+                        f"(option 'schemas')", option) from None
+            distinct = {schema.id for schema in latest.values()}
+            if len(distinct) > 1:
+                listed = "; ".join(f"{topic!r}: subject {s.subject!r} version {s.version} "
+                                   f"(schema id {s.id})" for topic, s in latest.items())
+                raise InvalidOptionError(
+                    f"option {option!r} ({name}): the {side}s of every topic read become one "
+                    f"column, of one type, and the topics read have different latest schemas "
+                    f"({listed}): read one topic at a time (option 'subscribe')", option)
+            reader_schema = next(iter(latest.values()))
+            if reader_schema.schema_type != chosen.schema_type:
+                raise InvalidOptionError(
+                    f"option {option!r} ({name}): the latest schema of subject "
+                    f"{reader_schema.subject!r} (version {reader_schema.version}) is "
+                    f"{reader_schema.schema_type}, not {chosen.schema_type}", option)
+            reader = chosen.reader(reader_schema, self.schemas.registry)
+            self.columns.append(FramedColumn(side, name, chosen.schema_type, reader,
+                                             self.schemas, decode.permissive))
+        self.permissive = decode.permissive
+
+    def fields(self) -> List[pa.Field]:
+        fields = [pa.field(f"{column.side}Decoded", column.arrow_type) for column in self.columns]
+        if self.permissive:
+            fields += [pa.field(f"{column.side}Error", pa.string()) for column in self.columns]
+        return fields
+
+    def schema(self, base: pa.Schema) -> pa.Schema:
+        return pa.schema(list(base) + self.fields())
+
+    def decode_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        topics, partitions = batch.column("topic"), batch.column("partition")
+        offsets = batch.column("offset")
+        control = batch.schema.get_field_index("controlType")
+        control_rows = None if control < 0 else batch.column(control).is_valid().to_pylist()
+        decoded, errors = [], []
+        for column in self.columns:
+            payloads = batch.column(column.side).to_pylist()
+            if control_rows is not None:  # control records carry no framed data
+                payloads = [None if is_control else payload
+                            for payload, is_control in zip(payloads, control_rows)]
+            array, row_errors = column.decode(payloads, topics, partitions, offsets)
+            decoded.append(array)
+            errors.append(pa.array(row_errors, pa.string()))
+        arrays = list(batch.columns) + decoded + (errors if self.permissive else [])
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema(batch.schema))
