@@ -222,13 +222,18 @@ def _copy_names(described: List[dict]) -> dict:
 @click.option("--records", is_flag=True, help="A line per record after each batch.")
 @click.option("--print-data", is_flag=True, help="Show keys, values and headers (implies --records).")
 @click.option("--decoder", type=click.Choice(DECODERS), default="utf8", show_default=True,
-              help="How --print-data shows keys, values and header values.")
+              help="How --print-data shows keys, values and header values; json also "
+                   "shows Schema Registry framed JSON, avro decodes framed Avro keys and "
+                   "values with their schemas (see --schemas).")
+@click.option("--schemas", default=None, metavar="PATH",
+              help="With --decoder avro: a _schemas log or a registry's JSON export "
+                   "(default: the _schemas topic under PATH).")
 @click.option("--offset", type=click.IntRange(min=0),
               help="Start at the batch holding this offset (via the offset index).")
 @click.option("--timestamp", type=click.IntRange(min=0),
               help="Start at the first record at or after this epoch-ms time (via the time index).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
-def dump(paths, records, print_data, decoder, offset, timestamp, as_json):
+def dump(paths, records, print_data, decoder, offset, timestamp, schemas, as_json):
     """Batch by batch, like kafka-dump-log; several log dirs (brokers) as a consumer
     reads them, each partition from the leader's copy. PATH may also be one .log, .index,
     .timeindex, .txnindex or .snapshot file, or a checkpoint file: a log dir's
@@ -240,9 +245,23 @@ def dump(paths, records, print_data, decoder, offset, timestamp, as_json):
     offsets (and the latest timestamp) it holds."""
     if offset is not None and timestamp is not None:
         raise click.UsageError("give --offset or --timestamp, not both")
+    if schemas is not None and decoder != "avro":
+        raise click.UsageError("--schemas is for --decoder avro")
     shown = json_line if as_json else text_line
+
+    def load_registry():
+        """The registry of --schemas, or of the _schemas topic beside the partitions
+        dumped (a partition directory's log dir)."""
+        from ..decode.registry import load_registry as load
+        from ..format.log import parse_partition_dir_name
+
+        beside = [os.path.dirname(path.rstrip("/")) if parse_partition_dir_name(
+            os.path.basename(path.rstrip("/"))) else path for path in paths]
+        return load(schemas, list(dict.fromkeys(beside)))
+
     try:
-        for item in Dump(records, print_data, decoder, offset, timestamp).items(paths):
+        for item in Dump(records, print_data, decoder, offset, timestamp,
+                         load_registry).items(paths):
             click.echo(shown(item))
     except SegmentLogError as error:
         _fail(error)
