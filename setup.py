@@ -79,9 +79,11 @@ setup(
         "snappy": ["cramjam>=2.8"],
         # valueFormat=avro / keyFormat=avro: Schema Registry framed Avro decoded
         "avro": ["fastavro>=1.9"],
+        # valueFormat=protobuf: .proto schemas loaded into the protobuf runtime
+        "protobuf": ["protobuf>=4.22"],
         # Hardware CRC32C, and libdeflate for gzip writes at twice zlib's speed.
         "fast": ["crc32c>=2.4", "deflate>=0.7"],
-        "all": ["pyspark>=4.3", "pandas>=2.2,<3", "zstandard>=0.22", "cramjam>=2.8", "crc32c>=2.4", "deflate>=0.7", "boto3>=1.35", "fastavro>=1.9"],
+        "all": ["pyspark>=4.3", "pandas>=2.2,<3", "zstandard>=0.22", "cramjam>=2.8", "crc32c>=2.4", "deflate>=0.7", "boto3>=1.35", "fastavro>=1.9", "protobuf>=4.22"],
         "test": [
             "pyspark>=4.3",
             "pandas>=2.2,<3",
@@ -103,6 +105,7 @@ setup(
             "fsspec>=2023.1",  # tests/store/test_fsspec_read.py: a store only fsspec knows
             "fastavro>=1.9",  # valueFormat=avro
             "avro>=1.11",  # tests/decode/test_avro_values.py: Apache's encoder, independent
+            "protobuf>=4.22",  # valueFormat=protobuf
             # tests/docs: the notebook executed through a kernel, its plots drawn
             "nbclient>=0.10",
             "nbformat>=5.9",

@@ -12,7 +12,7 @@ from ..read.options import _get
 FAILFAST, PERMISSIVE = "FAILFAST", "PERMISSIVE"
 RAW = "raw"
 TOPIC_NAME_STRATEGY = "TopicNameStrategy"  # decode/registry.py's strategies' names
-FORMAT_TITLES = {"avro": "Avro", "json": "JSON Schema"}
+FORMAT_TITLES = {"avro": "Avro", "json": "JSON Schema", "protobuf": "Protobuf"}
 FORMAT_OPTIONS = ("valueFormat", "keyFormat")
 SCHEMA_OPTIONS = ("schemas", "subjectNameStrategy", "valueRecordName", "keyRecordName")
 DECODE_OPTIONS = ("decode", "mode") + FORMAT_OPTIONS + SCHEMA_OPTIONS
@@ -60,7 +60,7 @@ def parse_decode_options(options) -> DecodeOptions:
         if _get(options, name) is not None:
             raise InvalidOptionError(
                 f"option {name!r} says how Schema Registry framed records decode, and applies "
-                f"only with option 'valueFormat' or 'keyFormat' (avro, json)", name)
+                f"only with option 'valueFormat' or 'keyFormat' (avro, json, protobuf)", name)
     if raw is None or not str(raw).strip():
         if mode is not None:
             raise InvalidOptionError(

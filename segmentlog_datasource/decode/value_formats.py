@@ -23,6 +23,7 @@ RAW = "raw"
 FORMATS = {
     "avro": "segmentlog_datasource.decode.avro:AVRO",
     "json": "segmentlog_datasource.decode.json_schema:JSON_SCHEMA",
+    "protobuf": "segmentlog_datasource.decode.protobuf:PROTOBUF",
 }
 
 
@@ -53,6 +54,7 @@ class ValueFormat:
     name: str  # the option value
     schema_type: str  # the registry's schemaType of the schemas it decodes
     extra: Optional[str] = None  # the pip extra its dependencies come with
+    selects_message = False  # whether reader() takes `message`: which of the schema's types
 
     def require(self, option: str) -> None:
         """Raise InvalidOptionError naming the extra to install when a dependency is
@@ -265,7 +267,11 @@ class FramedColumns:
                     f"option {option!r} ({name}): the latest schema of subject "
                     f"{reader_schema.subject!r} (version {reader_schema.version}) is "
                     f"{reader_schema.schema_type}, not {chosen.schema_type}", option)
-            reader = chosen.reader(reader_schema, self.schemas.registry)
+            # A Protobuf schema holds several messages: the record name, with the record
+            # name strategies, says which one the column holds (else the first).
+            chosen_message = {"message": decode.record_name(side)} \
+                if chosen.selects_message and decode.record_name(side) else {}
+            reader = chosen.reader(reader_schema, self.schemas.registry, **chosen_message)
             self.columns.append(FramedColumn(side, name, chosen.schema_type, reader,
                                              self.schemas, decode.permissive))
         self.permissive = decode.permissive
