@@ -21,10 +21,8 @@ from segmentlog_datasource.decode import DecodedRead
 from segmentlog_datasource.decode.reads import read_schema
 from segmentlog_datasource.errors import (InvalidOptionError, RecordDecodeError,
                                           UnsupportedFormatError)
-from segmentlog_datasource.format.scan import ScanOptions
-from segmentlog_datasource.read.options import parse_read_options
-from segmentlog_datasource.read.planning import Constraints
 from segmentlog_datasource.writer import write_log
+from support.reading import decoded_rows
 
 UTC = dt.timezone.utc
 ADDRESS = {"type": "record", "name": "Address", "fields": [{"name": "city", "type": "string"}]}
@@ -175,18 +173,6 @@ def logdir(tmp_path_factory):
     return {"logdir": str(logdir), "export": str(export), "root": root}
 
 
-def rows(options):
-    """The rows as Spark's reader gets them (DecodedRead plans and scans)."""
-    decoded = DecodedRead(options)
-    read = decoded.read_options(parse_read_options(options))
-    scan = ScanOptions(verify_checksums=read.verify_checksums)
-    batches = list(decoded.scan(decoded.plan(read, Constraints()), scan))
-    schema = read_schema(options)
-    for batch in batches:
-        assert batch.schema == schema
-    return pa.Table.from_batches(batches, schema).to_pylist()
-
-
 def test_every_version_and_type_reads_as_the_latest_schema(logdir):
     options = {"path": logdir["logdir"], "subscribe": "orders", "valueFormat": "avro",
                "keyFormat": "avro", "schemas": logdir["export"]}
@@ -209,7 +195,7 @@ def test_every_version_and_type_reads_as_the_latest_schema(logdir):
         [("member0", pa.int32()), ("member1", pa.string()), ("member2", pa.bool_())])
     assert value_type.field("nothing").type == pa.null()
     assert "legacy" not in value_type.names
-    got = rows(options)
+    got = decoded_rows(options)
     assert [row["valueDecoded"] for row in got] == \
         [expected(version, n) for version, n in WRITTEN] + [None]
     assert [row["keyDecoded"] for row in got] == [f"k{n}" for _, n in WRITTEN] + [None]
@@ -228,7 +214,7 @@ def test_registry_from_the_schemas_topic(logdir, tmp_path):
               num_partitions=1)
     value = framed(2, avro_encode(order_schema(2), order(2, 3)))
     write_log(logs, pa.table({"value": [value]}), topic="orders", num_partitions=1)
-    got = rows({"path": logs, "valueFormat": "avro"})  # _schemas is passed over
+    got = decoded_rows({"path": logs, "valueFormat": "avro"})  # _schemas is passed over
     assert [(row["topic"], row["valueDecoded"]) for row in got] == [("orders", expected(2, 3))]
 
 
@@ -261,14 +247,14 @@ def test_failfast_names_topic_partition_offset_and_reason(logdir, bad_logdir, ro
                "assign": '{"orders":[0]}', "startingOffsets": json.dumps({"orders": {"0": row}}),
                "endingOffsets": json.dumps({"orders": {"0": row + 1}})}
     with pytest.raises(RecordDecodeError) as failure:
-        rows(options)
+        decoded_rows(options)
     assert failure.value.offset == row
     assert f"orders-0 offset {row}: value: " in str(failure.value)
     assert reason in str(failure.value)
 
 
 def test_permissive_gives_nulls_and_the_reasons(logdir, bad_logdir):
-    got = rows({"path": bad_logdir, "valueFormat": "avro", "schemas": logdir["export"],
+    got = decoded_rows({"path": bad_logdir, "valueFormat": "avro", "schemas": logdir["export"],
                 "mode": "PERMISSIVE"})
     assert got[0]["valueDecoded"] == expected(4, 7) and got[0]["valueError"] is None
     for row, (reason, _) in zip(got[1:], bad_payloads()):
@@ -302,7 +288,7 @@ def test_record_name_strategy_and_several_topics(logdir, tmp_path):
         write_log(logs, pa.table({"value": [framed(8, avro_encode(order_schema(4),
                                                                    order(4, 7)))]}),
                   topic=topic, num_partitions=1)
-    got = rows({"path": logs, "valueFormat": "avro", "schemas": str(export),
+    got = decoded_rows({"path": logs, "valueFormat": "avro", "schemas": str(export),
                 "subjectNameStrategy": "io.confluent.kafka.serializers.subject."
                                        "RecordNameStrategy", "valueRecordName": "shop.Order"})
     assert [(r["topic"], r["valueDecoded"]) for r in got] == \

@@ -15,10 +15,9 @@ from segmentlog_datasource.errors import CorruptLogError, InvalidOptionError, Re
 from segmentlog_datasource.format.internal.snapshots import write_snapshot
 from segmentlog_datasource.format.internal.messages import AS_TEXT
 from segmentlog_datasource.format.internal.topics import internal_topics
-from segmentlog_datasource.format.scan import ScanOptions
 from segmentlog_datasource.read.options import parse_read_options
-from segmentlog_datasource.read.planning import Constraints
 from segmentlog_datasource.writer import write_log
+from support.reading import decoded_rows
 from support.fixtures import internal_topics_root
 
 DECODED = {"__consumer_offsets": "consumerOffsets", "__transaction_state": "transactionState",
@@ -30,18 +29,6 @@ PARTITIONS = ["__consumer_offsets-0", "__consumer_offsets-1", "__transaction_sta
 def manifest(name):
     with open(os.path.join(internal_topics_root(), name + ".manifest.json")) as handle:
         return json.load(handle)
-
-
-def decoded_rows(options):
-    """The rows as Spark's reader gets them (DecodedRead plans and scans)."""
-    decoded = DecodedRead(options)
-    read = decoded.read_options(parse_read_options(options))
-    scan = ScanOptions(verify_checksums=read.verify_checksums)
-    batches = list(decoded.scan(decoded.plan(read, Constraints()), scan))
-    schema = read_schema(options)
-    for batch in batches:
-        assert batch.schema == schema
-    return pa.Table.from_batches(batches, schema).to_pylist()
 
 
 def kafka_json(value, shape):
