@@ -10,7 +10,7 @@ since 2021 leave it out, older ones wrote `"subject":null`), and `{"keytype":"NO
 schemaType for Avro and no references when there are none. A null value is a tombstone.
 
 decode_record() gives typed keys and values; encode_key()/encode_value() write the bytes
-the registry writes. What the records mean when replayed is decode/registry.py's business.
+the registry writes. What the records mean when replayed is schema_registry.py's business.
 """
 import json
 from dataclasses import dataclass
