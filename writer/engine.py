@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from .errors import InvalidInputError, WriteAbortedError
 from ..format.arrow import HEADER_TYPE
-from .input import check_column_names
+from .input import InputLayout, check_column_names
 from ..storage import STORE_OPTIONS, parse_store_config
 from .job import CommitSummary
 from .objectstore import STORE_OPTION_NAMES, open_write_job
@@ -80,6 +80,11 @@ class SegmentLogWriter:
         """Add a pa.Table or pa.RecordBatch of rows (any error aborts the whole write)."""
         self._check()
         try:
+            if self.options.framed_sides:  # the schemas are fixed by the first columns
+                schema = data.schema if isinstance(data, (pa.Table, pa.RecordBatch)) else None
+                if schema is not None:
+                    self.job.plan_framing(InputLayout.from_schema(
+                        schema, self.job.topic, self.options.framed_sides))
             self._task.write(data)
         except BaseException:
             self.abort()

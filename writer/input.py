@@ -4,7 +4,7 @@ The columns are tabled in README.md, "Writing" > "Columns". Strings are written 
 UTF-8 bytes.
 """
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
@@ -65,9 +65,13 @@ class InputLayout:
     has_partition: bool
     has_timestamp: bool
     has_headers: bool
+    # (column, struct type) of the columns written Confluent-framed (writer/framed.py)
+    framed_types: Tuple[Tuple[str, pa.DataType], ...] = ()
 
     @classmethod
-    def from_schema(cls, schema: pa.Schema, topic_option: Optional[str]) -> "InputLayout":
+    def from_schema(cls, schema: pa.Schema, topic_option: Optional[str],
+                    framed: Tuple[str, ...] = ()) -> "InputLayout":
+        """`framed`: the columns (key, value) the write encodes from a struct."""
         names = list(schema.names)
         for name in set(names):
             if names.count(name) > 1:
@@ -90,6 +94,9 @@ class InputLayout:
             if name in READ_ONLY_COLUMNS:
                 continue
             accept, wanted = checks[name]
+            if name in framed:
+                accept, wanted = pa.types.is_struct, \
+                    f"a struct (option '{name}Format' is avro)"
             if not accept(schema.field(name).type):
                 raise InvalidInputError(
                     f"column {name!r} has type {schema.field(name).type}; a segmentlog write "
@@ -99,8 +106,10 @@ class InputLayout:
             raise InvalidInputError(
                 "no topic to write to: add a 'topic' column or set the 'topic' option"
             )
+        framed_types = tuple((name, schema.field(name).type) for name in framed
+                             if name in names)
         return cls("key" in names, "topic" in names, "partition" in names,
-                   "timestamp" in names, "headers" in names)
+                   "timestamp" in names, "headers" in names, framed_types)
 
 
 @dataclass

@@ -24,10 +24,11 @@ import os
 import re
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import InvalidOptionError
+from ..format import compression
 from ..format.checkpoints import (
     LEADER_EPOCH_FILE, PARTITION_METADATA_FILE, format_leader_epochs, format_partition_metadata,
 )
@@ -44,6 +45,8 @@ from .errors import (
     ConcurrentWriteError, InvalidInputError, WriteAbortedError, WriteError, raise_out_of_space,
 )
 from .fsops import remove_staging
+from . import framed
+from .framed import SCHEMAS_TOPIC, FramingPlan
 from .input import InputLayout
 from .locks import (
     acquire_lock, clean_dead_writes, recover_dead_publishes, release_lock, write_owner_file,
@@ -61,6 +64,7 @@ from .segments import SegmentPlan, plan_segments
 from .task import TaskResult, TaskSpec, TaskWriter, check_inferred_count
 
 MODES = ("append", "overwrite")
+SCHEMAS_TASK_INDEX = 1 << 30  # the commit's own staged `_schemas` records, after the tasks
 DEFAULT_LEADER_EPOCH = 0  # a new partition's (objectstore.py; checkpointing.py here)
 _JOB_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -103,8 +107,12 @@ class WriteJob:
     def __init__(self, logdir: str, *, mode: str = "append", topic: Optional[str] = None,
                  options: Optional[WriteOptions] = None, layout: Optional[InputLayout] = None,
                  write_time_ms: Optional[int] = None, under_jvm: bool = False,
-                 job_id: Optional[str] = None):
+                 job_id: Optional[str] = None, framing: Optional[FramingPlan] = None):
         """`under_jvm`: the job runs in Spark, whose driver JVM owns it (see locks.owner_info).
+
+        `framing`: the plan the tasks framed key/value columns with (a streaming
+        micro-batch's); None: planned here from `layout`, or by plan_framing() once the
+        column types are known.
 
         `job_id`: commit what tasks already staged under this id, in a staging directory
         that may exist before the job does (a streaming micro-batch, writer/stream.py).
@@ -155,8 +163,29 @@ class WriteJob:
         }
         self.spec = TaskSpec(self.job_id, self.logdir, self.staging_dir, mode, self.options,
                              self.topic, existing, self.write_time_ms, layout)
+        self._schemas_spec: Optional[TaskSpec] = None  # set when the commit registers
         if self.topic is not None:
             self._check_topic_at_start(self.topic)
+        if framing is not None:
+            self.spec.framing = framing
+        elif layout is not None:
+            self.plan_framing(layout)
+
+    def plan_framing(self, layout: InputLayout) -> Optional[FramingPlan]:
+        """The schema ids of the framed columns (options valueFormat / keyFormat) against
+        the log dir's `_schemas` now, fixed for the tasks (writer/framed.py); the commit
+        confirms them. Planned once: later calls check the column types are the same."""
+        if not self.options.framed_sides:
+            return None
+        planned = self.spec.framing
+        if planned is None:
+            self.spec.framing = framed.plan_framing(self.options, self.topic, self.logdir,
+                                                    layout.framed_types)
+        elif layout.framed_types != planned.column_types:
+            raise InvalidInputError(
+                f"the framed columns have types {layout.framed_types}; this write's schemas "
+                f"were planned for {planned.column_types}")
+        return self.spec.framing
 
     def start(self) -> "WriteJob":
         """Create the log dir if needed (else clear dead writes' leftovers), lock the
@@ -250,10 +279,17 @@ class WriteJob:
         topics |= {topic for r in ordered for topic in r.topic_counts}
         if self.topic is not None:
             topics.add(self.topic)
+        framing = self.spec.framing
+        if framing is None and self.options.framed_sides:
+            raise WriteError(f"write {self.job_id} frames {self.options.framed_sides} but "
+                             f"its schemas were never planned (plan_framing)")
+        # A framed write reads and may append to `_schemas`: its lock keeps two writes
+        # from giving out one id.
+        locked_topics = topics | ({SCHEMAS_TOPIC} if framing is not None else set())
         locked_here = []
         try:
             try:
-                for topic in sorted(topics):
+                for topic in sorted(locked_topics):
                     if topic not in self.held_locks:
                         acquire_lock(self.logdir, topic, self.job_id, self.mode, self.under_jvm)
                         locked_here.append(topic)
@@ -263,6 +299,10 @@ class WriteJob:
                         f"option 'topicId' gives one topic's id, but this write writes "
                         f"topics {', '.join(sorted(topics))}; write them one at a time",
                         "topicId")
+                if framing is not None:
+                    ordered = ordered + self._schema_records(framing)
+                    if self._schemas_spec is not None:
+                        topics.add(SCHEMAS_TOPIC)
                 publish_root = os.path.join(self.staging_dir, "publish")
                 _make_dirs(publish_root)
                 summary = CommitSummary(self.logdir, self.mode)
@@ -308,14 +348,49 @@ class WriteJob:
                 )
 
     # ------------------------------------------------------------- preparation
+    def _schema_records(self, framing: FramingPlan) -> List[TaskResult]:
+        """Under the `_schemas` lock: the plan confirmed against `_schemas` now, and the
+        staged SCHEMA records it registers (appended to `_schemas`, partition 0, in any
+        save mode, uncompressed as the registry's producer writes them)."""
+        confirmed = framed.confirm_framing(framing, self.options, self.topic, self.logdir)
+        table = framed.schema_records_table(confirmed)
+        if table is None:
+            return []
+        existing = list_topics(self.logdir).get(SCHEMAS_TOPIC, [])
+        if existing and existing != [0]:
+            raise WriteError(
+                f"the {SCHEMAS_TOPIC} topic in {self.logdir} has partitions {existing}; "
+                f"Schema Registry keeps its schemas in one partition, 0")
+        if existing != self.existing_partitions.get(SCHEMAS_TOPIC, []):
+            self.existing_partitions[SCHEMAS_TOPIC] = existing  # created since the start
+        options = replace(self.options, num_partitions=None if existing else 1,
+                          compression=compression.NONE, compression_levels={},
+                          value_format="raw", key_format="raw", topic_id=None,
+                          leader_epoch=None)
+        self._schemas_spec = replace(self.spec, mode="append", options=options,
+                                     topic=SCHEMAS_TOPIC, layout=None, framing=None)
+        task = TaskWriter(self._schemas_spec, SCHEMAS_TASK_INDEX, 0)
+        try:
+            task.write(table)
+            return [task.finish()]
+        except BaseException:
+            task.discard()
+            raise
+
+    def _spec_for(self, topic: str) -> TaskSpec:
+        if topic == SCHEMAS_TOPIC and self._schemas_spec is not None:
+            return self._schemas_spec
+        return self.spec
+
     def _topic_count(self, topic: str, ordered: List[TaskResult]) -> int:
-        return settled_partition_count(self.spec, topic, ordered, self.logdir)
+        return settled_partition_count(self._spec_for(topic), topic, ordered, self.logdir)
 
     def _topic_id(self, topic: str, existing: List[int]) -> str:
         """The topic's id: the topicId option's, the one it has, or a new one. An overwrite
         replaces the partitions, so a damaged partition.metadata does not stop it."""
-        return choose_topic_id(self.options.topic_id, self.logdir, topic, existing,
-                               strict=self.mode == "append")
+        spec = self._spec_for(topic)
+        return choose_topic_id(spec.options.topic_id, self.logdir, topic, existing,
+                               strict=spec.mode == "append")
 
     def _epoch_history(self, topic: str, partition: int, appending: bool
                        ) -> Tuple[EpochHistory, int, int]:
@@ -331,16 +406,18 @@ class WriteJob:
             history = EpochHistory([], None, replaced_partition_epoch(target))
         else:
             start, history = 0, NEW_PARTITION
-        return history, choose_epoch(self.options.leader_epoch, history.current, target), start
+        leader_epoch = self._spec_for(topic).options.leader_epoch
+        return history, choose_epoch(leader_epoch, history.current, target), start
 
     def _prepare_topic(self, topic, ordered, publish_root, summary, actions,
                        checkpoints: CheckpointChanges) -> None:
         count = self._topic_count(topic, ordered)
         existing = self.existing_partitions.get(topic, [])
-        appending = self.mode == "append" and bool(existing)
+        spec = self._spec_for(topic)
+        appending = spec.mode == "append" and bool(existing)
         if appending:
             check_num_partitions(count, topic, partition_count(self.logdir, topic, existing))
-        options = self.options
+        options = spec.options
         topic_id = self._topic_id(topic, existing)
         for partition in range(count):
             pieces = [(r.file, r.partitions[(topic, partition)]) for r in ordered

@@ -1015,6 +1015,11 @@ def open_write_job(logdir: str, *, store_config: Optional[StoreConfig] = None, *
     from .job import WriteJob
 
     if store_scheme(logdir) is not None:
+        options = kwargs.get("options")
+        if options is not None and options.framed_sides:
+            raise InvalidOptionError(
+                f"option '{options.framed_sides[0]}Format' = avro writes to local log dirs "
+                f"only for now, not to {logdir}", f"{options.framed_sides[0]}Format")
         return ObjectStoreWriteJob(logdir, store_config=store_config, **kwargs)
     if store_config is not None and store_config != StoreConfig():
         raise InvalidOptionError(

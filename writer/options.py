@@ -36,9 +36,18 @@ _LEVEL_OPTIONS = {
 }
 # Options the caller (Spark adapter or engine) consumes itself.
 PASSTHROUGH_OPTIONS = {"path", "topic"}
+# Framed values (writer/framed.py): the read options' names, per side.
+FRAMED_FORMATS = ("raw", "avro")  # this writer's; a read also takes json and protobuf
+_FRAMED_OPTIONS = {
+    "valueformat": ("value_format", "valueFormat"), "keyformat": ("key_format", "keyFormat"),
+    "valueavroschema": ("value_avro_schema", "valueAvroSchema"),
+    "keyavroschema": ("key_avro_schema", "keyAvroSchema"),
+    "valuerecordname": ("value_record_name", "valueRecordName"),
+    "keyrecordname": ("key_record_name", "keyRecordName"),
+}
 KNOWN_OPTIONS = sorted(
     ["compression.type", "message.timestamp.type", "topicid", *_INT_OPTIONS, *_LEVEL_OPTIONS,
-     *PASSTHROUGH_OPTIONS]
+     *PASSTHROUGH_OPTIONS, *_FRAMED_OPTIONS]
 )
 
 
@@ -73,6 +82,19 @@ class WriteOptions:
     # the partitions' leader epoch (None: each partition's current one, 0 when new)
     leader_epoch: Optional[int] = None
     topic_id: Optional[str] = None  # None: the topic's own id, or a new one
+    # framed values and keys (writer/framed.py)
+    value_format: str = "raw"
+    key_format: str = "raw"
+    value_avro_schema: Optional[str] = None  # Avro JSON; None: derived from the column
+    key_avro_schema: Optional[str] = None
+    value_record_name: Optional[str] = None  # the derived record's full name
+    key_record_name: Optional[str] = None
+
+    @property
+    def framed_sides(self):
+        """The columns ("key", "value") written as Confluent-framed Avro."""
+        return tuple(side for side, fmt in (("key", self.key_format),
+                                            ("value", self.value_format)) if fmt != "raw")
 
     @property
     def compression_level(self) -> Optional[int]:
@@ -101,6 +123,9 @@ class WriteOptions:
                 values["timestamp_type"] = parse_timestamp_type(raw_value)
             elif key == "topicid":
                 values["topic_id"] = parse_topic_id_option(raw_key, raw_value)
+            elif key in _FRAMED_OPTIONS:
+                attribute, name = _FRAMED_OPTIONS[key]
+                values[attribute] = parse_framed_option(name, raw_value)
             elif key in _INT_OPTIONS:
                 attribute, low, high = _INT_OPTIONS[key]
                 values[attribute] = parse_int(raw_key, raw_value, low, high)
@@ -113,6 +138,22 @@ class WriteOptions:
         if levels:
             values["compression_levels"] = levels
         return cls(**values)
+
+
+def parse_framed_option(name: str, value):
+    if name.endswith("Format"):
+        text = str(value).strip().lower()
+        if text in ("json", "protobuf"):
+            raise InvalidOptionError(
+                f"option {name!r} is {value!r}: a segmentlog write encodes Avro only for now "
+                f"(reads decode json and protobuf too); accepted: raw, avro", name)
+        if text not in FRAMED_FORMATS:
+            raise InvalidOptionError.for_value(name, value, "raw (default) or avro")
+        return text
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidOptionError(f"option {name!r} must be a non-empty string, got {value!r}",
+                                 name)
+    return value.strip()
 
 
 def parse_int(name, value, low, high) -> int:

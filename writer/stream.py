@@ -222,6 +222,7 @@ class StreamSink:
                          layout=layout, under_jvm=under_jvm)
         self.logdir = probe.logdir
         self.topic = probe.topic
+        self.framing = probe.spec.framing  # the ids the tasks frame with (framed.py)
         self.owner = owner_info(under_jvm)  # the driver's: it outlives every task
         self.run = uuid.uuid4().hex[:8]
         self.record_path = sink_record_path(self.logdir, self.query_id)
@@ -251,7 +252,8 @@ class StreamSink:
                 raise_out_of_space(exc, owner)
                 raise
         spec = TaskSpec(job_id, self.logdir, staging, "append", self.options, self.topic,
-                        list_topics(self.logdir), int(time.time() * 1000), self.layout)
+                        list_topics(self.logdir), int(time.time() * 1000), self.layout,
+                        self.framing)
         return TaskWriter(spec, task_index, attempt)
 
     def stage(self, batch_id: int, data: Iterable, task_index: int = 0,
@@ -310,7 +312,8 @@ class StreamSink:
 
     def _publish(self, record, batch_id, job_id, results, before_publish, after_publish):
         job = WriteJob(self.logdir, mode="append", topic=self.topic, options=self.options,
-                       layout=self.layout, under_jvm=self.under_jvm, job_id=job_id)
+                       layout=self.layout, under_jvm=self.under_jvm, job_id=job_id,
+                       framing=self.framing)
 
         def existed(topic, partition):
             return partition in job.existing_partitions.get(topic, [])

@@ -17,7 +17,8 @@ import pyarrow.compute as pc
 
 from ..format.v2_encode import RecordColumns, RecordTooLargeError, encode_batches
 
-from .errors import InvalidInputError, WriteAbortedError, raise_out_of_space
+from .errors import InvalidInputError, WriteAbortedError, WriteError, raise_out_of_space
+from .framed import FramingPlan, encode_framed
 from .input import InputLayout, NormalizedRows, approximate_sizes, normalize, slice_rows, take_rows
 from .logdir import check_num_partitions, partition_count, validate_topic_name
 from .options import WriteOptions
@@ -54,6 +55,7 @@ class TaskSpec:
     existing_partitions: Dict[str, List[int]]  # the log dir's topics when the job started
     write_time_ms: int
     layout: Optional[InputLayout] = None  # None: taken from the first input's schema
+    framing: Optional[FramingPlan] = None  # framed key/value columns (writer/framed.py)
 
     def partition_count(self, topic: str) -> Optional[int]:
         """Partitions `topic` is written with; None for a new topic without numPartitions."""
@@ -127,7 +129,8 @@ class TaskWriter:
         elif not isinstance(data, pa.Table):
             raise InvalidInputError(f"expected a pyarrow Table or RecordBatch, got {type(data)}")
         if self._schema is None or not data.schema.equals(self._schema):
-            layout = InputLayout.from_schema(data.schema, self.spec.topic)
+            layout = InputLayout.from_schema(data.schema, self.spec.topic,
+                                             self.spec.options.framed_sides)
             if self.layout is None:
                 self.layout = layout
             elif layout != self.layout:
@@ -158,9 +161,22 @@ class TaskWriter:
         table = self._pending[0] if len(self._pending) == 1 else pa.concat_tables(self._pending)
         self._pending = []
         self._pending_bytes = 0
+        if self.spec.options.framed_sides:
+            table = self._framed(table)
         rows = normalize(table, self.layout, self.spec.write_time_ms, self.spec.topic)
         self._records += len(rows)
         self._process(rows)
+
+    def _framed(self, table: pa.Table) -> pa.Table:
+        framing = self.spec.framing
+        if framing is None:
+            raise WriteError("the write's framed columns were not planned before its tasks "
+                             "ran (WriteJob.plan_framing)")
+        if self.layout.framed_types != framing.column_types:
+            raise InvalidInputError(
+                f"the framed columns have types {self.layout.framed_types}; the write's "
+                f"schemas were planned for {framing.column_types}")
+        return encode_framed(table, framing, f"task {self.task_index}", self._records)
 
     # ------------------------------------------------------------- partitioning
     def _count(self, topic: str) -> Optional[int]:

@@ -70,7 +70,8 @@ def write_settings(options, schema, how_to_give_path: str, other_options=()) -> 
     write_options = WriteOptions.from_mapping(
         {k: v for k, v in options.items() if k.lower() not in other_lowered})
     try:
-        layout = InputLayout.from_schema(_arrow_schema(schema), topic)
+        layout = InputLayout.from_schema(_arrow_schema(schema), topic,
+                                         write_options.framed_sides)
     except InvalidInputError as exc:
         raise InvalidInputError(f"{exc} [input schema: {schema.simpleString()}]") from None
     return WriteSettings(path, topic, write_options, layout, lowered)
