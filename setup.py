@@ -43,6 +43,14 @@ if os.path.exists(FAST_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
         )
     )
 
+AVRO_SOURCE = os.path.join("segmentlog_datasource", "decode", "_avrocolumns.c")
+if os.path.exists(AVRO_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
+    # valueFormat=avro's compiled decoder (decode/avro_program.py); avro.py falls back to
+    # fastavro when it is not built.
+    ext_modules.append(
+        Extension("segmentlog_datasource.decode._avrocolumns", sources=[AVRO_SOURCE],
+                  extra_compile_args=["-O3"]))
+
 setup(
     name="segmentlog",
     version="0.1.0",

@@ -384,15 +384,34 @@ class AvroReader(FormatReader):
             self._writers[writer.id] = writer_schema
         reader_schema = None if writer.id == self.schema.id else self._resolved
         return decode_payloads(payloads, writer_schema, reader_schema, self._convert,
-                               describe(self.schema))
+                               describe(self.schema), reader_typed=self._typed)
+
+
+# Whether decode_payloads may use the compiled decoder (avro_program.py); tests set it
+# (or pass `compiled`) to force either twin.
+USE_COMPILED = True
 
 
 def decode_payloads(payloads: Sequence[bytes], writer_schema, reader_schema,
-                    convert: Callable, reader_name: str = "the reader schema"
+                    convert: Callable, reader_name: str = "the reader schema",
+                    reader_typed=None, compiled: Optional[bool] = None
                     ) -> Tuple[List, List[Optional[str]]]:
     """Each Avro binary payload read with `writer_schema` resolved to `reader_schema`
     (None: the same), then converted: the values and each one's error (None when fine).
-    The pure path; a compiled decoder can stand in for it."""
+
+    With `reader_typed` (the reader schema parsed with its logical types, and its named
+    types) and the pair in the compiled decoder's scope, the values come from it, as one
+    pa.Array of the reader's Spark type; otherwise from fastavro, as a list. `compiled`
+    (default USE_COMPILED) says whether the compiled decoder may be used."""
+    if (USE_COMPILED if compiled is None else compiled) and reader_typed is not None:
+        from .avro_program import program_for
+
+        program = program_for(writer_schema, reader_typed)
+        if program is not None:
+            try:
+                return program.decode(payloads)
+            except MemoryError:  # a column past Arrow's 2 GiB offsets: fastavro's lists take it
+                pass
     fastavro = _fastavro()
     from fastavro.read import SchemaResolutionError
 
