@@ -117,6 +117,7 @@ class FramedColumn:
         and each row's error (None when fine). FAILFAST raises the first row's error."""
         values: List[Any] = [None] * len(payloads)
         errors: List[Optional[str]] = [None] * len(payloads)
+        arrays = []  # (rows, pa.Array): a format's columnar result, placed at the end
         by_id: Dict[int, List[int]] = {}
         for row, payload in enumerate(payloads):
             if payload is None:
@@ -141,7 +142,8 @@ class FramedColumn:
                     errors[row] = f"incompatible writer schema: {where}: {incompatible}"
                 continue
             if isinstance(decoded, pa.Array):
-                decoded = decoded.to_pylist()
+                arrays.append((rows, decoded.cast(self.arrow_type)))  # a null where it failed
+                decoded = [None] * len(rows)
             for row, value, error in zip(rows, decoded, row_errors):
                 if error is None:
                     values[row] = value
@@ -155,7 +157,19 @@ class FramedColumn:
         placed = [None if error is None else str(RecordDecodeError(f"{self.side}: {error}").at(
             topics[row].as_py(), partitions[row].as_py(), offsets[row].as_py()))
             for row, error in enumerate(errors)]
-        return pa.array(values, self.arrow_type), placed
+        if len(arrays) == 1 and len(arrays[0][1]) == len(payloads):
+            return arrays[0][1], placed  # the common case: every row one schema id
+        column = pa.array(values, self.arrow_type)
+        if arrays:
+            index = list(range(len(payloads)))  # each row's position in the concatenation
+            start = len(payloads)
+            for rows, array in arrays:
+                for position, row in enumerate(rows, start):
+                    index[row] = position
+                start += len(array)
+            column = pa.concat_arrays([column] + [array for _, array in arrays]).take(
+                pa.array(index, pa.int64()))
+        return column, placed
 
     def _writer(self, schema_id: int):
         """(the registered schema of `schema_id`, None), or (None, why not)."""
