@@ -51,7 +51,7 @@ class AvroFormat(ValueFormat):
         except ImportError:
             raise InvalidOptionError(
                 f"option {option!r}: decoding Avro needs fastavro, which is not installed: "
-                f"pip install 'segmentlog[avro]'", option) from None
+                f"pip install \"segmentlog[avro]\"", option) from None
 
     def reader(self, schema, registry) -> "AvroReader":
         return AvroReader(schema, registry)

@@ -1099,7 +1099,7 @@ class ProtobufFormat(ValueFormat):
         except ImportError:
             raise InvalidOptionError(
                 f"option {option!r}: decoding Protobuf needs the protobuf package, which is "
-                f"not installed: pip install 'segmentlog[protobuf]'", option) from None
+                f"not installed: pip install \"segmentlog[protobuf]\"", option) from None
         if not hasattr(message_factory, "GetMessageClass"):
             raise InvalidOptionError(
                 f"option {option!r}: decoding Protobuf needs a newer protobuf package (one "

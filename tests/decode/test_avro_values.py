@@ -314,6 +314,6 @@ def test_without_fastavro_the_error_names_the_extra(logdir, monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "fastavro", None)  # as if not installed
-    with pytest.raises(InvalidOptionError, match=r"pip install 'segmentlog\[avro\]'"):
+    with pytest.raises(InvalidOptionError, match=r'pip install "segmentlog\[avro\]"'):
         DecodedRead({"path": logdir["logdir"], "schemas": logdir["export"],
                      "subscribe": "orders", "valueFormat": "avro"})
