@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from ..errors import RecordDecodeError, UnsupportedFormatError
 from .value_formats import (FRAME_SIZE, FormatReader, IncompatibleSchemaError, ValueFormat,
-                            frame_error)
+                            decoded_rows, frame_error)
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -651,18 +651,6 @@ def decode_json(column: JsonSchemaColumn, body: bytes, start: int = FRAME_SIZE) 
     return column.convert(value)
 
 
-def _decoded_rows(decode_one, payloads) -> Tuple[List[Any], List[Optional[str]]]:
-    values, errors = [], []
-    for payload in payloads:
-        try:
-            values.append(decode_one(payload))
-            errors.append(None)
-        except ValueError as failure:
-            values.append(None)
-            errors.append(str(failure))
-    return values, errors
-
-
 class JsonSchemaValues:
     """Decodes framed JSON Schema values into the column of a reader schema (a subject's
     latest), on its own (no registry, no Spark). `writer_of(schema_id)` gives the column
@@ -709,7 +697,7 @@ class JsonSchemaValues:
         by row, why a value could not be decoded (None where it was): such rows are null."""
         if isinstance(payloads, (pa.Array, pa.ChunkedArray)):
             payloads = payloads.to_pylist()
-        values, errors = _decoded_rows(self.decode_one, payloads)
+        values, errors = decoded_rows(self.decode_one, payloads)
         return pa.array(values, type=self.type), errors
 
 
@@ -764,7 +752,7 @@ class JsonSchemaReader(FormatReader):
         problem = self._writers[key]
         if problem:
             raise IncompatibleSchemaError(problem)
-        return _decoded_rows(lambda body: decode_json(self.column, body), payloads)
+        return decoded_rows(lambda body: decode_json(self.column, body), payloads)
 
 
 class JsonSchemaFormat(ValueFormat):

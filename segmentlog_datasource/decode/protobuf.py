@@ -47,7 +47,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from ..errors import InvalidOptionError, RecordDecodeError, UnsupportedFormatError
-from .value_formats import FormatReader, IncompatibleSchemaError, ValueFormat
+from .value_formats import FormatReader, IncompatibleSchemaError, ValueFormat, decoded_rows
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")  # Spark's TimestampType
 DURATION = pa.duration("us")  # Spark's DayTimeIntervalType
@@ -1067,23 +1067,18 @@ class ProtobufReader(FormatReader):
 
     def decode(self, writer, registry, payloads: Sequence[bytes]):
         loaded = self._writer_schema(writer, registry)
-        values: List[Any] = []
-        errors: List[Optional[str]] = []
-        for payload in payloads:
+
+        def decode_one(payload):
+            indexes, start = message_indexes(payload)
+            message_class, convert = self._converter(writer.id, loaded, indexes)
             try:
-                indexes, start = message_indexes(payload)
-                message_class, convert = self._converter(writer.id, loaded, indexes)
-                try:
-                    message = message_class.FromString(bytes(payload[start:]))
-                except Exception as failure:  # the runtime's DecodeError
-                    raise ValueError(f"invalid Protobuf binary for message "
-                                     f"{self.descriptor.full_name}: {failure}") from None
-                values.append(convert(message))
-                errors.append(None)
-            except ValueError as failure:
-                values.append(None)
-                errors.append(str(failure))
-        return values, errors
+                message = message_class.FromString(bytes(payload[start:]))
+            except Exception as failure:  # the runtime's DecodeError
+                raise ValueError(f"invalid Protobuf binary for message "
+                                 f"{self.descriptor.full_name}: {failure}") from None
+            return convert(message)
+
+        return decoded_rows(decode_one, payloads)
 
 
 class ProtobufFormat(ValueFormat):

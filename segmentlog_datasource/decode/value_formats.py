@@ -8,6 +8,7 @@ values of the reader schema's type: the subject's latest schema when the read wa
 Errors follow `mode`: FAILFAST raises RecordDecodeError naming topic, partition and offset;
 PERMISSIVE gives a null and the reason in keyError/valueError.
 """
+import abc
 import importlib
 import struct
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -32,12 +33,13 @@ class IncompatibleSchemaError(Exception):
     written with it fails with this reason."""
 
 
-class FormatReader:
+class FormatReader(abc.ABC):
     """Decodes one format's payloads into values of the reader schema, fixed when the read
     was planned. Pickled with the read to Spark's tasks."""
 
     arrow_type: pa.DataType
 
+    @abc.abstractmethod
     def decode(self, writer, registry, payloads: Sequence[bytes]
                ) -> Tuple[Any, List[Optional[str]]]:
         """The values of `payloads` (bytes after the frame), all written with the
@@ -45,10 +47,24 @@ class FormatReader:
         `arrow_type` (or a pa.Array of it), and one error reason per payload (None when
         it decoded; its value is then None). Raises IncompatibleSchemaError when no
         payload of `writer` can be read as the reader schema."""
-        raise NotImplementedError
 
 
-class ValueFormat:
+def decoded_rows(decode_one, payloads) -> Tuple[List[Any], List[Optional[str]]]:
+    """(values, errors) of `decode_one` applied to each payload: a ValueError is that
+    row's error, its value None (the FormatReader.decode contract, for formats that
+    decode row by row)."""
+    values, errors = [], []
+    for payload in payloads:
+        try:
+            values.append(decode_one(payload))
+            errors.append(None)
+        except ValueError as failure:
+            values.append(None)
+            errors.append(str(failure))
+    return values, errors
+
+
+class ValueFormat(abc.ABC):
     """One `valueFormat` / `keyFormat` value."""
 
     name: str  # the option value
@@ -60,11 +76,11 @@ class ValueFormat:
         """Raise InvalidOptionError naming the extra to install when a dependency is
         missing."""
 
+    @abc.abstractmethod
     def reader(self, schema, registry) -> FormatReader:
         """The reader of the registered schema `schema` (a subject's latest). Raises
         UnsupportedFormatError naming subject and version for a schema with no Spark
         type."""
-        raise NotImplementedError
 
 
 def value_format(name: str, option: str) -> ValueFormat:

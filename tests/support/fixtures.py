@@ -16,27 +16,27 @@ def fixtures_root() -> str:
     return os.path.join(root, "logdir") if os.path.isdir(os.path.join(root, "logdir")) else root
 
 
-def broker_disks_root() -> str:
-    """The three brokers' log dirs with their manifest: the broker-disks set beside
-    $SEGMENTLOG_FIXTURES's set (a fixtures/ folder holds both), else the copy of
-    ../shared/fixtures/broker-disks kept in tests/fixtures."""
+def _set_beside_given(name: str, marker: str):
+    """The fixture set `name` beside $SEGMENTLOG_FIXTURES's set (a fixtures/ folder holds
+    them all), if it is there (it holds `marker`)."""
     given = os.environ.get(FIXTURES_ENV)
     if given:
-        beside = os.path.join(os.path.dirname(os.path.abspath(given).rstrip(os.sep)),
-                              "broker-disks")
-        if os.path.isfile(os.path.join(beside, "manifest.json")):
+        beside = os.path.join(os.path.dirname(os.path.abspath(given).rstrip(os.sep)), name)
+        if os.path.isfile(os.path.join(beside, marker)):
             return beside
-    return BUNDLED_BROKER_DISKS
+    return None
+
+
+def broker_disks_root() -> str:
+    """The three brokers' log dirs with their manifest: the broker-disks set beside
+    $SEGMENTLOG_FIXTURES's set, else the copy of ../shared/fixtures/broker-disks kept in
+    tests/fixtures."""
+    return _set_beside_given("broker-disks", "manifest.json") or BUNDLED_BROKER_DISKS
 
 
 def internal_topics_root() -> str:
     """The partitions of Kafka's internal topics with their manifests: the internal-topics
     set beside $SEGMENTLOG_FIXTURES's set, else the copy of
     ../shared/fixtures/internal-topics kept in tests/fixtures."""
-    given = os.environ.get(FIXTURES_ENV)
-    if given:
-        beside = os.path.join(os.path.dirname(os.path.abspath(given).rstrip(os.sep)),
-                              "internal-topics")
-        if os.path.isfile(os.path.join(beside, "__consumer_offsets-0.manifest.json")):
-            return beside
-    return BUNDLED_INTERNAL_TOPICS
+    return _set_beside_given("internal-topics", "__consumer_offsets-0.manifest.json") \
+        or BUNDLED_INTERNAL_TOPICS

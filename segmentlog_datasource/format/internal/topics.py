@@ -3,6 +3,7 @@
 Each internal topic's module defines an `InternalTopic` and registers it under the name
 the `decode` read option takes (consumerOffsets, transactionState, clusterMetadata).
 """
+import abc
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
@@ -25,7 +26,7 @@ class DecodedRecord:
     known: bool = True  # False: a record type this library has no definition of
 
 
-class InternalTopic:
+class InternalTopic(abc.ABC):
     """The records of one internal topic: decode() and the shapes of what it gives."""
 
     option_value = ""  # the `decode` option's value that selects it
@@ -33,19 +34,19 @@ class InternalTopic:
     record_types: Tuple[str, ...] = ()  # every record type it decodes, as Kafka names them
     has_snapshots = False  # whether its partition directories hold snapshot files too
 
+    @abc.abstractmethod
     def decode(self, key: Optional[bytes], value: Optional[bytes]) -> DecodedRecord:
         """Raises RecordDecodeError for a version it does not know or bytes it cannot
         decode (the caller names the topic, partition and offset)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def key_fields(self) -> List[Tuple[str, object]]:
         """messages.field_tree of every key this topic's records can have."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def value_fields(self) -> List[Tuple[str, object]]:
         """messages.field_tree of every value (with fields added by decode(), such as
         decoded consumer-protocol bytes or a transaction's state name)."""
-        raise NotImplementedError
 
 
 INTERNAL_TOPICS: Dict[str, InternalTopic] = {}
