@@ -22,7 +22,7 @@ from dataclasses import replace
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from ...errors import RecordDecodeError, SchemaNotFoundError, did_you_mean
+from ...errors import InvalidOptionError, RecordDecodeError, SchemaNotFoundError, did_you_mean
 from . import schema_registry_records as records
 from .schema_registry_records import SchemaReference
 
@@ -294,3 +294,48 @@ def registry_from_partition_dir(directory: str) -> SchemaRegistry:
                             batch.column("key").to_pylist(), batch.column("value").to_pylist()))
     rows.sort(key=lambda row: row[0])
     return registry_from_records(rows, log.topic, log.partition, source)
+
+
+# -- subject naming -----------------------------------------------------------------
+
+TOPIC_NAME, RECORD_NAME, TOPIC_RECORD_NAME = \
+    "TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy"
+SUBJECT_STRATEGIES = (TOPIC_NAME, RECORD_NAME, TOPIC_RECORD_NAME)
+STRATEGY_PACKAGE = "io.confluent.kafka.serializers.subject."
+
+
+def parse_subject_strategy(raw, option: str = "subjectNameStrategy") -> str:
+    """A subject name strategy's simple name from Confluent's class name, simple or
+    full (io.confluent.kafka.serializers.subject.TopicNameStrategy); None: the default,
+    TopicNameStrategy. Names are compared without case."""
+    if raw is None or not str(raw).strip():
+        return TOPIC_NAME
+    text = str(raw).strip()
+    simple = text[len(STRATEGY_PACKAGE):] if text.lower().startswith(STRATEGY_PACKAGE) \
+        else text
+    for strategy in SUBJECT_STRATEGIES:
+        if simple.lower() == strategy.lower():
+            return strategy
+    raise InvalidOptionError.for_value(
+        option, raw, ", ".join(SUBJECT_STRATEGIES) + " (Confluent's class names, simple "
+        f"or with their package {STRATEGY_PACKAGE.rstrip('.')}); TopicNameStrategy by default")
+
+
+
+def subject_for(strategy, topic: str, is_key: bool, record_name: Optional[str] = None
+                ) -> str:
+    """The subject a serializer with this strategy registers a topic's key or value
+    schema under: TopicNameStrategy `<topic>-key` / `<topic>-value`, RecordNameStrategy
+    `<record name>`, TopicRecordNameStrategy `<topic>-<record name>`, the record name
+    being the schema's fully qualified name."""
+    strategy = parse_subject_strategy(strategy)
+    if strategy == TOPIC_NAME:
+        return f"{topic}-key" if is_key else f"{topic}-value"
+    if not record_name:
+        raise InvalidOptionError(
+            f"{strategy} names the subject after the {'key' if is_key else 'value'}'s "
+            f"record schema's fully qualified name, and none is given: it applies to "
+            f"record schemas only", "subjectNameStrategy")
+    if strategy == RECORD_NAME:
+        return record_name
+    return f"{topic}-{record_name}"
