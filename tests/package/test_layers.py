@@ -3,6 +3,7 @@
     errors  <-  storage  <-  format  <-  read  <-  decode  <-  spark
                              format  <-  writer <-  spark
                              read, decode, writer  <-  cli (the command line, free of Spark)
+    errors  <-  schemas  <-  decode, writer, spark, cli (schema languages' cores)
 
 Read from the source files (the checkout's `segmentlog_datasource/` and `writer/`, which
 installs as `segmentlog_datasource.writer`), every import counted, also those inside
@@ -21,13 +22,16 @@ ALLOWED = {
     "storage": {"errors", "storage"},
     "format": {"errors", "storage", "format"},
     "read": {"errors", "storage", "format", "read"},
-    "decode": {"errors", "storage", "format", "read", "decode"},
-    "writer": {"errors", "storage", "format", "writer"},
-    "spark": {"errors", "storage", "format", "read", "decode", "writer", "spark", "package"},
-    "cli": {"errors", "storage", "format", "read", "decode", "writer", "cli"},
+    "schemas": {"errors", "schemas"},
+    "decode": {"errors", "storage", "format", "read", "schemas", "decode"},
+    "writer": {"errors", "storage", "format", "schemas", "writer"},
+    "spark": {"errors", "storage", "format", "read", "schemas", "decode", "writer", "spark",
+              "package"},
+    "cli": {"errors", "storage", "format", "read", "schemas", "decode", "writer", "cli"},
     # The package's __init__ registers the source (spark) and exports the lookups (read);
     # its __main__ runs the command line (cli).
-    "package": {"errors", "storage", "format", "read", "decode", "spark", "cli", "package"},
+    "package": {"errors", "storage", "format", "read", "schemas", "decode", "spark", "cli",
+                "package"},
 }
 SPARK_MODULES = ("pyspark", "py4j")
 
