@@ -31,13 +31,14 @@ OFFSET_CHECKPOINT_HOLDS = {
 }
 CHECKPOINT_FILES = frozenset(OFFSET_CHECKPOINT_HOLDS) | {checkpoints.LEADER_EPOCH_FILE,
                                                          checkpoints.PARTITION_METADATA_FILE}
-DECODERS = ("utf8", "hex", "json", "avro")
+DECODERS = ("utf8", "hex", "json", "avro", "protobuf")
 FRAME_BYTES = 5  # Schema Registry's framing: magic byte 0, 4-byte schema id
 
 
 def decode_bytes(data: Optional[bytes], decoder):
-    """Key, value or header value shown with `decoder` (a name, or a FramedAvro); JSON
-    that does not parse is shown as UTF-8 text, unless it is Schema Registry framed JSON."""
+    """Key, value or header value shown with `decoder` (a name, or a framed.FramedDecoder);
+    JSON that does not parse is shown as UTF-8 text, unless it is Schema Registry framed
+    JSON."""
     if data is None:
         return None
     if callable(decoder):
@@ -58,72 +59,6 @@ def decode_bytes(data: Optional[bytes], decoder):
     return text
 
 
-class FramedAvro:
-    """--decoder avro: a Schema Registry framed key or value decoded with its writer's
-    schema (looked up by id in the registry, as kafka-avro-console-consumer does) and
-    shown as JSON values; what cannot be decoded is shown as "undecodable: <why>"."""
-
-    def __init__(self, load_registry):
-        self._load_registry = load_registry
-        self._registry = None
-        self._schemas = {}
-
-    def __call__(self, data: bytes):
-        from ..decode.value_formats import frame_error
-        from ..errors import SegmentLogError
-
-        problem = frame_error(data)
-        if problem is not None:
-            return f"undecodable: {problem}"
-        schema_id = int.from_bytes(data[1:FRAME_BYTES], "big")
-        try:
-            schema = self._schema(schema_id)
-            import io
-
-            from fastavro import schemaless_reader
-
-            value = schemaless_reader(io.BytesIO(data[FRAME_BYTES:]), schema)
-        except SegmentLogError as error:
-            return f"undecodable: {error}"
-        except Exception as error:  # fastavro: a truncated or malformed payload
-            return f"undecodable: schema id {schema_id}: {type(error).__name__}: {error}"
-        return _jsonable(value)
-
-    def _schema(self, schema_id: int):
-        if schema_id not in self._schemas:
-            from ..decode.avro import parse_registered
-
-            if self._registry is None:
-                self._registry = self._load_registry()
-            registered = self._registry.by_id(schema_id)
-            if registered.schema_type != "AVRO":
-                from ..errors import SegmentLogError
-
-                raise SegmentLogError(f"schema id {schema_id} is a {registered.schema_type} "
-                                      f"schema, not Avro")
-            self._schemas[schema_id] = parse_registered(registered, self._registry)[0]
-        return self._schemas[schema_id]
-
-
-def _jsonable(value):
-    """A decoded Avro value as JSON: bytes as base64, times as ISO 8601, decimals and
-    uuids as text."""
-    import base64
-    import datetime as dt
-
-    if isinstance(value, dict):
-        return {key: _jsonable(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(item) for item in value]
-    if isinstance(value, (bytes, bytearray)):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, (dt.datetime, dt.date, dt.time)):
-        return value.isoformat()
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)  # Decimal, UUID
-
-
 def record_fields(record, batch, print_data: bool, decoder: str, metadata: dict) -> dict:
     """A record as kafka-dump-log shows it, with the includeMetadata and
     includeControlRecords columns under their names (`metadata`: record_metadata's)."""
@@ -142,9 +77,24 @@ def record_fields(record, batch, print_data: bool, decoder: str, metadata: dict)
     elif print_data:
         fields["key"] = decode_bytes(record.key, decoder)
         fields["value"] = decode_bytes(record.value, decoder)
-        shown = "utf8" if callable(decoder) else decoder  # headers are never framed
+        shown = decoder.headers if callable(decoder) else decoder  # headers are never framed
         fields["headers"] = [[key, decode_bytes(value, shown)] for key, value in record.headers]
     return fields
+
+
+def framed_decoder(decoder: str, load_registry):
+    """What shows keys and values for `decoder`: avro and protobuf decode framed values
+    through the registry `load_registry()` returns, json checks their schema ids in it
+    when it is given (None: framed JSON shown without its schema); the others are names.
+    SegmentLogError (an InvalidOptionError) when the format's library is not installed."""
+    from .framed import FRAMED_DECODERS
+
+    if decoder not in FRAMED_DECODERS or (decoder == "json" and load_registry is None):
+        return decoder
+    from ..decode.value_formats import value_format
+
+    value_format(decoder, "--decoder")  # its library is there, or say which extra to install
+    return FRAMED_DECODERS[decoder](load_registry)
 
 
 def is_single_file(store, path: str) -> bool:
@@ -182,8 +132,7 @@ class Dump:
                  timestamp: Optional[int] = None, load_registry=None):
         self.records = records or print_data
         self.print_data = print_data
-        # avro: keys and values decoded through the registry `load_registry()` returns
-        self.decoder = FramedAvro(load_registry) if decoder == "avro" else decoder
+        self.decoder = framed_decoder(decoder, load_registry) if print_data else decoder
         self.offset = offset
         self.timestamp = timestamp
 

@@ -7,6 +7,7 @@ that cannot be written, nothing to verify).
 """
 import csv
 import datetime
+import functools
 import json
 import os
 import sys
@@ -30,6 +31,7 @@ from ..writer.errors import InvalidInputError
 from ..writer.logdir import check_written_logdir, list_topics, validate_topic_name
 from .describe import describe_partition
 from .dump import DECODERS, Dump, json_line, text_line
+from .framed import FRAMED_DECODERS
 from .tables import Column, print_table
 from .verify import DAMAGE, Finding, verify_copies
 
@@ -223,11 +225,12 @@ def _copy_names(described: List[dict]) -> dict:
 @click.option("--print-data", is_flag=True, help="Show keys, values and headers (implies --records).")
 @click.option("--decoder", type=click.Choice(DECODERS), default="utf8", show_default=True,
               help="How --print-data shows keys, values and header values; json also "
-                   "shows Schema Registry framed JSON, avro decodes framed Avro keys and "
-                   "values with their schemas (see --schemas).")
+                   "shows Schema Registry framed JSON (its schema ids checked with "
+                   "--schemas), avro and protobuf decode framed Avro and Protobuf keys "
+                   "and values with their writer's schemas (see --schemas).")
 @click.option("--schemas", default=None, metavar="PATH",
-              help="With --decoder avro: a _schemas log or a registry's JSON export "
-                   "(default: the _schemas topic under PATH).")
+              help="With --decoder avro, protobuf or json: a _schemas log or a registry's "
+                   "JSON export (default: the _schemas topic under PATH; json needs none).")
 @click.option("--offset", type=click.IntRange(min=0),
               help="Start at the batch holding this offset (via the offset index).")
 @click.option("--timestamp", type=click.IntRange(min=0),
@@ -245,13 +248,15 @@ def dump(paths, records, print_data, decoder, offset, timestamp, schemas, as_jso
     offsets (and the latest timestamp) it holds."""
     if offset is not None and timestamp is not None:
         raise click.UsageError("give --offset or --timestamp, not both")
-    if schemas is not None and decoder != "avro":
-        raise click.UsageError("--schemas is for --decoder avro")
+    if schemas is not None and decoder not in FRAMED_DECODERS:
+        raise click.UsageError(f"--schemas is for the decoders of framed values "
+                               f"(--decoder {', '.join(FRAMED_DECODERS)}), not {decoder}")
     shown = json_line if as_json else text_line
 
+    @functools.lru_cache(maxsize=None)
     def load_registry():
         """The registry of --schemas, or of the _schemas topic beside the partitions
-        dumped (a partition directory's log dir)."""
+        dumped (a partition directory's log dir); loaded once."""
         from ..decode.registry import load_registry as load
         from ..format.log import parse_partition_dir_name
 
@@ -259,9 +264,16 @@ def dump(paths, records, print_data, decoder, offset, timestamp, schemas, as_jso
             os.path.basename(path.rstrip("/"))) else path for path in paths]
         return load(schemas, list(dict.fromkeys(beside)))
 
+    if schemas is not None and print_data:
+        try:  # a --schemas that does not load is a usage error, before anything is shown
+            load_registry()
+        except SegmentLogError as error:
+            raise click.UsageError(f"--schemas {schemas}: {error}")
     try:
+        # json shows framed JSON without schemas; with --schemas it checks their ids too
         for item in Dump(records, print_data, decoder, offset, timestamp,
-                         load_registry).items(paths):
+                         None if decoder == "json" and schemas is None else load_registry
+                         ).items(paths):
             click.echo(shown(item))
     except SegmentLogError as error:
         _fail(error)

@@ -1,5 +1,5 @@
-"""`segmentlog dump --print-data --decoder avro|json`: Schema Registry framed keys and
-values shown decoded, with the schemas of the log's own _schemas topic or an export."""
+"""`segmentlog dump --print-data --decoder avro|json|protobuf`: Schema Registry framed keys
+and values shown decoded, with the schemas of the log's own _schemas topic or an export."""
 import io
 import json
 import struct
@@ -71,5 +71,133 @@ def test_dump_decodes_framed_avro_and_json(tmp_path):
     code, output = dump(f"{logdir}/events-0", "--print-data", "--decoder", "json", "--json")
     assert [json.loads(line)["value"] for line in output.splitlines()
             if json.loads(line).get("kind") == "record"] == [{"id": 3}, {"id": 4}]
-    code, output = dump(f"{logdir}/events-0", "--decoder", "json", "--schemas", str(export))
-    assert code == 2 and "--schemas is for --decoder avro" in output
+    code, output = dump(f"{logdir}/events-0", "--print-data", "--decoder", "hex",
+                        "--schemas", str(export))
+    assert code == 2 and "--schemas is for the decoders of framed values" in output, output
+    code, output = dump(f"{logdir}/events-0", "--print-data", "--decoder", "avro",
+                        "--schemas", str(tmp_path / "missing.json"))
+    assert code == 2 and f"--schemas {tmp_path / 'missing.json'}: " in output, output
+
+
+def schemas_topic(logdir, entries):
+    """A `_schemas` topic holding `entries` (export entries), its records written as
+    Schema Registry writes them."""
+    keys = [json.dumps({"keytype": "SCHEMA", "subject": entry["subject"],
+                        "version": entry["version"], "magic": 1}).encode() for entry in entries]
+    values = [json.dumps(dict(entry, deleted=False)).encode() for entry in entries]
+    write_log(logdir, pa.table({"key": keys, "value": values}), topic="_schemas",
+              num_partitions=1)
+
+
+def shown_records(output, field="value"):
+    return [json.loads(line)[field] for line in output.splitlines()
+            if json.loads(line).get("kind") == "record"]
+
+
+def test_dump_json_with_schemas_checks_the_schema_ids(tmp_path):
+    export = tmp_path / "registry.json"
+    export.write_text(json.dumps([
+        {"id": 7, "subject": "orders-value", "version": 1, "schema": json.dumps(SCHEMA)},
+        {"id": 8, "subject": "events-value", "version": 1, "schemaType": "JSON",
+         "schema": json.dumps({"type": "object", "properties": {"id": {"type": "integer"}}})}]))
+    logdir = str(tmp_path / "logs")
+    json_frame = b"\x00\x00\x00\x00\x08"
+    write_log(logdir, pa.table({"value": [
+        json_frame + b'{"id": 3}', b'{"id": 4}', b"\x00\x00\x00\x00\x07" + b'{"id": 5}',
+        b"\x00\x00\x00\x00\x63" + b'{"id": 6}', json_frame + b"{oops", b"text"]}),
+        topic="events", num_partitions=1)
+    code, output = dump(f"{logdir}/events-0", "--print-data", "--decoder", "json",
+                        "--schemas", str(export), "--json")
+    assert code == 0, output
+    shown = shown_records(output)
+    assert shown[:2] == [{"id": 3}, {"id": 4}]
+    assert shown[2] == ("undecodable: schema id 7 (orders-value version 1) is a schema of "
+                        "type AVRO, and --decoder json decodes JSON schemas")
+    assert shown[3].startswith(f"undecodable: schema id 99 is not in the schema registry "
+                               f"export {export}")
+    assert shown[4].startswith("undecodable: schema id 8 (events-value version 1): invalid "
+                               "JSON after the schema id")
+    assert shown[5] == "text"  # not framed: shown as without --schemas
+    # Without --schemas no registry is needed (the log has no _schemas topic)
+    code, output = dump(f"{logdir}/events-0", "--print-data", "--decoder", "json", "--json")
+    assert code == 0 and shown_records(output)[:3] == [{"id": 3}, {"id": 4}, {"id": 5}]
+
+
+def test_dump_decodes_framed_protobuf_by_message_indexes(tmp_path):
+    """Payloads serialized by the protobuf runtime from hand-built descriptors; the
+    registry holds the .proto texts of the same files."""
+    from google.protobuf import json_format
+
+    from decode.test_protobuf_values import LINE, ORDER, REFUND, SCHEMAS, V1, body
+
+    def framed_proto(schema_id, payload):
+        return b"\x00" + struct.pack(">i", schema_id) + payload
+
+    entries = [{"id": s.id, "subject": s.subject, "version": s.version,
+                "schemaType": "PROTOBUF", "schema": s.schema,
+                "references": [{"name": r.name, "subject": r.subject, "version": r.version}
+                               for r in s.references]} for s in SCHEMAS]
+    entries.append({"id": 7, "subject": "avro-value", "version": 1,
+                    "schema": json.dumps(SCHEMA)})
+    logdir = str(tmp_path / "logs")
+    schemas_topic(logdir, entries)
+    order = ORDER(id=2, quantity=5, status=1, tags=["a", "b"], counters={"x": 7},
+                  ship_to={"city": "Oslo"}, card="visa", big_count=2 ** 64 - 1,
+                  blob=b"\x01\xff", discount={"value": -5},  # the test pool's own classes
+                  placed_at={"seconds": 1704164645, "nanos": 6000000})
+    values = [framed_proto(1, body(V1(id=1, quantity=3))),
+              framed_proto(4, body(order)),
+              framed_proto(4, body(REFUND(order_id=9), b"\x02\x02")),  # indexes [1]
+              framed_proto(4, body(LINE(sku="s", count=4), b"\x04\x00\x00")),  # [0, 0]
+              framed_proto(4, b"\x02\x0a" + b"\x08\x01"),  # indexes [5]
+              framed_proto(4, b"\x00\x0a\x05ab"),  # a string field cut short
+              framed_proto(99, b"\x00"),
+              framed_proto(7, b"\x00"),
+              b"plain"]
+    keys = [framed_proto(1, body(V1(id=7)))] + [None] * (len(values) - 1)
+    write_log(logdir, pa.table({"key": keys, "value": values}), topic="orders",
+              num_partitions=1)
+    code, output = dump(f"{logdir}/orders-0", "--print-data", "--decoder", "protobuf", "--json")
+    assert code == 0, output
+    shown = shown_records(output)
+    assert shown_records(output, "key")[:2] == [{"id": 7, "legacy": "", "quantity": 0}, None]
+    # The runtime's JSON form, field names as in the .proto, fields at defaults included
+    assert shown[0] == {"id": 1, "legacy": "", "quantity": 3}
+    assert {name: shown[1][name] for name in (
+        "id", "quantity", "status", "tags", "counters", "ship_to", "card", "big_count",
+        "blob", "discount", "placed_at", "note", "lines")} == {
+        "id": 2, "quantity": "5", "status": "PLACED", "tags": ["a", "b"],
+        "counters": {"x": "7"}, "ship_to": {"city": "Oslo", "zip": ""}, "card": "visa",
+        "big_count": "18446744073709551615", "blob": "Af8=", "discount": -5,
+        "placed_at": "2024-01-02T03:04:05.006Z", "note": "", "lines": []}
+    assert "voucher" not in shown[1] and "coupon" not in shown[1]  # unset: have presence
+    assert list(shown[1]) == [  # as the .proto declares them
+        "id", "quantity", "note", "delta", "small_count", "big_count", "checksum", "offset",
+        "price", "ratio", "paid", "blob", "status", "lines", "tags", "counters",
+        "lines_by_number", "card", "placed_at", "discount", "ship_to"]
+    # the same as the hand-built message in the runtime's JSON form
+    assert shown[1] == json_format.MessageToDict(
+        order, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+    assert shown[2:4] == [{"order_id": 9}, {"sku": "s", "count": 4}]
+    assert shown[4] == ("undecodable: schema id 4 (orders-value version 3): bad message "
+                        "indexes [5]: the file has 2 message(s) at index 0, and 5 is not one")
+    assert shown[5].startswith("undecodable: schema id 4 (orders-value version 3): invalid "
+                               "Protobuf binary for message shop.Order (message indexes [0])")
+    assert shown[6].startswith("undecodable: schema id 99 is not in the _schemas topic under ")
+    assert shown[7] == ("undecodable: schema id 7 (avro-value version 1) is a schema of type "
+                        "AVRO, and --decoder protobuf decodes PROTOBUF schemas")
+    assert shown[8].startswith("undecodable: bad magic byte 0x70")
+    # --schemas, an export of the same schemas; text mode
+    export = tmp_path / "registry.json"
+    export.write_text(json.dumps(entries))
+    code, output = dump(f"{logdir}/orders-0", "--print-data", "--decoder", "protobuf",
+                        "--schemas", str(export))
+    assert code == 0 and 'payload: {"id": 1, "legacy": "", "quantity": 3}' in output, output
+    assert 'payload: {"order_id": 9}' in output
+    # No _schemas beside and no --schemas: each framed record says where schemas come from
+    bare = str(tmp_path / "bare")
+    write_log(bare, pa.table({"value": values[:1]}), topic="orders", num_partitions=1)
+    code, output = dump(f"{bare}/orders-0", "--print-data", "--decoder", "protobuf", "--json")
+    assert code == 0, output
+    assert shown_records(output)[0].startswith("undecodable: decoding values needs their "
+                                               "schemas, and there is no _schemas topic")
