@@ -357,18 +357,9 @@ class WriteJob:
         if table is None:
             return []
         existing = list_topics(self.logdir).get(SCHEMAS_TOPIC, [])
-        if existing and existing != [0]:
-            raise WriteError(
-                f"the {SCHEMAS_TOPIC} topic in {self.logdir} has partitions {existing}; "
-                f"Schema Registry keeps its schemas in one partition, 0")
         if existing != self.existing_partitions.get(SCHEMAS_TOPIC, []):
             self.existing_partitions[SCHEMAS_TOPIC] = existing  # created since the start
-        options = replace(self.options, num_partitions=None if existing else 1,
-                          compression=compression.NONE, compression_levels={},
-                          value_format="raw", key_format="raw", topic_id=None,
-                          leader_epoch=None)
-        self._schemas_spec = replace(self.spec, mode="append", options=options,
-                                     topic=SCHEMAS_TOPIC, layout=None, framing=None)
+        self._schemas_spec = schemas_task_spec(self.spec, existing, self.logdir)
         task = TaskWriter(self._schemas_spec, SCHEMAS_TASK_INDEX, 0)
         try:
             task.write(table)
@@ -491,6 +482,23 @@ class WriteJob:
             except OSError:
                 pass
 
+
+
+def schemas_task_spec(spec: TaskSpec, existing: List[int], logdir: str) -> TaskSpec:
+    """The spec of the task that appends a framed write's SCHEMA records to `_schemas`
+    (partition 0, in any save mode, uncompressed as the registry's producer writes them);
+    `existing`: the topic's partitions now."""
+    if existing and existing != [0]:
+        raise WriteError(
+            f"the {SCHEMAS_TOPIC} topic in {logdir} has partitions {existing}; Schema "
+            f"Registry keeps its schemas in one partition, 0")
+    options = replace(spec.options, num_partitions=None if existing else 1,
+                      compression=compression.NONE, compression_levels={},
+                      value_format="raw", key_format="raw", given_schemas=(), topic_id=None,
+                      leader_epoch=None)
+    return replace(spec, mode="append", options=options, topic=SCHEMAS_TOPIC, layout=None,
+                   framing=None, existing_partitions={**spec.existing_partitions,
+                                                      SCHEMAS_TOPIC: list(existing)})
 
 
 def settled_partition_count(spec: TaskSpec, topic: str, ordered: List[TaskResult],

@@ -99,11 +99,13 @@ from ..storage import STORE_OPTIONS, StoreConfig, resolve
 from ..storage.remote import backoff_s, store_error
 from ..storage.resolve import is_remote_uri
 
+from . import framed
 from .assembly import StagedBatches, write_segment
-from .errors import ConcurrentWriteError, TopicLayoutError, WriteAbortedError, \
-    WriteError
-from .job import DEFAULT_LEADER_EPOCH, MODES, CommitSummary, PartitionSummary, \
-    settled_partition_count
+from .errors import ConcurrentWriteError, InvalidInputError, TopicLayoutError, \
+    WriteAbortedError, WriteError
+from .framed import SCHEMAS_TOPIC, FramingPlan
+from .job import DEFAULT_LEADER_EPOCH, MODES, SCHEMAS_TASK_INDEX, CommitSummary, \
+    PartitionSummary, schemas_task_spec, settled_partition_count
 from .locks import owner_alive, owner_info
 from .logdir import LOCK_PREFIX, STAGING_PREFIX, check_num_partitions, partition_count, \
     validate_topic_name
@@ -555,10 +557,13 @@ class ObjectStoreTaskWriter:
         self.target = target
         self.staging_key = staging_key
         self.local_dir = tempfile.mkdtemp(prefix="segmentlog-task-")
+        self.job_spec = spec
         self.task = TaskWriter(replace(spec, staging_dir=self.local_dir), task_index, attempt)
         self.uploaded: Optional[str] = None
 
     def write(self, data) -> None:
+        # the engine plans the framing when its first rows come, after this task began
+        self.task.spec.framing = self.job_spec.framing
         self.task.write(data)
 
     def finish(self) -> TaskResult:
@@ -642,8 +647,26 @@ class ObjectStoreWriteJob:
         self.existing_partitions = self._list_topics()
         self.spec = TaskSpec(self.job_id, uri, "", mode, self.options, self.topic,
                              self.existing_partitions, self.write_time_ms, layout)
+        self._schemas_spec: Optional[TaskSpec] = None  # set when the commit registers
         if self.topic is not None:
             self._check_topic_at_start(self.topic)
+        if layout is not None:
+            self.plan_framing(layout)
+
+    def plan_framing(self, layout) -> Optional[FramingPlan]:
+        """WriteJob.plan_framing's: the framed columns' schema ids against the log dir's
+        `_schemas` partition in the store now; the commit confirms them."""
+        if not self.options.framed_sides:
+            return None
+        planned = self.spec.framing
+        if planned is None:
+            self.spec.framing = framed.plan_framing(self.options, self.topic, self.logdir,
+                                                    layout.framed_types, self.store)
+        elif layout.framed_types != planned.column_types:
+            raise InvalidInputError(
+                f"the framed columns have types {layout.framed_types}; this write's schemas "
+                f"were planned for {planned.column_types}")
+        return self.spec.framing
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -780,12 +803,23 @@ class ObjectStoreWriteJob:
         topics |= {topic for r in ordered for topic in r.topic_counts}
         if self.topic is not None:
             topics.add(self.topic)
+        framing = self.spec.framing
+        if framing is None and self.options.framed_sides:
+            raise WriteError(f"write {self.job_id} frames {self.options.framed_sides} but "
+                             f"its schemas were never planned (plan_framing)")
         published: List[Tuple[PublishEntry, str]] = []  # with the ETag each one got
         self.locks.resume()
         try:
-            for topic in sorted(topics):
+            # A framed write reads and may append to `_schemas`: its lock keeps two writes
+            # from giving out one id.
+            for topic in sorted(topics | ({SCHEMAS_TOPIC} if framing is not None else set())):
                 if topic not in self.locks.held:
                     self.locks.acquire(topic, self._finish_dead_job)
+            if framing is not None:
+                registering = self._schema_records(framing)
+                if registering:
+                    ordered = ordered + registering
+                    topics.add(SCHEMAS_TOPIC)
             with tempfile.TemporaryDirectory(prefix="segmentlog-commit-") as work:
                 summary, entries = self._assemble(ordered, sorted(topics), work)
                 for entry in entries:
@@ -921,8 +955,29 @@ class ObjectStoreWriteJob:
                     int(batches.record_counts.sum()), [p.base_offset for p in plans]))
         return summary, entries
 
+    def _schema_records(self, framing: FramingPlan) -> List[TaskResult]:
+        """Under the `_schemas` lock: the plan confirmed against `_schemas` now, and the
+        staged SCHEMA records it registers (WriteJob._schema_records's)."""
+        confirmed = framed.confirm_framing(framing, self.options, self.topic, self.logdir,
+                                           self.store)
+        table = framed.schema_records_table(confirmed)
+        if table is None:
+            return []
+        existing = self._list_topics().get(SCHEMAS_TOPIC, [])
+        self._schemas_spec = schemas_task_spec(self.spec, existing, self.logdir)
+        task = ObjectStoreTaskWriter(self._schemas_spec, self.target, self.staging_key,
+                                     SCHEMAS_TASK_INDEX, 0)
+        try:
+            task.write(table)
+            return [task.finish()]
+        except BaseException:
+            task.discard()
+            raise
+
     def _topic_count(self, topic: str, ordered: List[TaskResult]) -> int:
-        return settled_partition_count(self.spec, topic, ordered, self.logdir)
+        spec = self._schemas_spec if topic == SCHEMAS_TOPIC and self._schemas_spec else \
+            self.spec
+        return settled_partition_count(spec, topic, ordered, self.logdir)
 
     # --------------------------------------------------------------- recovery
     def recover_dead_publishes(self) -> List[str]:
@@ -1015,11 +1070,6 @@ def open_write_job(logdir: str, *, store_config: Optional[StoreConfig] = None, *
     from .job import WriteJob
 
     if store_scheme(logdir) is not None:
-        options = kwargs.get("options")
-        if options is not None and options.framed_sides:
-            raise InvalidOptionError(
-                f"option '{options.framed_sides[0]}Format' = avro writes to local log dirs "
-                f"only for now, not to {logdir}", f"{options.framed_sides[0]}Format")
         return ObjectStoreWriteJob(logdir, store_config=store_config, **kwargs)
     if store_config is not None and store_config != StoreConfig():
         raise InvalidOptionError(

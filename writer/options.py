@@ -3,11 +3,12 @@
 The write options are tabled in README.md, "Writing" > "Options".
 """
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..errors import InvalidOptionError, UnsupportedFormatError, did_you_mean
 from ..format import compression
 from ..format.checkpoints import parse_topic_id
+from ..format.internal.schema_registry import parse_subject_strategy
 from ..format.layout import CREATE_TIME, INT32_MAX, INT64_MAX, LOG_APPEND_TIME, TIMESTAMP_TYPE_NAMES
 
 # A topic's message.timestamp.type is one of these two (NoTimestampType is magic 0 only).
@@ -37,17 +38,20 @@ _LEVEL_OPTIONS = {
 # Options the caller (Spark adapter or engine) consumes itself.
 PASSTHROUGH_OPTIONS = {"path", "topic"}
 # Framed values (writer/framed.py): the read options' names, per side.
-FRAMED_FORMATS = ("raw", "avro")  # this writer's; a read also takes json and protobuf
+FRAMED_FORMATS = ("raw", "avro", "json", "protobuf")
+SCHEMA_OPTION_SUFFIX = {"avro": "AvroSchema", "json": "JsonSchema", "protobuf": "ProtobufSchema"}
 _FRAMED_OPTIONS = {
     "valueformat": ("value_format", "valueFormat"), "keyformat": ("key_format", "keyFormat"),
-    "valueavroschema": ("value_avro_schema", "valueAvroSchema"),
-    "keyavroschema": ("key_avro_schema", "keyAvroSchema"),
     "valuerecordname": ("value_record_name", "valueRecordName"),
     "keyrecordname": ("key_record_name", "keyRecordName"),
+    "subjectnamestrategy": ("subject_name_strategy", "subjectNameStrategy"),
 }
+# valueAvroSchema, keyJsonSchema, ...: (side, format)
+_GIVEN_SCHEMA_OPTIONS = {f"{side}{suffix}".lower(): (side, fmt, f"{side}{suffix}")
+                         for side in ("value", "key") for fmt, suffix in SCHEMA_OPTION_SUFFIX.items()}
 KNOWN_OPTIONS = sorted(
     ["compression.type", "message.timestamp.type", "topicid", *_INT_OPTIONS, *_LEVEL_OPTIONS,
-     *PASSTHROUGH_OPTIONS, *_FRAMED_OPTIONS]
+     *PASSTHROUGH_OPTIONS, *_FRAMED_OPTIONS, *_GIVEN_SCHEMA_OPTIONS]
 )
 
 
@@ -85,16 +89,29 @@ class WriteOptions:
     # framed values and keys (writer/framed.py)
     value_format: str = "raw"
     key_format: str = "raw"
-    value_avro_schema: Optional[str] = None  # Avro JSON; None: derived from the column
-    key_avro_schema: Optional[str] = None
+    # (side, format, option name, schema text) of the schemas given as options
+    given_schemas: Tuple[Tuple[str, str, str, str], ...] = ()
     value_record_name: Optional[str] = None  # the derived record's full name
     key_record_name: Optional[str] = None
+    subject_name_strategy: Optional[str] = None  # None: TopicNameStrategy
 
     @property
     def framed_sides(self):
-        """The columns ("key", "value") written as Confluent-framed Avro."""
+        """The columns ("key", "value") written Confluent-framed."""
         return tuple(side for side, fmt in (("key", self.key_format),
                                             ("value", self.value_format)) if fmt != "raw")
+
+    def framed_format(self, side: str) -> str:
+        return self.key_format if side == "key" else self.value_format
+
+    def record_name(self, side: str) -> Optional[str]:
+        return self.key_record_name if side == "key" else self.value_record_name
+
+    def given_schema(self, side: str) -> Optional[Tuple[str, str]]:
+        """(option name, schema text) of the schema an option gives this side; None: the
+        schema is derived from the column."""
+        return next(((option, text) for s, _, option, text in self.given_schemas
+                     if s == side), None)
 
     @property
     def compression_level(self) -> Optional[int]:
@@ -111,6 +128,7 @@ class WriteOptions:
         """Parse Kafka-named options (keys case-insensitive; values strings or numbers)."""
         values: Dict[str, Any] = {}
         levels: Dict[int, int] = {}
+        given = []
         for raw_key, raw_value in (options or {}).items():
             key = str(raw_key).lower()
             if key in PASSTHROUGH_OPTIONS:
@@ -123,6 +141,9 @@ class WriteOptions:
                 values["timestamp_type"] = parse_timestamp_type(raw_value)
             elif key == "topicid":
                 values["topic_id"] = parse_topic_id_option(raw_key, raw_value)
+            elif key in _GIVEN_SCHEMA_OPTIONS:
+                side, fmt, name = _GIVEN_SCHEMA_OPTIONS[key]
+                given.append((side, fmt, name, parse_framed_option(name, raw_value)))
             elif key in _FRAMED_OPTIONS:
                 attribute, name = _FRAMED_OPTIONS[key]
                 values[attribute] = parse_framed_option(name, raw_value)
@@ -137,23 +158,39 @@ class WriteOptions:
                 raise unknown_option(raw_key)
         if levels:
             values["compression_levels"] = levels
+        _check_given_schemas(given, values)
+        values["given_schemas"] = tuple(given)
         return cls(**values)
 
 
 def parse_framed_option(name: str, value):
     if name.endswith("Format"):
         text = str(value).strip().lower()
-        if text in ("json", "protobuf"):
-            raise InvalidOptionError(
-                f"option {name!r} is {value!r}: a segmentlog write encodes Avro only for now "
-                f"(reads decode json and protobuf too); accepted: raw, avro", name)
         if text not in FRAMED_FORMATS:
-            raise InvalidOptionError.for_value(name, value, "raw (default) or avro")
+            raise InvalidOptionError.for_value(name, value, "raw (default), avro, json or "
+                                                            "protobuf")
         return text
+    if name == "subjectNameStrategy":
+        return parse_subject_strategy(value, name)
     if not isinstance(value, str) or not value.strip():
         raise InvalidOptionError(f"option {name!r} must be a non-empty string, got {value!r}",
                                  name)
     return value.strip()
+
+
+def _check_given_schemas(given, values) -> None:
+    """A given schema is in the language its side is written in, and one per side."""
+    for side, fmt, name, _ in given:
+        side_format = values.get(f"{side}_format", "raw")
+        if side_format != fmt:
+            raise InvalidOptionError(
+                f"option {name!r} gives a {fmt} schema, and option '{side}Format' is "
+                f"{side_format}: give '{side}Format' = {fmt}, or "
+                f"'{side}{SCHEMA_OPTION_SUFFIX.get(side_format, 'AvroSchema')}' instead", name)
+        if values.get(f"{side}_record_name") is not None:
+            raise InvalidOptionError(
+                f"options '{side}RecordName' and {name!r} are both given; the schema names "
+                f"its record itself", f"{side}RecordName")
 
 
 def parse_int(name, value, low, high) -> int:

@@ -13,6 +13,7 @@ import avro.schema
 import pyarrow as pa
 import pytest
 
+from segmentlog_datasource.errors import InvalidOptionError
 from segmentlog_datasource.format import ScanOptions
 from segmentlog_datasource.format.internal import schema_registry_records as records
 from segmentlog_datasource.read.options import parse_read_options
@@ -190,9 +191,22 @@ def test_the_schemas_lock_and_a_registry_changed_meanwhile(tmp_path):
 def test_option_errors(tmp_path):
     table = orders([{"id": 1, "name": "a"}],
                    pa.struct([pa.field("id", pa.int64(), False), pa.field("name", pa.string())]))
-    with pytest.raises(Exception, match="Avro only for now"):
+    with pytest.raises(InvalidOptionError, match="option 'valueFormat'.*'xml'.*raw \\(default\\), "
+                       "avro, json or protobuf"):
         write_log(str(tmp_path), table, topic="t", num_partitions=1,
-                  options={"valueFormat": "json"})
+                  options={"valueFormat": "xml"})
+    with pytest.raises(InvalidOptionError, match="option 'valueJsonSchema' gives a json schema, "
+                       "and option 'valueFormat' is avro.*'valueAvroSchema' instead"):
+        write_log(str(tmp_path), table, topic="t", num_partitions=1,
+                  options={"valueFormat": "avro", "valueJsonSchema": '{"type":"object"}'})
+    with pytest.raises(InvalidOptionError, match="'valueRecordName' and 'valueAvroSchema' are "
+                       "both given"):
+        write_log(str(tmp_path), table, topic="t", num_partitions=1,
+                  options={"valueFormat": "avro", "valueAvroSchema": V1,
+                           "valueRecordName": "a.B"})
+    with pytest.raises(InvalidOptionError, match="subjectNameStrategy"):
+        write_log(str(tmp_path), table, topic="t", num_partitions=1,
+                  options={"valueFormat": "avro", "subjectNameStrategy": "Bogus"})
     with pytest.raises(InvalidInputError, match="column 'value' has type .*struct"):
         write_log(str(tmp_path), pa.table({"value": [b"x"]}), topic="t", num_partitions=1,
                   options={"valueFormat": "avro"})
@@ -244,3 +258,20 @@ def test_a_struct_key_too(tmp_path):
                         "keyFormat": "avro"})
     assert [(r["keyDecoded"], r["valueDecoded"]) for r in got] == \
         list(zip(table.column("key").to_pylist(), table.column("value").to_pylist()))
+
+
+@pytest.mark.parametrize("strategy, subject", [
+    ("RecordNameStrategy", "com.acme.Order"),
+    ("io.confluent.kafka.serializers.subject.TopicRecordNameStrategy", "orders-com.acme.Order"),
+])
+def test_record_name_strategies_name_the_subject_after_the_record(tmp_path, strategy, subject):
+    logdir = str(tmp_path)
+    value_type = pa.struct([pa.field("id", pa.int64(), False), pa.field("name", pa.string())])
+    rows = [{"id": 1, "name": "x"}]
+    write_log(logdir, orders(rows, value_type), topic="orders", num_partitions=1,
+              options={"valueFormat": "avro", "valueRecordName": "com.acme.Order",
+                       "subjectNameStrategy": strategy})
+    assert [json.loads(v)["subject"] for _, v in schema_records(logdir)] == [subject]
+    got = decoded_rows({"path": logdir, "subscribe": "orders", "valueFormat": "avro",
+                        "subjectNameStrategy": strategy, "valueRecordName": "com.acme.Order"})
+    assert [row["valueDecoded"] for row in got] == rows

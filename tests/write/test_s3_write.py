@@ -368,3 +368,48 @@ def test_missing_boto3_names_the_extra(monkeypatch):
     monkeypatch.setattr(objectstore, "_clients", {})
     with pytest.raises(WriteError, match=r'pip install "segmentlog\[s3\]"'):
         objectstore._make_client(objectstore.StoreConfig(region="eu-west-1"))
+
+
+# ------------------------------------------------------------------ framed values
+
+def test_framed_values_register_their_schemas_in_the_store_as_locally(s3, prefix, tmp_path):
+    """valueFormat=avro into s3://: the `_schemas` records and the framed segments are the
+    local write's, byte for byte; a second write with a compatible schema registers
+    version 2, an incompatible one is refused with nothing written; the values decode
+    back through the reader over S3."""
+    from support.reading import decoded_rows
+
+    uri = f"s3://{BUCKET}/{prefix}"
+    local = str(tmp_path / "local")
+    v1 = pa.struct([pa.field("id", pa.int64(), False), pa.field("name", pa.string())])
+    v2 = pa.struct([pa.field("id", pa.int64(), False)])  # a field removed: BACKWARD holds
+    first = pa.table({"value": pa.array([{"id": 1, "name": "a"}, {"id": 2, "name": None}], v1)})
+    second = pa.table({"value": pa.array([{"id": 3}], v2)})
+    for logdir in (local, uri):
+        write_log(logdir, first, topic="orders", num_partitions=1, write_time_ms=WRITE_TIME,
+                  options={"valueFormat": "avro"})
+        write_log(logdir, second, topic="orders", write_time_ms=WRITE_TIME,
+                  options={"valueFormat": "avro"})
+    in_s3 = {name: data for name, data in objects(s3, prefix).items()
+             if not name.startswith(".")}
+    on_disk = {name: data for name, data in local_files(local).items()
+               if not name.startswith(".")
+               and not name.endswith(("-checkpoint", "partition.metadata"))}
+    assert sorted(in_s3) == sorted(on_disk)
+    assert any(name.startswith("_schemas-0/") and name.endswith(".log") for name in in_s3)
+    for name in on_disk:
+        assert in_s3[name] == on_disk[name], name
+
+    registered = [json.loads(v) for v in read_through_reader(uri)[("_schemas", 0)]]
+    assert [(r["subject"], r["version"], r["id"]) for r in registered] == \
+        [("orders-value", 1, 1), ("orders-value", 2, 2)]
+    got = decoded_rows({"path": uri, "subscribe": "orders", "valueFormat": "avro"})
+    assert [row["valueDecoded"] for row in got] == [{"id": 1}, {"id": 2}, {"id": 3}]
+
+    before = objects(s3, prefix)
+    v3 = pa.struct([pa.field("id", pa.int64(), False), pa.field("extra", pa.int64(), False)])
+    with pytest.raises(WriteError, match="incompatible with subject 'orders-value' version 2"):
+        write_log(uri, pa.table({"value": pa.array([{"id": 4, "extra": 1}], v3)}),
+                  topic="orders", options={"valueFormat": "avro"})
+    assert {k: v for k, v in objects(s3, prefix).items() if k != PUBLISH_TOKEN} == \
+        {k: v for k, v in before.items() if k != PUBLISH_TOKEN}

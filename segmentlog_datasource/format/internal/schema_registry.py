@@ -271,19 +271,27 @@ def registry_from_records(rows: Iterable[tuple], topic: str = SCHEMAS_TOPIC,
     return registry
 
 
-def registry_from_partition_dir(directory: str) -> SchemaRegistry:
-    """A registry replayed from a local `_schemas-0` partition directory, every record of
-    its segments in offset order (the writer's view of its own log dir, under the topic's
-    lock: nothing there is uncommitted). A missing directory: an empty registry."""
+def registry_from_partition_dir(directory: str, store=None) -> SchemaRegistry:
+    """A registry replayed from a `_schemas-0` partition directory (local, or a path of
+    `store`), every record of its segments in offset order (the writer's view of its own
+    log dir, under the topic's lock: nothing there is uncommitted). A missing directory:
+    an empty registry."""
     import os
 
     from ..log import PartitionLog
     from ..scan import ScanOptions, SegmentRange, scan_segment
 
-    source = f"the {os.path.basename(directory)} partition in {os.path.dirname(directory)}"
-    if not os.path.isdir(directory):
-        return SchemaRegistry(source)
-    log = PartitionLog.open(directory)
+    if store is None:
+        source = f"the {os.path.basename(directory)} partition in {os.path.dirname(directory)}"
+        if not os.path.isdir(directory):
+            return SchemaRegistry(source)
+        log = PartitionLog.open(directory)
+    else:
+        source = f"the {store.basename(directory)} partition in {store.dirname(directory)}"
+        tree = store.tree(directory)
+        if not tree.isdir(directory):
+            return SchemaRegistry(source)
+        log = PartitionLog.open(directory, store, tree)
     rows = []
     for segment in log.segments:
         scanned = SegmentRange(log.topic, log.partition, segment.log_path, segment.size, 0,
