@@ -96,7 +96,7 @@ class InputLayout:
             accept, wanted = checks[name]
             if name in framed:
                 accept, wanted = pa.types.is_struct, \
-                    f"a struct (option '{name}Format' is avro)"
+                    f"a struct (option '{name}Format' frames it)"
             if not accept(schema.field(name).type):
                 raise InvalidInputError(
                     f"column {name!r} has type {schema.field(name).type}; a segmentlog write "
