@@ -14,9 +14,13 @@ Messages of a file are found by full name, or by Confluent's message indexes: th
 index into the file's top-level messages, each next one into the nested messages of the
 one before (a map field's entry message is not counted: Confluent counts the messages
 the source declares).
+
+canonical_text prints a parsed file again as Schema Registry stores a Protobuf schema
+(ProtobufSchema.canonicalString), for the files whose every statement the
+FileDescriptorProto keeps.
 """
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import UnsupportedFormatError
 
@@ -153,6 +157,10 @@ class _ProtoParser:
         self.index = 0
         self.file = descriptor_pb2.FileDescriptorProto(name=file_name)
         self.syntax = "proto2"
+        self.declared_syntax: Optional[str] = None
+        # what a FileDescriptorProto does not keep (options, reserved ranges, services...):
+        # the tokens of each such statement
+        self.skipped: List[str] = []
 
     # -- tokens
     def fail_at(self, line, column, reason):
@@ -215,6 +223,16 @@ class _ProtoParser:
 
     def skip_statement(self):
         """Reads past a statement to its ';', or past a block's '{ ... }'."""
+        start = self.index
+        try:
+            self._skip_statement()
+        finally:
+            self.note_skipped(start)
+
+    def note_skipped(self, start: int):
+        self.skipped.append(" ".join(t.text for t in self.tokens[start:self.index]))
+
+    def _skip_statement(self):
         depth = 0
         while True:
             token = self.next()
@@ -250,7 +268,7 @@ class _ProtoParser:
             if keyword == "syntax":
                 self.next()
                 self.expect("=")
-                self.syntax = self.string().decode()
+                self.syntax = self.declared_syntax = self.string().decode()
                 if self.syntax not in ("proto2", "proto3"):
                     self.fail(f"syntax {self.syntax!r}: proto2 and proto3 are read")
                 self.expect(";")
@@ -265,7 +283,8 @@ class _ProtoParser:
             elif keyword == "import":
                 self.next()
                 public = self.take("public")
-                self.take("weak")
+                if self.take("weak"):
+                    self.note_skipped(self.index - 1)
                 dependency = self.string().decode()
                 if public:
                     self.file.public_dependency.append(len(self.file.dependency))
@@ -353,8 +372,16 @@ class _ProtoParser:
         self.expect(";")
 
     def field_options(self, field):
-        if not self.take("["):
+        if not self.at("["):
             return
+        start = self.index
+        self.next()
+        try:
+            self._field_options(field)
+        finally:
+            self.note_skipped(start)
+
+    def _field_options(self, field):
         while True:
             if self.take("("):  # a custom option: (name).sub = value
                 depth = 1
@@ -457,6 +484,7 @@ class _ProtoParser:
                 value = self.constant()
                 if name == "allow_alias":
                     enum.options.allow_alias = value == "true"
+                self.skipped.append(f"option {name} = {value}")
                 self.expect(";")
                 continue
             if self.at("reserved") and self.peek(1).text != "=":
@@ -471,10 +499,127 @@ class _ProtoParser:
                 self.expect(";")
 
 
+class ParsedProto(NamedTuple):
+    """A .proto text parsed: its FileDescriptorProto (type names as written), the syntax
+    it declares (None when it declares none), and what the descriptor does not keep (the
+    tokens of each option, reserved range, extension range, service and extend, in
+    order)."""
+
+    file: Any
+    declared_syntax: Optional[str]
+    skipped: Tuple[str, ...]
+
+
+def read_proto(text: str, file_name: str = "schema.proto", where: str = "a schema"
+               ) -> ParsedProto:
+    """The ParsedProto of .proto source text; ProtobufSchemaError naming `where`, the
+    line and the column of what cannot be read."""
+    parser = _ProtoParser(text, file_name, where)
+    file = parser.parse()
+    return ParsedProto(file, parser.declared_syntax, tuple(parser.skipped))
+
+
 def parse_proto(text: str, file_name: str = "schema.proto", where: str = "a schema"):
     """The FileDescriptorProto of .proto source text; ProtobufSchemaError naming `where`,
     the line and the column of what cannot be read."""
     return _ProtoParser(text, file_name, where).parse()
+
+
+# The registry's text of a schema ---------------------------------------------------------
+
+
+def canonical_text(parsed: ParsedProto) -> Optional[str]:
+    """The text Schema Registry stores for a .proto schema (ProtobufSchema's
+    canonicalString: no comments; syntax, package, imports, then the messages and after
+    them the enums, each body as fields, oneofs, nested messages, nested enums, indented
+    by two spaces, blocks apart by an empty line). None for a text with what the
+    FileDescriptorProto does not keep (`parsed.skipped`): it cannot be printed again."""
+    if parsed.skipped:
+        return None
+    file = parsed.file
+    out = []
+    if parsed.declared_syntax is not None:
+        out.append(f'syntax = "{parsed.declared_syntax}";\n')
+    if file.package:
+        out.append(f"package {file.package};\n")
+    if file.dependency:
+        out.append("\n")
+        public = set(file.public_dependency)
+        out.extend(f'import "{name}";\n' for i, name in enumerate(file.dependency)
+                   if i not in public)
+        out.extend(f'import public "{name}";\n' for i, name in enumerate(file.dependency)
+                   if i in public)
+    proto3 = parsed.declared_syntax == "proto3"
+    if file.message_type or file.enum_type:
+        out.append("\n")
+        out.extend(_message_text(m, proto3) for m in file.message_type)
+        out.extend(_enum_text(e) for e in file.enum_type)
+    return "".join(out)
+
+
+def _indented(text: str) -> str:
+    return "".join(f"  {line}\n" for line in text.split("\n")[:-1])
+
+
+def _field_type(field, message) -> str:
+    if field.type_name:
+        return field.type_name
+    return TYPE_NAMES[field.type]
+
+
+def _field_text(field, message, proto3: bool, in_oneof: bool) -> str:
+    entry = _map_entry(field, message)
+    if entry is not None:
+        key, value = entry.field
+        kind = f"map<{_field_type(key, entry)}, {_field_type(value, entry)}>"
+        label = ""
+    else:
+        kind = _field_type(field, message)
+        label = "" if in_oneof else "repeated " if field.label == LABEL_REPEATED else \
+            "required " if field.label == LABEL_REQUIRED else \
+            "optional " if field.proto3_optional or not proto3 else ""
+    return f"{label}{kind} {field.name} = {field.number};\n"
+
+
+def _map_entry(field, message):
+    """The entry message of a map field (as parsed: type_name the entry's own name)."""
+    if field.label != LABEL_REPEATED or not field.type_name:
+        return None
+    for nested in message.nested_type:
+        if nested.name == field.type_name and nested.options.map_entry:
+            return nested
+    return None
+
+
+def _message_text(message, proto3: bool) -> str:
+    out = [f"message {message.name} {{"]
+    real_oneof = [f.HasField("oneof_index") and not f.proto3_optional for f in message.field]
+    plain = [f for f, in_oneof in zip(message.field, real_oneof) if not in_oneof]
+    if plain:
+        out.append("\n")
+        out.extend(_indented(_field_text(f, message, proto3, False)) for f in plain)
+    oneofs = [(i, decl) for i, decl in enumerate(message.oneof_decl)
+              if any(f.oneof_index == i for f, real in zip(message.field, real_oneof) if real)]
+    if oneofs:
+        out.append("\n")
+        for index, decl in oneofs:
+            members = "".join(_field_text(f, message, proto3, True)
+                              for f, real in zip(message.field, real_oneof)
+                              if real and f.oneof_index == index)
+            out.append(_indented(f"oneof {decl.name} {{\n{_indented(members)}}}\n"))
+    nested = [m for m in message.nested_type if not m.options.map_entry]
+    if nested or message.enum_type:
+        out.append("\n")
+        out.extend(_indented(_message_text(m, proto3)) for m in nested)
+        out.extend(_indented(_enum_text(e)) for e in message.enum_type)
+    out.append("}\n")
+    return "".join(out)
+
+
+def _enum_text(enum) -> str:
+    values = "".join(f"{v.name} = {v.number};\n" for v in enum.value)
+    return f"enum {enum.name} {{\n{_indented(values)}}}\n" if values else \
+        f"enum {enum.name} {{}}\n"
 
 
 # Loading ------------------------------------------------------------------------------
@@ -550,6 +695,15 @@ class LoadedProto:
             self._add_runtime(dependency)
         self.pool.Add(proto)
         self._files[name] = proto
+
+    def resolved(self):
+        """The file's FileDescriptorProto as the pool resolved it: type names in full
+        (with a leading dot), and each named type's kind (message or enum) set."""
+        from google.protobuf import descriptor_pb2
+
+        resolved = descriptor_pb2.FileDescriptorProto()
+        self.pool.FindFileByName(self.file.name).CopyToProto(resolved)
+        return resolved
 
     def message_names(self) -> List[str]:
         """The full names of the file's top-level messages, in order."""
