@@ -300,18 +300,14 @@ def test_the_value_format_reader_resolves_references_pickles_and_rejects_writers
         reader.decode(old, registry, [b"{}"])
 
 
-def test_a_read_with_value_format_json_decodes_the_topic_with_an_exported_registry(tmp_path):
-    """The engine's read path (DecodedRead plans and scans, as Spark's reader does): a
-    log written by segmentlog's writer, schemas from a registry export with a reference."""
-    from segmentlog_datasource.decode import DecodedRead
-    from segmentlog_datasource.decode.reads import read_schema
-    from segmentlog_datasource.format.scan import ScanOptions
-    from segmentlog_datasource.read.options import parse_read_options
-    from segmentlog_datasource.read.planning import Constraints
+def orders_log(root):
+    """(log dir, registry export) under `root`: topic orders, framed JSON Schema values of
+    v1 and of the latest version (which references the subject address), a null, one
+    value missing a required field and one of an unknown schema id (offsets 3 and 4)."""
     from segmentlog_datasource.writer import write_log
 
     latest = dict(V4, properties=dict(V4["properties"], ship={"$ref": "address.json"}))
-    export = tmp_path / "registry.json"
+    export = root / "registry.json"
     export.write_text(json.dumps([
         {"id": 1, "subject": "orders-value", "version": 1, "schemaType": "JSON",
          "schema": json.dumps(V1)},
@@ -321,15 +317,28 @@ def test_a_read_with_value_format_json_decodes_the_topic_with_an_exported_regist
          "schema": json.dumps(latest),
          "references": [{"name": "address.json", "subject": "address", "version": 1}]},
     ]))
-    logdir = str(tmp_path / "logs")
+    logdir = str(root / "logs")
     write_log(logdir, pa.table({"value": [
         framed(1, {"id": 1, "amount": 5}), None,
         framed(4, {"id": 2, "amount": 1.5, "ship": {"city": "Oslo", "zip": "0150"}}),
         framed(4, {"id": 3, "amount": 1, "ship": {"zip": "0150"}}),
         framed(9, {"id": 4, "amount": 1})]}), topic="orders", num_partitions=1)
+    return logdir, str(export)
+
+
+def test_a_read_with_value_format_json_decodes_the_topic_with_an_exported_registry(tmp_path):
+    """The engine's read path (DecodedRead plans and scans, as Spark's reader does): a
+    log written by segmentlog's writer, schemas from a registry export with a reference."""
+    from segmentlog_datasource.decode import DecodedRead
+    from segmentlog_datasource.decode.reads import read_schema
+    from segmentlog_datasource.format.scan import ScanOptions
+    from segmentlog_datasource.read.options import parse_read_options
+    from segmentlog_datasource.read.planning import Constraints
+
+    logdir, export = orders_log(tmp_path)
 
     def read(mode):
-        options = {"path": logdir, "valueFormat": "json", "schemas": str(export), "mode": mode}
+        options = {"path": logdir, "valueFormat": "json", "schemas": export, "mode": mode}
         decoded = DecodedRead(options)
         plan = decoded.plan(decoded.read_options(parse_read_options(options)), Constraints())
         table = pa.Table.from_batches(list(decoded.scan(plan, ScanOptions())),

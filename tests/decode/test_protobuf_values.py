@@ -477,17 +477,13 @@ def test_real_world_proto_texts_parse_into_loadable_descriptors():
     assert [f.name for f in outer.oneofs_by_name["choice"].fields] == ["inner", "other"]
 
 
-def test_a_read_with_value_format_protobuf_decodes_the_topic(tmp_path):
-    """The engine's read path (DecodedRead plans and scans, as Spark's reader does), with
-    framing errors placed at their offsets."""
-    from segmentlog_datasource.decode import DecodedRead
-    from segmentlog_datasource.decode.reads import read_schema
-    from segmentlog_datasource.format.scan import ScanOptions
-    from segmentlog_datasource.read.options import parse_read_options
-    from segmentlog_datasource.read.planning import Constraints
+def orders_log(root):
+    """(log dir, registry export of SCHEMAS) under `root`: topic orders, framed Protobuf
+    values of v1 and of the latest version, a null, then a bad magic byte, an unknown
+    schema id and a truncated frame (offsets 3, 4 and 5)."""
     from segmentlog_datasource.writer import write_log
 
-    export = tmp_path / "registry.json"
+    export = root / "registry.json"
     export.write_text(json.dumps([
         {"id": s.id, "subject": s.subject, "version": s.version, "schemaType": "PROTOBUF",
          "schema": s.schema, "references": [
@@ -497,15 +493,30 @@ def test_a_read_with_value_format_protobuf_decodes_the_topic(tmp_path):
     def framed(schema_id, payload):
         return b"\x00" + schema_id.to_bytes(4, "big") + payload
 
-    logdir = str(tmp_path / "logs")
+    logdir = str(root / "logs")
     write_log(logdir, pa.table({"value": [
         framed(1, body(V1(id=1, quantity=3))), None,
-        framed(4, body(ORDER(id=2, ship_to={"city": "Oslo"}))),
+        framed(4, body(ORDER(id=2, quantity=2 ** 40, big_count=2 ** 64 - 1, status=2,
+                             tags=["a", "b"], counters={"x": 7}, ship_to={"city": "Oslo"},
+                             placed_at={"seconds": 1704164645, "nanos": 6000000}))),
         b"\x01" + bytes(8), framed(9, b"\x00"), b"\x00\x00"]}), topic="orders",
         num_partitions=1)
+    return logdir, str(export)
+
+
+def test_a_read_with_value_format_protobuf_decodes_the_topic(tmp_path):
+    """The engine's read path (DecodedRead plans and scans, as Spark's reader does), with
+    framing errors placed at their offsets."""
+    from segmentlog_datasource.decode import DecodedRead
+    from segmentlog_datasource.decode.reads import read_schema
+    from segmentlog_datasource.format.scan import ScanOptions
+    from segmentlog_datasource.read.options import parse_read_options
+    from segmentlog_datasource.read.planning import Constraints
+
+    logdir, export = orders_log(tmp_path)
 
     def read(mode):
-        options = {"path": logdir, "valueFormat": "protobuf", "schemas": str(export),
+        options = {"path": logdir, "valueFormat": "protobuf", "schemas": export,
                    "mode": mode}
         decoded = DecodedRead(options)
         plan = decoded.plan(decoded.read_options(parse_read_options(options)), Constraints())
