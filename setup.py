@@ -114,6 +114,8 @@ setup(
             "fastavro>=1.9",  # valueFormat=avro
             "avro>=1.11",  # tests/decode/test_avro_values.py: Apache's encoder, independent
             "protobuf>=4.22",  # valueFormat=protobuf
+            # tests/write/test_json_schema_format.py: payloads validated independently
+            "jsonschema>=4",
             # tests/docs: the notebook executed through a kernel, its plots drawn
             "nbclient>=0.10",
             "nbformat>=5.9",
