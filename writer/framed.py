@@ -50,6 +50,7 @@ class FramedSide:
     schema: str  # the schema text, as registered
     version: Optional[int] = None  # the version this write registers; None: held already
     indexes: bytes = b""  # what follows the schema id (Protobuf's message indexes)
+    message: Optional[str] = None  # the record of a given schema written (Protobuf's)
 
     @property
     def prefix(self) -> bytes:
@@ -89,22 +90,31 @@ def schemas_partition_dir(logdir: str, store=None) -> str:
     return os.path.join(logdir, name) if store is None else store.join(logdir, name)
 
 
-def _schema_text(options, language: SchemaFormat, side: str, column_type: pa.DataType) -> str:
+def _schema_text(options, language: SchemaFormat, side: str, column_type: pa.DataType
+                 ) -> Tuple[str, Optional[str]]:
+    """(the schema text, the message of it written: None for the language's default)."""
     given = options.given_schema(side)
     if given is None:
-        return language.derive_schema(column_type, options.record_name(side), side)
+        return language.derive_schema(column_type, options.record_name(side), side), None
     option, text = given
-    return language.given_schema(text, option, column_type, side)
+    message = options.record_name(side) if language.picks_message else None
+    return language.given_schema(text, option, column_type, side,
+                                 **_picked(message)), message
+
+
+def _picked(message: Optional[str]) -> dict:
+    """The `message` argument of a language that picks_message, when a message is picked."""
+    return {} if message is None else {"message": message}
 
 
 def _plan_side(registry: SchemaRegistry, language: SchemaFormat, side: str, subject: str,
-               text: str) -> FramedSide:
+               text: str, message: Optional[str]) -> FramedSide:
     kind = language.schema_type
-    indexes = language.message_indexes(text)
+    indexes = language.message_indexes(text, **_picked(message))
     for held in registry.versions(subject):
         if held.schema_type == kind and language.same_schema(held.schema, text):
             return FramedSide(side, language.name, subject, held.id, held.schema,
-                              indexes=indexes)
+                              indexes=indexes, message=message)
     mode = registry.mode(subject)
     if mode in READ_ONLY_MODES:
         raise SchemaRegistrationError(
@@ -133,7 +143,7 @@ def _plan_side(registry: SchemaRegistry, language: SchemaFormat, side: str, subj
             and language.same_schema(s.schema, text)]
     schema_id = min(s.id for s in same) if same else registry.next_id()
     registry.register(RegisteredSchema(schema_id, subject, version, kind, text))
-    return FramedSide(side, language.name, subject, schema_id, text, version, indexes)
+    return FramedSide(side, language.name, subject, schema_id, text, version, indexes, message)
 
 
 def plan_framing(options, topic: Optional[str], logdir: str,
@@ -161,10 +171,10 @@ def plan_framing(options, topic: Optional[str], logdir: str,
             raise InvalidInputError(f"option '{side}Format' is {fmt}, and the data has no "
                                     f"{side!r} column")
         language = schema_format(fmt)
-        text = _schema_text(options, language, side, column_types[side])
+        text, message = _schema_text(options, language, side, column_types[side])
         subject = subject_for(options.subject_name_strategy, topic, side == "key",
-                              language.record_name(text))
-        planned.append(_plan_side(registry, language, side, subject, text))
+                              language.record_name(text, **_picked(message)))
+        planned.append(_plan_side(registry, language, side, subject, text, message))
     return FramingPlan(tuple(planned), tuple(framed_types))
 
 
@@ -200,7 +210,7 @@ def encode_column(column: pa.Array, side: FramedSide, where: str, first_row: int
     """The framed bytes of a struct column (nulls stay null: a null Kafka value)."""
     language = side.language
     try:
-        payloads = language.encode_payloads(column, side.schema)
+        payloads = language.encode_payloads(column, side.schema, **_picked(side.message))
     except PayloadMisfit as misfit:
         raise InvalidInputError(
             f"{where}, row {first_row + misfit.row}: column {side.side!r} does not fit the "

@@ -91,7 +91,8 @@ class WriteOptions:
     key_format: str = "raw"
     # (side, format, option name, schema text) of the schemas given as options
     given_schemas: Tuple[Tuple[str, str, str, str], ...] = ()
-    value_record_name: Optional[str] = None  # the derived record's full name
+    # the derived record's full name; with a given .proto, the message written
+    value_record_name: Optional[str] = None
     key_record_name: Optional[str] = None
     subject_name_strategy: Optional[str] = None  # None: TopicNameStrategy
 
@@ -187,7 +188,7 @@ def _check_given_schemas(given, values) -> None:
                 f"option {name!r} gives a {fmt} schema, and option '{side}Format' is "
                 f"{side_format}: give '{side}Format' = {fmt}, or "
                 f"'{side}{SCHEMA_OPTION_SUFFIX.get(side_format, 'AvroSchema')}' instead", name)
-        if values.get(f"{side}_record_name") is not None:
+        if values.get(f"{side}_record_name") is not None and fmt != "protobuf":
             raise InvalidOptionError(
                 f"options '{side}RecordName' and {name!r} are both given; the schema names "
                 f"its record itself", f"{side}RecordName")

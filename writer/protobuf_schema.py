@@ -697,6 +697,7 @@ class ProtobufFormat(SchemaFormat):
     name = "protobuf"
     schema_type = "PROTOBUF"
     schema_option = "ProtobufSchema"
+    picks_message = True
 
     def derive_schema(self, column_type: pa.DataType, record_name: Optional[str],
                       column: str) -> str:

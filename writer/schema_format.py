@@ -24,6 +24,10 @@ class SchemaFormat(ABC):
     name: str  # the valueFormat / keyFormat option's value: "avro"
     schema_type: str  # Schema Registry's schemaType: AVRO, JSON, PROTOBUF
     schema_option: str  # the suffix of the option that gives a schema: valueAvroSchema
+    # A schema text may hold several records, of which the record name option picks the
+    # one written (Protobuf's messages); such a language's given_schema, record_name,
+    # message_indexes and encode_payloads take that name as `message`.
+    picks_message: bool = False
 
     @abstractmethod
     def derive_schema(self, column_type: pa.DataType, record_name: Optional[str],

@@ -9,6 +9,7 @@ import json
 import pyarrow as pa
 import pytest
 
+from segmentlog_datasource.errors import InvalidOptionError
 from segmentlog_datasource.writer import write_log
 from segmentlog_datasource.writer.framed import SchemaRegistrationError
 from support.reading import decoded_rows, read_values
@@ -142,3 +143,31 @@ def test_record_name_strategy_across_topics(tmp_path, language):
                             "subjectNameStrategy": "RecordNameStrategy",
                             "valueRecordName": "shop.Order"})
         assert [row["valueDecoded"] for row in got] == ROWS[:1]
+
+
+def test_a_given_proto_file_writes_the_message_the_record_name_picks(tmp_path):
+    """valueProtobufSchema with two messages and valueRecordName naming the second: the
+    frame carries its message indexes ([1]), the subject is named after it under
+    RecordNameStrategy, and the reader picks it by the same name."""
+    logdir = str(tmp_path)
+    proto = ('syntax = "proto3";\npackage shop;\n'
+             'message Order { int64 id = 1; }\n'
+             'message Refund { int64 id = 1; optional string reason = 2; }\n')
+    refund = pa.struct([pa.field("id", pa.int64(), False), pa.field("reason", pa.string())])
+    rows = [{"id": 9, "reason": "late"}, {"id": 10, "reason": None}]
+    options = {"valueFormat": "protobuf", "valueProtobufSchema": proto,
+               "valueRecordName": "shop.Refund", "subjectNameStrategy": "RecordNameStrategy"}
+    write_log(logdir, pa.table({"value": pa.array(rows, refund)}), topic="refunds",
+              num_partitions=1, options=options)
+    assert [(s["subject"], s["id"]) for s in registered(logdir)] == [("shop.Refund", 1)]
+    values = read_values(logdir, subscribe="refunds")[("refunds", 0)]
+    # the frame, then the message indexes as zig-zag varints: a count of 1, index 1
+    assert [value[:7] for value in values] == [b"\x00\x00\x00\x00\x01\x02\x02"] * 2
+    got = decoded_rows({"path": logdir, "subscribe": "refunds", "valueFormat": "protobuf",
+                        "subjectNameStrategy": "RecordNameStrategy",
+                        "valueRecordName": "shop.Refund"})
+    assert [row["valueDecoded"] for row in got] == rows
+    with pytest.raises(InvalidOptionError, match="option .valueProtobufSchema. has no message "
+                       "'shop.Nothing' \\(its top-level messages: shop.Order, shop.Refund\\)"):
+        write_log(logdir, pa.table({"value": pa.array(rows, refund)}), topic="refunds",
+                  options={**options, "valueRecordName": "shop.Nothing"})
