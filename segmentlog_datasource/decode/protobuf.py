@@ -30,8 +30,9 @@ oneof members, `optional` and proto2 fields without an explicit default) reads a
 repeated and map fields as empty.
 
 Values written with older schemas are decoded with their own message and taken into the
-reader's by field name: fields the reader lacks are dropped, fields the writer lacks read as
-absent ones do, integers widen (and narrow where the value fits), integers and floats widen
+reader's by field number, as Protobuf reads a message of another version (a renamed field
+keeps its values; a field renumbered is another field): fields the reader lacks are
+dropped, fields the writer lacks read as absent ones do, integers widen (and narrow where the value fits), integers and floats widen
 to floats and doubles, strings and bytes read as each other (UTF-8 checked), a singular
 field reads into a repeated one. Other changes of a field's type make the writer's messages
 incompatible. A value whose message indexes name another message than the reader's is an
@@ -204,7 +205,8 @@ def _enum_names(enum) -> Dict[int, str]:
 
 class _Converters:
     """Builds functions turning messages of a writer's descriptors into values of the
-    reader's column, by field name."""
+    reader's column, by field number (as Protobuf itself reads a message written with
+    another version of its schema: a renamed field keeps its number)."""
 
     def __init__(self):
         self.messages: Dict[Tuple[str, str], Callable] = {}
@@ -223,7 +225,7 @@ class _Converters:
         for field in reader.fields:
             if _TypeMapper("").field(field, ()) is None:
                 continue  # dropped from the column: a message without fields
-            written = writer.fields_by_name.get(field.name)
+            written = writer.fields_by_number.get(field.number)
             if written is None:
                 parts.append((field.name, self.absent(field)))
             else:
@@ -245,7 +247,8 @@ class _Converters:
         return lambda value, path: constant
 
     def field(self, writer, reader) -> Callable:
-        name = reader.name
+        name = reader.name  # the column's field; the writer's may be named otherwise
+        wname = writer.name
         if is_map(reader):
             if not is_map(writer):
                 raise _Incompatible(f"field {name} is {_kind_name(writer)} in the writer's "
@@ -256,7 +259,7 @@ class _Converters:
 
             def get_map(value, path):
                 inner = f"{path}.{name}" if path else name
-                entries = getattr(value, name)
+                entries = getattr(value, wname)
                 return [(key(k, inner), item(entries[k], f"{inner}[{k!r}]"))
                         for k in sorted(entries)]
 
@@ -269,9 +272,9 @@ class _Converters:
             if is_repeated(writer):
                 return lambda value, path: [
                     element(item, f"{path}.{name}" if path else name)
-                    for item in getattr(value, name)]
+                    for item in getattr(value, wname)]
             has = self.presence(writer)
-            return lambda value, path: [element(getattr(value, name),
+            return lambda value, path: [element(getattr(value, wname),
                                                 f"{path}.{name}" if path else name)] \
                 if has(value) else []
         if is_repeated(writer):
@@ -282,7 +285,7 @@ class _Converters:
         def get_field(value, path):
             if not has(value):
                 return None
-            return element(getattr(value, name), f"{path}.{name}" if path else name)
+            return element(getattr(value, wname), f"{path}.{name}" if path else name)
 
         return get_field
 

@@ -389,6 +389,23 @@ def test_a_writer_message_whose_field_changed_type_is_incompatible():
                             "int32"]
 
 
+def test_older_versions_are_read_by_field_number_as_protobuf_reads_them():
+    """A field renamed keeps its number, so its values; a name reused under a new number is
+    another field: absent from the old value."""
+    held = registry()
+    reader = PROTOBUF.reader(SCHEMAS[0], held)  # v1's Order: id = 1, quantity = 3, ...
+    names = {f.name: f.number for f in parse_proto(V1_PROTO).message_type[0].field}
+    assert names["id"] == 1 and names["quantity"] == 3
+    older = registered(40, "orders-value", 0, 'syntax = "proto3"; package shop; '
+                                              'message Order { int32 order_id = 1; '
+                                              'int64 quantity = 99; }')
+    old = classes(parse_proto(older.schema))("shop.Order")
+    values, errors = reader.decode(older, held, [body(old(order_id=42, quantity=5))])
+    assert errors == [None]
+    assert values[0]["id"] == 42  # renamed: the same number
+    assert values[0]["quantity"] == 0  # number 3 is absent: proto3's default
+
+
 # Real-world .proto texts, parsed by the module and loaded in the runtime.
 PROTO2_TEXT = """
 syntax = "proto2";
