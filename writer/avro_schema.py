@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..errors import InvalidOptionError
 from .errors import InvalidInputError
-from .schema_format import PayloadMisfit, SchemaFormat
+from .schema_format import PayloadMisfit, SchemaFormat, level_problem
 
 DEFAULT_RECORD_NAME = "topLevelRecord"  # spark-avro's recordName default
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
@@ -300,34 +300,13 @@ def _describe(schema) -> str:
     return str(schema.get("type"))
 
 
-COMPATIBILITY_LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD",
-                        "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
-
-
 def compatibility_problem(level: str, new_text: str, previous: List[Tuple[int, str]]
                           ) -> Optional[Tuple[int, str]]:
     """(version, reason) of the first earlier version `new_text` is incompatible with at
-    `level` (Schema Registry's: BACKWARD: the new schema reads data of the latest version;
-    FORWARD: the latest reads data of the new one; FULL: both; _TRANSITIVE: against
-    every version, newest first); None when compatible. `previous`: (version, schema
-    text) of the subject's live versions, oldest first."""
-    level = level.upper()
-    if level not in COMPATIBILITY_LEVELS:
-        raise InvalidOptionError(f"compatibility level {level!r} is not one Schema Registry "
-                                 f"has ({', '.join(COMPATIBILITY_LEVELS)})")
-    if level == "NONE" or not previous:
-        return None
-    against = list(reversed(previous)) if level.endswith("_TRANSITIVE") else [previous[-1]]
-    for version, text in against:
-        if level.startswith(("BACKWARD", "FULL")):
-            problem = first_incompatibility(new_text, text)
-            if problem is not None:
-                return version, f"the new schema cannot read data written with it: {problem}"
-        if level.startswith(("FORWARD", "FULL")):
-            problem = first_incompatibility(text, new_text)
-            if problem is not None:
-                return version, f"it cannot read data written with the new schema: {problem}"
-    return None
+    `level` by Avro's resolution rules (schema_format.level_problem); None when
+    compatible."""
+    return level_problem(level, new_text, previous,
+                         lambda writer, _, reader, __: first_incompatibility(reader, writer))
 
 
 # -- encoding (fastavro) -------------------------------------------------------------

@@ -21,11 +21,9 @@ import re
 from decimal import Decimal
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..errors import InvalidOptionError
 from .json_schema import enum_key, pointer_token, canonical_text, parse_schema_text
+from .schema_format import Incomparable, level_problem
 
-COMPATIBILITY_LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD",
-                        "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
 _OBJECT_KEYWORDS = ("properties", "additionalProperties", "required", "patternProperties",
                     "minProperties", "maxProperties", "dependencies", "propertyNames",
                     "unevaluatedProperties", "dependentRequired", "dependentSchemas")
@@ -727,27 +725,19 @@ def first_incompatibility(original_text: str, update_text: str) -> Optional[str]
 def compatibility_problem(level: str, new_text: str, previous: List[Tuple[int, str]]
                           ) -> Optional[Tuple[int, str]]:
     """(version, reason) of the first earlier version `new_text` is incompatible with at
-    `level`; None when compatible. `previous`: (version, text) oldest first; the
-    non-transitive levels check the latest, the transitive ones all, newest first."""
-    level = level.upper()
-    if level not in COMPATIBILITY_LEVELS:
-        raise InvalidOptionError(f"compatibility level {level!r} is not one Schema Registry "
-                                 f"has ({', '.join(COMPATIBILITY_LEVELS)})")
-    if level == "NONE" or not previous:
-        return None
-    against = list(reversed(previous)) if level.endswith("_TRANSITIVE") else [previous[-1]]
-    for version, text in against:
+    `level` by the registry's JSON Schema diff (schema_format.level_problem); None when
+    compatible."""
+    return level_problem(level, new_text, previous, _unreadable)
+
+
+def _unreadable(writer: str, writer_name: str, reader: str, reader_name: str
+                ) -> Optional[str]:
+    """Why data written with `writer` does not fit `reader` (the diff from the original,
+    the writer, to the update, the reader)."""
+    for text in (writer, reader):
         try:
             parse_schema_text(text)
         except ValueError as exc:
-            return version, f"its schema is not JSON ({exc}), so nothing can be checked " \
-                            f"against it"
-        if level.startswith(("BACKWARD", "FULL")):
-            problem = first_incompatibility(text, new_text)
-            if problem is not None:
-                return version, f"the new schema cannot read data written with it: {problem}"
-        if level.startswith(("FORWARD", "FULL")):
-            problem = first_incompatibility(new_text, text)
-            if problem is not None:
-                return version, f"it cannot read data written with the new schema: {problem}"
-    return None
+            raise Incomparable(f"its schema is not JSON ({exc}), so nothing can be checked "
+                               f"against it") from None
+    return first_incompatibility(writer, reader)

@@ -24,7 +24,7 @@ message) and field (matched by number, oneof members included):
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from ..errors import InvalidOptionError
+from .schema_format import Incomparable, level_problem
 from ..schemas.protobuf_text import (
     LABEL_REPEATED, LABEL_REQUIRED, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE, TYPE_ENUM,
     TYPE_FIXED32, TYPE_FIXED64, TYPE_FLOAT, TYPE_GROUP, TYPE_INT32, TYPE_INT64, TYPE_MESSAGE,
@@ -32,8 +32,6 @@ from ..schemas.protobuf_text import (
     TYPE_UINT32, TYPE_UINT64, LoadedProto, ProtobufSchemaError,
 )
 
-COMPATIBILITY_LEVELS = ("NONE", "BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD",
-                        "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE")
 
 # Schema Registry's names of the incompatible differences, for the reasons given
 PACKAGE_CHANGED = "PACKAGE_CHANGED"
@@ -283,29 +281,17 @@ def incompatibilities(original_text: str, original_name: str, update_text: str,
 
 def compatibility_problem(level: str, new_text: str, previous: List[Tuple[int, str]]
                           ) -> Optional[Tuple[int, str]]:
-    """(version, reason) of the first version (newest first) `new_text` is incompatible
-    with at `level`; None when compatible. `previous`: (version, schema text) of the
-    subject's live versions, oldest first."""
-    level = level.upper()
-    if level not in COMPATIBILITY_LEVELS:
-        raise InvalidOptionError(f"compatibility level {level!r} is not one Schema Registry "
-                                 f"has ({', '.join(COMPATIBILITY_LEVELS)})")
-    if level == "NONE" or not previous:
-        return None
-    against = list(reversed(previous)) if level.endswith("_TRANSITIVE") else [previous[-1]]
-    for version, text in against:
-        old_name = f"version {version}"
-        try:
-            if level.startswith(("BACKWARD", "FULL")):
-                found = incompatibilities(text, old_name, new_text, "the new schema")
-                if found:
-                    return version, f"the new schema cannot read data written with it: " \
-                                    f"{found[0]}"
-            if level.startswith(("FORWARD", "FULL")):
-                found = incompatibilities(new_text, "the new schema", text, old_name)
-                if found:
-                    return version, f"it cannot read data written with the new schema: " \
-                                    f"{found[0]}"
-        except ProtobufSchemaError as failure:
-            return version, f"the schemas cannot be compared: {failure}"
-    return None
+    """(version, reason) of the first earlier version `new_text` is incompatible with at
+    `level` by the registry's Protobuf diff (schema_format.level_problem); None when
+    compatible."""
+    return level_problem(level, new_text, previous, _unreadable)
+
+
+def _unreadable(writer: str, writer_name: str, reader: str, reader_name: str
+                ) -> Optional[str]:
+    """The first incompatible difference from the writer's schema to the reader's."""
+    try:
+        found = incompatibilities(writer, writer_name, reader, reader_name)
+    except ProtobufSchemaError as failure:
+        raise Incomparable(f"the schemas cannot be compared: {failure}") from None
+    return found[0] if found else None
