@@ -10,12 +10,13 @@ PERMISSIVE gives a null and the reason in keyError/valueError.
 """
 import abc
 import importlib
-import struct
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidOptionError, RecordDecodeError, SchemaNotFoundError
+from ..format.arrow import as_binary, binary_offsets
 
 MAGIC_BYTE = 0
 FRAME_SIZE = 5  # the magic byte and the 4-byte schema id
@@ -100,6 +101,68 @@ def value_format(name: str, option: str) -> ValueFormat:
     return chosen
 
 
+class _Frames:
+    """The frames of a binary column's rows, read from its buffers at once (a loop over
+    the rows in Python was most of the cost of a decoded read)."""
+
+    def __init__(self, column: pa.Array, skip=None):
+        self.rows = len(column)
+        offsets = binary_offsets(column) if self.rows else np.zeros(1, np.int64)
+        low, high = int(offsets[0]), int(offsets[-1])
+        self.starts, self.ends = offsets[:-1] - low, offsets[1:] - low
+        buffers = column.buffers()
+        # the column's bytes, copied once: the payloads given to a format are slices of it
+        self.data = buffers[2].slice(low, high - low).to_pybytes() \
+            if buffers[2] is not None and high > low else b""
+        self.present = _valid(column)
+        if skip is not None:
+            self.present &= ~skip
+        data = np.frombuffer(self.data, np.uint8)
+        self.framed = self.present & (self.ends - self.starts >= FRAME_SIZE)
+        at = self.starts[self.framed]
+        self.framed[self.framed] = data[at] == MAGIC_BYTE
+        at = self.starts[self.framed]
+        ids = np.zeros(len(at), np.int64)
+        for byte in range(1, FRAME_SIZE):  # big-endian, then signed as Java's int
+            ids = (ids << 8) | data[at + byte]
+        self.ids = np.zeros(self.rows, np.int64)
+        self.ids[self.framed] = np.where(ids >= 1 << 31, ids - (1 << 32), ids)
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def payload(self, row: int) -> bytes:
+        return self.data[self.starts[row]:self.ends[row]]
+
+    def unframed_rows(self) -> List[int]:
+        """The rows with a payload that is not framed."""
+        return np.flatnonzero(self.present & ~self.framed).tolist()
+
+    def by_schema_id(self):
+        """(schema id, its rows as an int64 array) of the framed rows, by schema id."""
+        ids = np.unique(self.ids[self.framed])
+        if len(ids) == 1:
+            yield int(ids[0]), np.flatnonzero(self.framed)
+            return
+        for schema_id in ids.tolist():
+            yield schema_id, np.flatnonzero(self.framed & (self.ids == schema_id))
+
+    def bodies(self, rows) -> List[bytes]:
+        """The payloads of `rows` after their frames."""
+        data = self.data
+        return [data[start:end] for start, end in zip(
+            (self.starts[rows] + FRAME_SIZE).tolist(), self.ends[rows].tolist())]
+
+
+def _valid(array: pa.Array):
+    """Which rows of `array` are not null, as bools."""
+    bitmap = array.buffers()[0]
+    if bitmap is None:  # none null, or (an all-null array may have no bitmap) all
+        return np.full(len(array), array.null_count == 0)
+    bits = np.unpackbits(np.frombuffer(bitmap, np.uint8), bitorder="little")
+    return bits[array.offset:array.offset + len(array)].astype(bool)
+
+
 def frame_error(payload: bytes) -> Optional[str]:
     """Why `payload` is not Schema Registry framed, or None."""
     if len(payload) < FRAME_SIZE:
@@ -127,65 +190,57 @@ class FramedColumn:
     def arrow_type(self) -> pa.DataType:
         return self.reader.arrow_type
 
-    def decode(self, payloads: List[Optional[bytes]], topics, partitions, offsets
-               ) -> Tuple[pa.Array, List[Optional[str]]]:
-        """The decoded column of `payloads` (one per row, None for a null key or value)
-        and each row's error (None when fine). FAILFAST raises the first row's error."""
-        values: List[Any] = [None] * len(payloads)
-        errors: List[Optional[str]] = [None] * len(payloads)
-        arrays = []  # (rows, pa.Array): a format's columnar result, placed at the end
-        by_id: Dict[int, List[int]] = {}
-        for row, payload in enumerate(payloads):
-            if payload is None:
-                continue
-            reason = frame_error(payload)
-            if reason is not None:
-                errors[row] = reason
-                continue
-            by_id.setdefault(struct.unpack_from(">i", payload, 1)[0], []).append(row)
-        for schema_id, rows in by_id.items():
+    def decode(self, column: pa.Array, topics, partitions, offsets, skip=None
+               ) -> Tuple[pa.Array, Optional[List[Optional[str]]]]:
+        """The decoded column of `column` (the binary keys or values, null for a null key
+        or value; rows where the bool array `skip` is set are taken as null) and each
+        row's error, None when no row has one. FAILFAST raises the first row's error."""
+        frames = _Frames(as_binary(column), skip)
+        rows_count = len(frames)
+        errors: Dict[int, str] = {row: frame_error(frames.payload(row))
+                                  for row in frames.unframed_rows()}
+        pieces = []  # (rows, pa.Array or a list of values): each writer's values
+        for schema_id, rows in frames.by_schema_id():
             writer, reason = self._writer(schema_id)
             if writer is None:
-                for row in rows:
-                    errors[row] = reason
+                errors.update((row, reason) for row in rows.tolist())
                 continue
             where = f"schema id {schema_id} ({writer.subject} version {writer.version})"
             try:
                 decoded, row_errors = self.reader.decode(
-                    writer, self.schemas.registry, [payloads[row][FRAME_SIZE:] for row in rows])
+                    writer, self.schemas.registry, frames.bodies(rows))
             except IncompatibleSchemaError as incompatible:
-                for row in rows:
-                    errors[row] = f"incompatible writer schema: {where}: {incompatible}"
+                reason = f"incompatible writer schema: {where}: {incompatible}"
+                errors.update((row, reason) for row in rows.tolist())
                 continue
-            if isinstance(decoded, pa.Array):
-                arrays.append((rows, decoded.cast(self.arrow_type)))  # a null where it failed
-                decoded = [None] * len(rows)
-            for row, value, error in zip(rows, decoded, row_errors):
-                if error is None:
-                    values[row] = value
-                else:
-                    errors[row] = f"{where}: {error}"
-        if not self.permissive:
-            for row, error in enumerate(errors):
-                if error is not None:
-                    raise RecordDecodeError(f"{self.side}: {error}").at(
-                        topics[row].as_py(), partitions[row].as_py(), offsets[row].as_py())
-        placed = [None if error is None else str(RecordDecodeError(f"{self.side}: {error}").at(
-            topics[row].as_py(), partitions[row].as_py(), offsets[row].as_py()))
-            for row, error in enumerate(errors)]
-        if len(arrays) == 1 and len(arrays[0][1]) == len(payloads):
-            return arrays[0][1], placed  # the common case: every row one schema id
-        column = pa.array(values, self.arrow_type)
-        if arrays:
-            index = list(range(len(payloads)))  # each row's position in the concatenation
-            start = len(payloads)
-            for rows, array in arrays:
-                for position, row in enumerate(rows, start):
-                    index[row] = position
-                start += len(array)
-            column = pa.concat_arrays([column] + [array for _, array in arrays]).take(
-                pa.array(index, pa.int64()))
-        return column, placed
+            if row_errors.count(None) != len(row_errors):
+                errors.update((row, f"{where}: {error}")
+                              for row, error in zip(rows.tolist(), row_errors)
+                              if error is not None)
+            # a columnar result has a null where a row failed; a list has None
+            pieces.append((rows, decoded.cast(self.arrow_type) if isinstance(decoded, pa.Array)
+                           else pa.array(decoded, self.arrow_type)))
+        placed = None
+        if errors:
+            if not self.permissive:
+                row = min(errors)
+                raise RecordDecodeError(f"{self.side}: {errors[row]}").at(
+                    topics[row].as_py(), partitions[row].as_py(), offsets[row].as_py())
+            placed = [None] * rows_count
+            for row, error in errors.items():
+                placed[row] = str(RecordDecodeError(f"{self.side}: {error}").at(
+                    topics[row].as_py(), partitions[row].as_py(), offsets[row].as_py()))
+        if len(pieces) == 1 and len(pieces[0][0]) == rows_count:
+            return pieces[0][1], placed  # the common case: every row one schema id
+        # Each row's position in [a null] + the pieces' values, then one take.
+        index = np.zeros(rows_count, np.int64)
+        start = 1
+        for rows, array in pieces:
+            index[rows] = np.arange(start, start + len(rows))
+            start += len(rows)
+        values = pa.concat_arrays([pa.nulls(1, self.arrow_type)]
+                                  + [array for _, array in pieces])
+        return values.take(pa.array(index)), placed
 
     def _writer(self, schema_id: int):
         """(the registered schema of `schema_id`, None), or (None, why not)."""
@@ -319,15 +374,14 @@ class FramedColumns:
         topics, partitions = batch.column("topic"), batch.column("partition")
         offsets = batch.column("offset")
         control = batch.schema.get_field_index("controlType")
-        control_rows = None if control < 0 else batch.column(control).is_valid().to_pylist()
+        # control records carry no framed data
+        control_rows = None if control < 0 else _valid(batch.column(control))
         decoded, errors = [], []
         for column in self.columns:
-            payloads = batch.column(column.side).to_pylist()
-            if control_rows is not None:  # control records carry no framed data
-                payloads = [None if is_control else payload
-                            for payload, is_control in zip(payloads, control_rows)]
-            array, row_errors = column.decode(payloads, topics, partitions, offsets)
+            array, row_errors = column.decode(batch.column(column.side), topics, partitions,
+                                              offsets, control_rows)
             decoded.append(array)
-            errors.append(pa.array(row_errors, pa.string()))
+            errors.append(pa.nulls(batch.num_rows, pa.string()) if row_errors is None
+                          else pa.array(row_errors, pa.string()))
         arrays = list(batch.columns) + decoded + (errors if self.permissive else [])
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema(batch.schema))
