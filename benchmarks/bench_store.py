@@ -12,6 +12,13 @@ counting proxy counts the requests and bytes. Where the time goes: the listing, 
 GETs and HEADs timed alone through the same pyarrow filesystem, the raw ranged GETs of
 every segment (no decoding), and the local scan (decoding alone).
 
+The anchor (#25), in the same alternating rounds as the s3 full scan: a plain download
+of the objects that scan reads (every .log and .index), through the same pyarrow
+filesystem and server: one listing, then each object opened (a HEAD) and read into one
+buffer in ranged GETs of the scan's chunk size, one at a time ("same ranges"); and the
+best plain download found with the same library ("best": --best-workers objects at once,
+ranges of --best-chunk-mb).
+
 Usage (from outside the checkout):
   cd /tmp && python /path/to/checkout/benchmarks/bench_store.py [--records 1200000]
 """
@@ -118,6 +125,37 @@ def pieces(uri, options, local):
             "segments": len(logs), "log bytes": log_bytes}
 
 
+def plain_download(fs, root, chunk_bytes, workers=1):
+    """Bytes read: a listing under `root`, then every .log and .index object opened and
+    read in ranged GETs of `chunk_bytes` into one buffer each (no decoding, no copy);
+    `workers` objects at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pyarrow import fs as pafs
+
+    infos = [i for i in fs.get_file_info(pafs.FileSelector(root, recursive=True))
+             if i.type == pafs.FileType.File and i.path.endswith((".log", ".index"))]
+
+    def fetch(info):
+        buffer = bytearray(info.size)
+        view = memoryview(buffer)
+        with fs.open_input_file(info.path) as handle:
+            position = 0
+            while position < info.size:
+                end = min(info.size, position + chunk_bytes)
+                handle.seek(position)
+                got = handle.readinto(view[position:end])
+                assert got == end - position, (info.path, position, got)
+                position = end
+        return info.size
+
+    if workers == 1:
+        return sum(fetch(info) for info in infos)
+    # Largest first, so that the pool does not end on one big object alone.
+    with ThreadPoolExecutor(workers) as pool:
+        return sum(pool.map(fetch, sorted(infos, key=lambda i: -i.size)))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_200_000,
@@ -126,7 +164,11 @@ def main():
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--segment-mb", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=7, help="point lookups per side")
-    parser.add_argument("--scans", type=int, default=2, help="full scans per side")
+    parser.add_argument("--scans", type=int, default=3, help="full scans per side")
+    parser.add_argument("--best-workers", type=int, default=4,
+                        help="objects downloaded at once by the best plain download")
+    parser.add_argument("--best-chunk-mb", type=int, default=32,
+                        help="ranges of the best plain download, MiB")
     args = parser.parse_args()
 
     work = tempfile.mkdtemp(prefix="bench-store-")
@@ -148,14 +190,25 @@ def main():
             sides = {"local": {"path": local}, "s3": dict(direct, path=uri)}
             full, lookup = Constraints(), None
 
-            # Full scans, alternating (a warm-up of each first).
+            # Full scans and the plain downloads, alternating (a warm-up of each first).
+            store = remote.ArrowStore("s3", "s3://", "", parse_read_options(
+                dict(direct, path=uri)).store.settled("s3"))
+            downloads = {"same ranges": (remote.CHUNK_BYTES, 1),
+                         "best": (args.best_chunk_mb << 20, args.best_workers)}
             scans = collections.defaultdict(list)
+            anchor = collections.defaultdict(list)
+            anchor_bytes = 0
             for round_ in range(args.scans + 1):
                 for name, options in sides.items():
                     plan_s, scan_s, rows = run(options, full)
                     assert rows == per_partition * args.partitions, rows
                     if round_:
                         scans[name].append((plan_s, scan_s))
+                for name, (chunk, workers) in downloads.items():
+                    t = time.perf_counter()
+                    anchor_bytes = plain_download(store.fs, store.to_fs(uri), chunk, workers)
+                    if round_:
+                        anchor[name].append(time.perf_counter() - t)
             # Point lookups: a different offset each time, in the middle of a segment.
             targets = [per_partition // (args.repeats + 1) * (i + 1) + 17
                        for i in range(args.repeats)]
@@ -192,6 +245,18 @@ def main():
               f" {mb / (plan_s + scan_s):7.0f}")
     ratio = sum(best(scans["s3"])) / sum(best(scans["local"]))
     print(f"  s3 / local: {ratio:.2f}x")
+    s3_total = sum(best(scans["s3"]))
+    print(f"\nthe anchor: plain downloads of the same .log and .index objects "
+          f"({anchor_bytes / 1e6:.0f} MB), best of {args.scans}, alternating with the scans")
+    for name, (chunk, workers) in downloads.items():
+        took = min(anchor[name])
+        label = f"{name} ({chunk >> 20} MiB GETs, {workers} at once)"
+        print(f"  {label:40s} {took:6.2f} s {anchor_bytes / 1e6 / took:7.0f} MB/s   "
+              f"segmentlog s3 full scan at {took / s3_total:.0%} of its throughput")
+    print(f"  (segmentlog s3 full scan: {s3_total:.2f} s, {mb / s3_total:.0f} MB/s of "
+          f"segments; each side's runs: s3 {[round(sum(x), 2) for x in scans['s3']]}, "
+          f"same ranges {[round(x, 2) for x in anchor['same ranges']]}, "
+          f"best {[round(x, 2) for x in anchor['best']]})")
     print("\npoint lookup (median of %d)   planning      scan     total" % args.repeats)
     for name in sides:
         print(f"  {name:26s} {median(lookups[name], 0) * 1e3:8.1f} ms "
