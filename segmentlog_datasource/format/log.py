@@ -201,6 +201,11 @@ class Segment:
         last_offset = int.from_bytes(rows[-16:-8], sys.byteorder, signed=True)
         return stop, last_offset + 1, last_start
 
+    def known_valid_end(self, verify: bool) -> Optional[int]:
+        """valid_end(verify) when it is known without a walk (walked already, or found by
+        a streaming tail scan), else None."""
+        return self._valid_ends.get(verify)
+
     def found_valid_end(self, verify: bool, position: int) -> None:
         """Record where a walk of every header under the same rule (a streaming tail scan)
         found the valid data to end, so that valid_end need not walk them again."""

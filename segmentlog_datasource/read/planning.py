@@ -230,8 +230,11 @@ def plan_ranges(logs: List[PartitionLog], ranges: Dict, read: ReadOptions,
                 log.check_abort_marker(entry, log_end)
             transactions = TransactionFilter(aborted, lso)
         segments = {segment.log_path: segment for segment in log.segments}
+        # Without minPartitions the split size is known before any segment is sized.
+        cut_size = None if read.min_partitions else read.max_partition_bytes
         for fragment in _fragments_for_windows(log, _offset_windows(start, end, constraints),
-                                               constraints, read.verify_checksums):
+                                               constraints, read.verify_checksums,
+                                               cut_size, read.max_records_per_partition):
             pieces.append((segments[fragment.log_path],
                            replace(fragment, transactions=transactions)))
     max_bytes = _split_size(pieces, read)
@@ -253,11 +256,13 @@ def _offset_windows(start: int, end: int, constraints: Constraints) -> List[Tupl
 
 
 def _fragments_for_windows(log: PartitionLog, windows, constraints: Constraints,
-                           verify: bool = True) -> List[Fragment]:
+                           verify: bool = True, cut_size: Optional[int] = None,
+                           max_records: Optional[int] = None) -> List[Fragment]:
     """Whole-segment-range fragments of every window, merging those that overlap."""
     merged: List[Fragment] = []
     for low, high in windows:
-        for fragment in _segment_fragments(log, low, high, constraints, verify):
+        for fragment in _segment_fragments(log, low, high, constraints, verify, cut_size,
+                                           max_records):
             last = merged[-1] if merged else None
             if last is not None and last.log_path == fragment.log_path and \
                     fragment.start_position <= last.end_position:
@@ -295,8 +300,10 @@ def _split_size(pieces, read: ReadOptions) -> int:
 
 
 def _segment_fragments(log: PartitionLog, start: int, end: int, constraints: Constraints,
-                       verify: bool = True) -> Iterator[Fragment]:
-    """A fragment per segment that can hold offsets in [start, end), before cutting."""
+                       verify: bool = True, cut_size: Optional[int] = None,
+                       max_records: Optional[int] = None) -> Iterator[Fragment]:
+    """A fragment per segment that can hold offsets in [start, end), before cutting
+    (`cut_size`, `max_records`: what _cut will be given, None when not known yet)."""
     ts_low = constraints.timestamp_low_ms
     first = log.segment_index_for(start)
     last = log.segment_index_for(end - 1)
@@ -315,26 +322,46 @@ def _segment_fragments(log: PartitionLog, start: int, end: int, constraints: Con
             if older_through is not None:
                 start_position = max(start_position, index.lookup(older_through + 1)[1])
         end_position = data_end = segment.size
-        if is_last_segment and len(index):
-            # Splits could start at index entries past the end of the valid data (after a
-            # torn entry, in zero-filled space): no split reaches past that end.
-            end_position = data_end = segment.valid_end(verify)
-        if i == last:
-            bound = index.position_after(end - 1)
-            if bound is not None:
-                end_position = min(end_position, bound)
-        if start_position >= end_position:
-            continue
-        yield Fragment(
+        bound = index.position_after(end - 1) if i == last else None
+        fragment = Fragment(
             topic=log.topic, partition=log.partition, log_path=segment.log_path,
             log_size=segment.size, start_position=start_position, end_position=end_position,
             min_offset=start, end_offset=end, allow_torn_tail=is_last_segment,
-            entry_follows=end_position < data_end, **_entry_bounds(segment, start_position),
+            entry_follows=False, **_entry_bounds(segment, start_position),
             offset_values=constraints.offset_values,
             timestamp_low_us=constraints.timestamp_low_us,
             timestamp_high_us=constraints.timestamp_high_us, store=segment.store,
             next_base_offset=None if is_last_segment else log.segments[i + 1].base_offset,
             log_chunks=segment.log_chunks)
+        if is_last_segment and len(index):
+            # Splits could start at index entries past the end of the valid data (after a
+            # torn entry, in zero-filled space): no split reaches past that end.
+            known = segment.known_valid_end(verify)
+            if known is not None:
+                end_position = data_end = known
+            elif not _scan_finds_end(segment, fragment, bound, cut_size, max_records):
+                end_position = data_end = segment.valid_end(verify)
+        if bound is not None:
+            end_position = min(end_position, bound)
+        if start_position >= end_position:
+            continue
+        yield replace(fragment, end_position=end_position,
+                      entry_follows=end_position < data_end)
+
+
+def _scan_finds_end(segment: Segment, fragment: Fragment, bound: Optional[int],
+                    cut_size: Optional[int], max_records: Optional[int]) -> bool:
+    """Whether the active segment's fragment, read whole from its first entry, may be left
+    to end where its scan finds the data to end (the first torn, zero-filled or
+    unframeable entry, or a damaged last one: the walk's rule, applied by the scan as it
+    reads every entry from the same start). Only one split may read it: a split starting
+    at a later index entry could not know whether the data ended before it. This saves
+    the walk over every header, which over a store downloads the segment a second time."""
+    if fragment.start_position != 0 or bound is not None or cut_size is None:
+        return False
+    pieces = _cut(segment, fragment, cut_size, max_records)
+    next(pieces)
+    return next(pieces, None) is None
 
 
 def _cut(segment: Segment, fragment: Fragment, max_bytes: int, max_records: Optional[int]

@@ -49,7 +49,7 @@ def s3(s3_server):
 @pytest.fixture
 def small_chunks(monkeypatch):
     """Segments fetched in several ranged GETs, so one starts mid-segment."""
-    monkeypatch.setattr(remote, "CHUNK_BYTES", 1024)
+    monkeypatch.setattr(remote, "CHUNK_BYTES", 512)  # below a segment's 1,024 bytes
     monkeypatch.setattr(remote, "MIN_FETCH_BYTES", 256)
     monkeypatch.setattr(remote, "READ_PAST_BYTES", 128)
 
