@@ -43,6 +43,23 @@ if os.path.exists(FAST_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
         )
     )
 
+ENCODER_SOURCE = os.path.join(FASTPATH, "_fastencode.c")
+if os.path.exists(ENCODER_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
+    # The compiled record batch encoder (compiled_encode.py), built as the decoder is: the
+    # layout values as macros, and the sha256 a checkout run checks before loading it.
+    buildinfo = runpy.run_path(os.path.join(FASTPATH, "buildinfo.py"))
+    encoder = buildinfo["ENCODER_C_SOURCE"]
+    ext_modules.append(
+        Extension(
+            "segmentlog_datasource.format.fastpath._fastencode",
+            sources=[ENCODER_SOURCE],
+            define_macros=buildinfo["define_macros"](FASTPATH, encoder),
+            depends=[os.path.normpath(os.path.join(FASTPATH, relative))
+                     for relative in buildinfo["ENCODER_CONSTANTS"]],
+            extra_compile_args=["-O3"],
+        )
+    )
+
 AVRO_SOURCE = os.path.join("segmentlog_datasource", "decode", "_avrocolumns.c")
 if os.path.exists(AVRO_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
     # valueFormat=avro's compiled decoder (decode/avro_program.py); avro.py falls back to

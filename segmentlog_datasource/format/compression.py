@@ -6,6 +6,7 @@ client uses and read in that framing or as a raw snappy block. LZ4 is the LZ4 fr
 format; magic 0 messages carry the frame-header checksum computed the old (wrong)
 way, which is accepted when reading.
 """
+import functools
 import gzip
 import importlib
 import io
@@ -94,18 +95,24 @@ def decompress(codec_id: int, data, max_size: int = DEFAULT_MAX_INFLATED_BYTES) 
 
 
 def compress(codec_id: int, data, level=None) -> bytes:
+    return compressor(codec_id, level)(data)
+
+
+def compressor(codec_id: int, level=None):
+    """compress(data) -> bytes for one codec and level, set up once for the many batches
+    of a write (a zstd compressor is made once, not per batch)."""
     if codec_id == NONE:
-        return bytes(data)
+        return bytes
     if codec_id == GZIP:
-        return _gzip_compress(data, 6 if level is None or level < 0 else level)
+        return functools.partial(_gzip_compress, level=6 if level is None or level < 0 else level)
     if codec_id == SNAPPY:
-        return _snappy_compress_xerial(data)
+        return _snappy_compress_xerial
     if codec_id == LZ4:
         lz4_frame = codec_module(LZ4, "lz4.frame")
 
         # Kafka's LZ4 stream: 64 KiB independent blocks, no content size.
-        return lz4_frame.compress(
-            data,
+        return functools.partial(
+            lz4_frame.compress,
             block_size=lz4_frame.BLOCKSIZE_MAX64KB,
             block_linked=False,
             content_checksum=False,
@@ -114,7 +121,7 @@ def compress(codec_id: int, data, level=None) -> bytes:
         )
     if codec_id == ZSTD:
         zstandard = codec_module(ZSTD)
-        return zstandard.ZstdCompressor(level=3 if level is None else level).compress(data)
+        return zstandard.ZstdCompressor(level=3 if level is None else level).compress
     raise UnsupportedFormatError(f"unknown compression codec id {codec_id}")
 
 

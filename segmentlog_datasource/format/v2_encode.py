@@ -15,9 +15,12 @@ records section. The CRC32C covers everything from the attributes on, so neither
 baseOffset nor the partitionLeaderEpoch is covered: batches are encoded at base offset
 0 and re-based later by overwriting those fields (`patch_batch_headers`).
 
-The encoder works on whole columns: varint bytes come from numpy, and each record's
-bytes are assembled by Arrow's `binary_join_element_wise`, so no Python object is built
-per record. Only the per-batch work (header, CRC, compression) runs in a Python loop.
+`encode_batches` is the one place that picks the encoder: the compiled one
+(fastpath/compiled_encode.py, _fastencode.c), which writes whole batches from the Arrow
+buffers in one pass, or its pure twin here, `encode_batches_python`, which works on
+whole columns: varint bytes come from numpy, and each record's bytes are assembled by
+Arrow's `binary_join_element_wise`, so no Python object is built per record; only the
+per-batch work (header, CRC, compression) runs in a Python loop. Both give the same bytes.
 """
 import struct
 from dataclasses import dataclass
@@ -33,7 +36,7 @@ from .layout import (
     ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD,
     NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, V2_CRC_COVERED,
     V2_HEADER_SIZE,
-    V2_BASE_OFFSET, V2_HEAD, V2_LEADER_EPOCH, V2_LENGTH_OVERHEAD, V2_MAGIC,
+    V2_BASE_OFFSET, V2_HEAD, V2_LEADER_EPOCH, V2_LENGTH_OVERHEAD, V2_MAGIC, V2_MAGIC_VALUE,
 )
 from .varint import positive_varint_sizes, signed_varint_sizes, varint_concat, varint_sizes
 
@@ -242,19 +245,50 @@ def encode_batches(columns: RecordColumns, *, codec: int = compression.NONE,
                    batch_size: int = 16384, timestamp_type: int = CREATE_TIME,
                    log_append_time: Optional[int] = None, compression_level=None,
                    max_batch_bytes: Optional[int] = None,
-                   batch_starts: Optional[np.ndarray] = None) -> EncodedBatches:
+                   batch_starts: Optional[np.ndarray] = None,
+                   use_fast_path: bool = True) -> EncodedBatches:
     """Encode every record of `columns`, in order, into record batches at base offset 0.
 
     Batches are cut at `batch_size` bytes of uncompressed batch (see `plan_batches`),
     or at `batch_starts` when given. LogAppendTime batches carry `log_append_time` as
     their maxTimestamp. A batch larger than `max_batch_bytes` raises RecordTooLargeError.
+    The compiled encoder does it when built and `use_fast_path`, else the pure twin.
     """
+    from .fastpath import batch_encoder
+
+    return batch_encoder(use_fast_path)(
+        columns, codec=codec, batch_size=batch_size, timestamp_type=timestamp_type,
+        log_append_time=log_append_time, compression_level=compression_level,
+        max_batch_bytes=max_batch_bytes, batch_starts=batch_starts)
+
+
+def batch_attributes(codec: int, timestamp_type: int, log_append_time: Optional[int]) -> int:
+    """The attributes of the batches a write encodes (checking LogAppendTime's time)."""
+    if timestamp_type == LOG_APPEND_TIME:
+        if log_append_time is None:
+            raise ValueError("LogAppendTime batches need a log_append_time")
+        return (codec & ATTR_COMPRESSION_MASK) | ATTR_TIMESTAMP_TYPE
+    return codec & ATTR_COMPRESSION_MASK
+
+
+def too_large(size: int, count: int, first_row: int, max_batch_bytes: int):
+    return RecordTooLargeError(
+        f"a record batch of {size} bytes ({count} record(s) starting at input row "
+        f"{first_row}) is larger than the {max_batch_bytes}-byte limit"
+    )
+
+
+def encode_batches_python(columns: RecordColumns, *, codec: int = compression.NONE,
+                          batch_size: int = 16384, timestamp_type: int = CREATE_TIME,
+                          log_append_time: Optional[int] = None, compression_level=None,
+                          max_batch_bytes: Optional[int] = None,
+                          batch_starts: Optional[np.ndarray] = None) -> EncodedBatches:
+    """encode_batches in Python and numpy: the compiled encoder's pure twin."""
     n = len(columns)
+    attributes = batch_attributes(codec, timestamp_type, log_append_time)
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return EncodedBatches(bytearray(), empty, empty.copy(), empty.copy(), empty.copy())
-    if timestamp_type == LOG_APPEND_TIME and log_append_time is None:
-        raise ValueError("LogAppendTime batches need a log_append_time")
     headers = _EncodedHeaders(columns.headers, n)
     sizes = _Sizes(columns, headers)
     timestamps = columns.timestamps
@@ -287,10 +321,8 @@ def encode_batches(columns: RecordColumns, *, codec: int = compression.NONE,
 
     if timestamp_type == LOG_APPEND_TIME:
         max_timestamps = np.full(len(batch_starts), log_append_time, dtype=np.int64)
-        attributes = (codec & ATTR_COMPRESSION_MASK) | ATTR_TIMESTAMP_TYPE
     else:
         max_timestamps = np.maximum.reduceat(timestamps, batch_starts)
-        attributes = codec & ATTR_COMPRESSION_MASK
     base_timestamps = timestamps[batch_starts]
     byte_starts = record_offsets[batch_starts]
     byte_ends = record_offsets[np.append(batch_starts[1:], n)]
@@ -299,13 +331,13 @@ def encode_batches(columns: RecordColumns, *, codec: int = compression.NONE,
     batch_sizes = np.empty(len(batch_starts), dtype=np.int64)
     head_pack = V2_HEAD.pack
     tail_pack = V2_CRC_COVERED.pack
-    level = compression_level
+    compress = compression.compressor(codec, compression_level)
     for b, (start, end, count, base_ts, max_ts) in enumerate(zip(
             byte_starts.tolist(), byte_ends.tolist(), counts.tolist(),
             base_timestamps.tolist(), max_timestamps.tolist())):
         payload = records[start:end]
         if codec != compression.NONE:
-            payload = compression.compress(codec, payload, level)
+            payload = compress(payload)
         tail_bytes = tail_pack(attributes, count - 1, base_ts, max_ts, NO_PRODUCER_ID,
                                NO_PRODUCER_EPOCH, NO_SEQUENCE, count)
         if _crc32c_continue is not None:
@@ -315,11 +347,8 @@ def encode_batches(columns: RecordColumns, *, codec: int = compression.NONE,
         length = V2_LENGTH_OVERHEAD + len(payload)
         size = LOG_OVERHEAD + length
         if max_batch_bytes is not None and size > max_batch_bytes:
-            raise RecordTooLargeError(
-                f"a record batch of {size} bytes ({count} record(s) starting at input row "
-                f"{int(batch_starts[b])}) is larger than the {max_batch_bytes}-byte limit"
-            )
-        out += head_pack(0, length, NO_PARTITION_LEADER_EPOCH, 2, crc)
+            raise too_large(size, count, int(batch_starts[b]), max_batch_bytes)
+        out += head_pack(0, length, NO_PARTITION_LEADER_EPOCH, V2_MAGIC_VALUE, crc)
         out += tail_bytes
         out += payload
         batch_sizes[b] = size

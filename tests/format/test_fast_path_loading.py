@@ -57,7 +57,8 @@ with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")  # every warning counts, not once per code location
     import segmentlog_datasource.format as fmt
     from segmentlog_datasource.format.v2_encode import build_record_batch
-    from segmentlog_datasource.format.fastpath import make_accumulator
+    from segmentlog_datasource.format.fastpath import batch_encoder, make_accumulator
+    from segmentlog_datasource.format.fastpath import FastEncoderUnavailableWarning
     from segmentlog_datasource.format.scan import ScanOptions, SegmentRange, scan_segment
 
     if drop_installed:  # as if the package were not installed at all
@@ -71,6 +72,7 @@ with warnings.catch_warnings(record=True) as caught:
     rows = [sum(batch.num_rows for batch in scan_segment(whole, ScanOptions()))
             for _ in range(2)]
     accumulator = make_accumulator(False)
+    encoder = batch_encoder()
 
 fast = sys.modules.get("segmentlog_datasource.format.fastpath.compiled")
 compiled = sys.modules.get("segmentlog_datasource.format.fastpath._fastrecords")
@@ -83,6 +85,9 @@ print(json.dumps({
     "rows": rows,
     "warnings": [str(w.message) for w in caught
                  if issubclass(w.category, fmt.FastPathUnavailableWarning)],
+    "encoder": encoder.__name__,
+    "encoder_warnings": [str(w.message) for w in caught
+                         if issubclass(w.category, FastEncoderUnavailableWarning)],
 }))
 """
 
@@ -123,6 +128,7 @@ def test_checkout_run_loads_the_installed_build(tmp_path):
     assert report["fast"], report
     assert Path(report["compiled"]).resolve() in [path.resolve() for path in INSTALLED_BUILDS]
     assert report["warnings"] == []
+    assert report["encoder"] == "encode_batches_compiled" and report["encoder_warnings"] == []
 
 
 @requires_installed_build
@@ -179,3 +185,7 @@ def test_no_build_anywhere_warns_once_that_it_is_not_built(tmp_path):
     message = report["warnings"][0]
     assert "not built" in message and "6x slower" in message, message
     assert "pip install ." in message, message
+    # The encoder too: its pure twin, said once (a batch encoded, the encoder asked again).
+    assert report["encoder"] == "encode_batches_python", report
+    assert len(report["encoder_warnings"]) == 1, report
+    assert "not built" in report["encoder_warnings"][0], report

@@ -1,7 +1,8 @@
 """Record decoding into Arrow batches: a compiled accumulator and its pure-Python twin.
 
 Both have one interface (add, add_v2_batch, decode_run, len, payload_bytes, take);
-`make_accumulator` is the one place that picks between them. The compiled module also
+`make_accumulator` is the one place that picks between them. Encoding has its twins too
+(compiled_encode.py and v2_encode.encode_batches_python), picked by `batch_encoder`. The compiled module also
 maps local segments so that a file shrinking under a reader cannot kill the process
 (`file_mapping_class`, used by storage/local.py).
 """
@@ -15,8 +16,8 @@ from .protocol import (
     NOT_CONTROL, RUN_DONE, RUN_END, RUN_ENTRY_FOR_PYTHON, RUN_FLUSH,
 )
 
-__all__ = ["FastPathUnavailableWarning", "RUN_DONE", "RUN_END", "RUN_ENTRY_FOR_PYTHON",
-           "RUN_FLUSH", "make_accumulator", "batch_header_walker", "file_mapping_class",
+__all__ = ["FastPathUnavailableWarning", "FastEncoderUnavailableWarning", "RUN_DONE", "RUN_END", "RUN_ENTRY_FOR_PYTHON",
+           "RUN_FLUSH", "make_accumulator", "batch_encoder", "batch_header_walker", "file_mapping_class",
            "set_run_hook", "batch_entry_expander", "ENTRY_ATTRIBUTES", "ENTRY_BASE_OFFSET", "ENTRY_BASE_SEQUENCE",
            "ENTRY_CONTROL_TYPE", "ENTRY_COORDINATOR_EPOCH", "ENTRY_END_ROW", "ENTRY_FIELDS",
            "ENTRY_LEADER_EPOCH", "ENTRY_MAGIC", "ENTRY_POSITION", "ENTRY_PRODUCER_EPOCH",
@@ -25,6 +26,10 @@ __all__ = ["FastPathUnavailableWarning", "RUN_DONE", "RUN_END", "RUN_ENTRY_FOR_P
 
 class FastPathUnavailableWarning(RuntimeWarning):
     """The compiled decoder is unavailable: reads use the pure-Python one, about 6x slower."""
+
+
+class FastEncoderUnavailableWarning(RuntimeWarning):
+    """The compiled encoder is unavailable: writes encode with the pure-Python one."""
 
 
 _compiled_module = None  # compiled.py once imported; False once it failed to
@@ -97,6 +102,35 @@ def batch_entry_expander(use_fast_path: bool = True):
     from ..arrow import expanded_entries
 
     return expanded_entries
+
+
+_encoder = None  # compiled_encode.encode_batches_compiled; False once it failed to import
+_encoder_error = None
+
+
+def batch_encoder(use_fast_path: bool = True):
+    """encode(columns, **options) -> EncodedBatches (v2_encode.encode_batches): the
+    compiled encoder when built and wanted, else its pure-Python twin (warned once)."""
+    global _encoder, _encoder_error
+    if use_fast_path:
+        if _encoder is None:
+            try:
+                from .compiled_encode import encode_batches_compiled
+            except ImportError as exc:
+                _encoder, _encoder_error = False, exc
+                warnings.warn(
+                    f"segmentlog's compiled encoder is unavailable ({exc}); writes encode "
+                    "record batches in Python, several times slower. To fix it, run `pip "
+                    "install .` in the segmentlog checkout with a C compiler present (or, for "
+                    "runs from the checkout, `python setup.py build_ext --inplace`).",
+                    FastEncoderUnavailableWarning, stacklevel=3)
+            else:
+                _encoder = encode_batches_compiled
+        if _encoder:
+            return _encoder
+    from ..v2_encode import encode_batches_python
+
+    return encode_batches_python
 
 
 def file_mapping_class():

@@ -1,4 +1,5 @@
-"""What the compiled decoder is built from: its C source and the Python values compiled in.
+"""What the compiled decoder and encoder are built from: their C sources and the Python
+values compiled into each.
 
 setup.py runs this file with runpy (it imports nothing from the package, and the files
 it reads import nothing but struct), and compiled.py imports it: both compute the same
@@ -35,10 +36,27 @@ COMPILED_CONSTANTS = {
 }
 
 
-def compiled_constants(directory: str = HERE) -> dict:
-    """{name: value} of every constant compiled in, read from the files in `directory`."""
+# The compiled encoder (_fastencode.c, compiled_encode.py): its own list, so that the
+# decoder's build does not change when the encoder needs another value.
+ENCODER_C_SOURCE = "_fastencode.c"
+ENCODER_CONSTANTS = {
+    os.path.join(os.pardir, "layout.py"): (
+        "LOG_OVERHEAD", "V2_HEADER_SIZE",
+        "V2_BASE_OFFSET", "V2_LENGTH", "V2_LEADER_EPOCH", "V2_MAGIC", "V2_CRC",
+        "V2_ATTRIBUTES", "V2_LAST_OFFSET_DELTA", "V2_BASE_TIMESTAMP", "V2_MAX_TIMESTAMP",
+        "V2_PRODUCER_ID", "V2_PRODUCER_EPOCH", "V2_BASE_SEQUENCE", "V2_RECORD_COUNT",
+        "V2_CRC_START", "V2_MAGIC_VALUE",
+        "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE", "NO_PARTITION_LEADER_EPOCH",
+    ),
+}
+CONSTANTS_OF = {C_SOURCE: COMPILED_CONSTANTS, ENCODER_C_SOURCE: ENCODER_CONSTANTS}
+
+
+def compiled_constants(directory: str = HERE, source: str = C_SOURCE) -> dict:
+    """{name: value} of every constant compiled into `source`, read from the files in
+    `directory`."""
     values = {}
-    for relative, names in COMPILED_CONSTANTS.items():
+    for relative, names in CONSTANTS_OF[source].items():
         defined = runpy.run_path(os.path.join(directory, relative))
         for name in names:
             value = defined[name]
@@ -48,20 +66,21 @@ def compiled_constants(directory: str = HERE) -> dict:
     return values
 
 
-def source_sha256(directory: str = HERE):
+def source_sha256(directory: str = HERE, source: str = C_SOURCE):
     """The sha256 of the C source in `directory` and the values compiled in with it;
     None when there is no C source there (an installed copy)."""
     try:
-        with open(os.path.join(directory, C_SOURCE), "rb") as source:
-            digest = hashlib.sha256(source.read() + b"\0")
+        with open(os.path.join(directory, source), "rb") as text:
+            digest = hashlib.sha256(text.read() + b"\0")
     except FileNotFoundError:
         return None
-    for name, value in sorted(compiled_constants(directory).items()):
+    for name, value in sorted(compiled_constants(directory, source).items()):
         digest.update(f"\n{name}={value}".encode("ascii"))
     return digest.hexdigest()
 
 
-def define_macros(directory: str = HERE) -> list:
-    """The (name, value) macros setup.py compiles the C source with."""
-    macros = [(name, str(value)) for name, value in compiled_constants(directory).items()]
-    return macros + [("SEGMENTLOG_SOURCE_SHA256", f'"{source_sha256(directory)}"')]
+def define_macros(directory: str = HERE, source: str = C_SOURCE) -> list:
+    """The (name, value) macros setup.py compiles the C `source` with."""
+    macros = [(name, str(value))
+              for name, value in compiled_constants(directory, source).items()]
+    return macros + [("SEGMENTLOG_SOURCE_SHA256", f'"{source_sha256(directory, source)}"')]

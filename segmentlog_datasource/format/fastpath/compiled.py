@@ -5,11 +5,8 @@ take() wraps those buffers as Arrow arrays without copying them. Importing this 
 raises ImportError, its message saying why, when no usable build of the extension is
 found; make_accumulator (this package) then warns once and falls back to the pure-Python accumulator.
 
-Run from a checkout (the source tree first on sys.path, as Spark's Python workers put
-their working directory), the extension is usually not built beside this file; the build
-of an installed copy of the package is then used, but only if it was built from the
-checkout's own _fastrecords.c and Python values (setup.py compiles
-buildinfo.source_sha256() into SOURCE_SHA256).
+Run from a checkout, the build of an installed copy of the package is used when it was
+built from the checkout's own _fastrecords.c and Python values (loading.py).
 
 The scan loop hands whole stretches of a mapped segment to `accumulator.decode_run(...)`
 (see its docstring): plain batches are then walked, verified and decoded in C, and the
@@ -19,69 +16,16 @@ a batch on RUN_FLUSH and stopping on RUN_DONE or RUN_END.
 FileMapping is how storage/local.py maps segments: a page lost to the file shrinking reads
 as zeros there (and is noted) instead of killing the process with SIGBUS.
 """
-import importlib.machinery
-import importlib.util
-import os
-import sys
-
 import numpy as np
 import pyarrow as pa
 
 from ...errors import CorruptLogError
 from ..arrow import HEADER_TYPE, finish_batch
-from .buildinfo import C_SOURCE, source_sha256
+from .buildinfo import C_SOURCE
+from .loading import load_extension
 from .protocol import ENTRY_FIELDS
 
-_NAME = __package__ + "._fastrecords"
-_HERE = os.path.dirname(os.path.abspath(__file__))
-_SOURCE = os.path.join(_HERE, C_SOURCE)
-
-
-def _spec_in_another_copy():
-    """The first build of this package's extension in another sys.path entry, or None."""
-    for entry in sys.path:
-        if not isinstance(entry, str):
-            continue
-        directory = os.path.join(entry or os.curdir, *__package__.split("."))
-        if not os.path.isdir(directory) or os.path.samefile(directory, _HERE):
-            continue
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            path = os.path.join(directory, "_fastrecords" + suffix)
-            if os.path.isfile(path):
-                return importlib.util.spec_from_file_location(_NAME, path)
-    return None
-
-
-def _load_compiled():
-    """The compiled module; ImportError saying why when there is no usable build."""
-    checkout_sha256 = source_sha256(_HERE)  # None in an install: no C source there
-    spec = importlib.util.find_spec(_NAME)  # beside this file: an install or an in-place build
-    if spec is None and checkout_sha256 is not None:
-        spec = _spec_in_another_copy()  # a checkout: e.g. the installed package's build
-    if spec is None:
-        elsewhere = "" if checkout_sha256 is None else " or in another copy on sys.path"
-        raise ImportError(f"not built: no compiled _fastrecords module beside {__file__}"
-                          + elsewhere)
-    try:
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    except ImportError as exc:  # e.g. built for another platform or Python
-        raise ImportError(f"{spec.origin} does not import: {exc}") from exc
-    built_from = getattr(module, "SOURCE_SHA256", None)
-    if checkout_sha256 is not None and built_from != checkout_sha256:
-        # Its C twin may decode differently from the Python code beside this file. Loading
-        # a single-phase extension also registers it in sys.modules: undo that.
-        if sys.modules.get(_NAME) is module:
-            del sys.modules[_NAME]
-        raise ImportError(f"built from other source: {spec.origin} was not built from "
-                          f"{_SOURCE} and the values it compiles in (its source sha256 is "
-                          f"{built_from or 'not recorded'}, the checkout's is {checkout_sha256})")
-    sys.modules[_NAME] = module
-    setattr(sys.modules[__package__], "_fastrecords", module)
-    return module
-
-
-_fastrecords = _load_compiled()
+_fastrecords = load_extension("_fastrecords", C_SOURCE)
 MalformedRecords, DecodedColumns = _fastrecords.MalformedRecords, _fastrecords.DecodedColumns
 v2_batch_headers = _fastrecords.v2_batch_headers
 FileMapping, set_run_hook = _fastrecords.FileMapping, _fastrecords.set_run_hook

@@ -1,0 +1,697 @@
+/* _fastencode: magic-2 record batches encoded from Arrow buffers, the compiled twin of
+ * v2_encode.encode_batches_python (compiled_encode.py wraps it).
+ *
+ * encode() measures every record, cuts batches as a producer fills them (or where the
+ * caller says), and writes the records (and, uncompressed, the batch headers and CRC32C)
+ * in one pass over the keys, values, timestamps and pre-encoded headers, without the GIL.
+ * frame() puts headers and CRCs around records sections compressed in Python.
+ *
+ * The layout values come from layout.py as macros (buildinfo.py, setup.py), the one home
+ * of those facts. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#if !defined(LOG_OVERHEAD) || !defined(V2_HEADER_SIZE) || !defined(V2_BASE_OFFSET) || \
+    !defined(V2_LENGTH) || !defined(V2_LEADER_EPOCH) || !defined(V2_MAGIC) || \
+    !defined(V2_CRC) || !defined(V2_ATTRIBUTES) || !defined(V2_LAST_OFFSET_DELTA) || \
+    !defined(V2_BASE_TIMESTAMP) || !defined(V2_MAX_TIMESTAMP) || !defined(V2_PRODUCER_ID) || \
+    !defined(V2_PRODUCER_EPOCH) || !defined(V2_BASE_SEQUENCE) || !defined(V2_RECORD_COUNT) || \
+    !defined(V2_CRC_START) || !defined(NO_PRODUCER_ID) || !defined(NO_PRODUCER_EPOCH) || \
+    !defined(NO_SEQUENCE) || !defined(NO_PARTITION_LEADER_EPOCH) || !defined(V2_MAGIC_VALUE) || \
+    !defined(SEGMENTLOG_SOURCE_SHA256)
+#error "build through setup.py: the layout values come from format/layout.py (fastpath/buildinfo.py)"
+#endif
+
+/* ------------------------------------------------------------------ CRC32C */
+
+static uint32_t crc_table[8][256];
+
+static void
+crc_tables(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
+}
+
+/* Slice-by-8: where the CPU has no CRC32 instruction. */
+static uint32_t
+crc32c_tables(uint32_t crc, const uint8_t *p, size_t n)
+{
+    while (n && ((uintptr_t)p & 7)) {
+        crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xFF];
+        n--;
+    }
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (n >= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        word ^= crc;  /* the word's first byte is its low byte */
+        crc = crc_table[7][word & 0xFF] ^ crc_table[6][(word >> 8) & 0xFF] ^
+              crc_table[5][(word >> 16) & 0xFF] ^ crc_table[4][(word >> 24) & 0xFF] ^
+              crc_table[3][(word >> 32) & 0xFF] ^ crc_table[2][(word >> 40) & 0xFF] ^
+              crc_table[1][(word >> 48) & 0xFF] ^ crc_table[0][word >> 56];
+        p += 8;
+        n -= 8;
+    }
+#endif
+    while (n--)
+        crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xFF];
+    return crc;
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HAVE_CRC_INSTRUCTION_CHECK 1
+#include <nmmintrin.h>
+/* Three independent streams would go faster still; one already outruns the copy. */
+__attribute__((target("sse4.2"))) static uint32_t
+crc32c_instruction(uint32_t crc, const uint8_t *p, size_t n)
+{
+    uint64_t c = crc;
+    while (n && ((uintptr_t)p & 7)) {
+        c = _mm_crc32_u8((uint32_t)c, *p++);
+        n--;
+    }
+    while (n >= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        c = _mm_crc32_u64(c, word);
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        c = _mm_crc32_u8((uint32_t)c, *p++);
+    return (uint32_t)c;
+}
+#endif
+
+static int use_crc_instruction;
+
+static uint32_t
+crc32c(const uint8_t *p, size_t n)
+{
+#ifdef HAVE_CRC_INSTRUCTION_CHECK
+    if (use_crc_instruction)
+        return ~crc32c_instruction(0xFFFFFFFFu, p, n);
+#endif
+    return ~crc32c_tables(0xFFFFFFFFu, p, n);
+}
+
+/* ------------------------------------------------------------------ varints */
+
+static inline uint64_t
+zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t
+varint_size(int64_t v)
+{
+    uint64_t z = zigzag(v) | 1;
+    int bits = 64 - __builtin_clzll(z);
+    return (bits + 6) / 7;
+}
+
+static inline uint8_t *
+put_varint(uint8_t *p, int64_t v)
+{
+    uint64_t z = zigzag(v);
+    while (z >= 0x80) {
+        *p++ = (uint8_t)(z | 0x80);
+        z >>= 7;
+    }
+    *p++ = (uint8_t)z;
+    return p;
+}
+
+static inline void
+put_be64(uint8_t *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+static inline void
+put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static inline void
+put_be16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+/* ------------------------------------------------------------- binary columns */
+
+/* An Arrow binary column: its n+1 offsets (int32 or int64), data and validity bitmap. */
+typedef struct {
+    Py_buffer offsets, data, validity;
+    int have_data, have_validity, wide;
+    int64_t bit_offset;
+    const char *name;
+} Column;
+
+static void
+column_release(Column *c)
+{
+    if (c->offsets.obj)
+        PyBuffer_Release(&c->offsets);
+    if (c->have_data)
+        PyBuffer_Release(&c->data);
+    if (c->have_validity)
+        PyBuffer_Release(&c->validity);
+    memset(c, 0, sizeof(*c));
+}
+
+static inline int64_t
+column_offset(const Column *c, int64_t i)
+{
+    return c->wide ? ((const int64_t *)c->offsets.buf)[i] : ((const int32_t *)c->offsets.buf)[i];
+}
+
+/* -1 for a null row, else its byte length. */
+static inline int64_t
+column_length(const Column *c, int64_t i)
+{
+    if (c->have_validity) {
+        int64_t bit = c->bit_offset + i;
+        if (!((((const uint8_t *)c->validity.buf)[bit >> 3] >> (bit & 7)) & 1))
+            return -1;
+    }
+    return column_offset(c, i + 1) - column_offset(c, i);
+}
+
+static inline const uint8_t *
+column_bytes(const Column *c, int64_t i)
+{
+    return (const uint8_t *)c->data.buf + column_offset(c, i);
+}
+
+/* (offsets, data or None, validity bitmap or None, bit offset) for `rows` rows. */
+static int
+column_from(PyObject *spec, Column *c, Py_ssize_t rows, const char *name)
+{
+    PyObject *offsets, *data, *validity;
+    long long bit_offset;
+    memset(c, 0, sizeof(*c));
+    c->name = name;
+    if (!PyArg_ParseTuple(spec, "OOOL", &offsets, &data, &validity, &bit_offset))
+        return -1;
+    if (PyObject_GetBuffer(offsets, &c->offsets, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    if (c->offsets.itemsize != 4 && c->offsets.itemsize != 8) {
+        PyErr_Format(PyExc_TypeError, "%s: offsets must be int32 or int64", name);
+        return -1;
+    }
+    c->wide = c->offsets.itemsize == 8;
+    if (c->offsets.len / c->offsets.itemsize != rows + 1) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd offsets for %zd rows", name,
+                     c->offsets.len / c->offsets.itemsize, rows);
+        return -1;
+    }
+    if (data != Py_None) {
+        if (PyObject_GetBuffer(data, &c->data, PyBUF_SIMPLE) < 0)
+            return -1;
+        c->have_data = 1;
+    }
+    if (validity != Py_None) {
+        if (PyObject_GetBuffer(validity, &c->validity, PyBUF_SIMPLE) < 0)
+            return -1;
+        c->have_validity = 1;
+        c->bit_offset = bit_offset;
+        if (bit_offset < 0 || (bit_offset + rows + 7) / 8 > c->validity.len) {
+            PyErr_Format(PyExc_ValueError, "%s: validity bitmap too short", name);
+            return -1;
+        }
+    }
+    /* Offsets that stay within the data: every row then reads inside it. */
+    Py_ssize_t size = c->have_data ? c->data.len : 0;
+    int64_t previous = column_offset(c, 0);
+    if (previous < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: negative offset", name);
+        return -1;
+    }
+    for (Py_ssize_t i = 1; i <= rows; i++) {
+        int64_t next = column_offset(c, i);
+        if (next < previous) {
+            PyErr_Format(PyExc_ValueError, "%s: offsets go backwards at row %zd", name, i - 1);
+            return -1;
+        }
+        previous = next;
+    }
+    if (previous > size) {
+        PyErr_Format(PyExc_ValueError, "%s: offsets point past the data (%lld > %zd bytes)",
+                     name, (long long)previous, size);
+        return -1;
+    }
+    if (!c->have_data) {
+        /* No data buffer: every row is empty or null; point at something valid. */
+        c->data.buf = (void *)"";
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ encoding */
+
+typedef struct {
+    Column keys, values, header_blob;
+    Py_buffer timestamps, header_counts, given_starts;
+    int have_headers, have_starts;
+    Py_ssize_t rows;
+} Inputs;
+
+static void
+inputs_release(Inputs *in)
+{
+    column_release(&in->keys);
+    column_release(&in->values);
+    column_release(&in->header_blob);
+    if (in->timestamps.obj)
+        PyBuffer_Release(&in->timestamps);
+    if (in->header_counts.obj)
+        PyBuffer_Release(&in->header_counts);
+    if (in->given_starts.obj)
+        PyBuffer_Release(&in->given_starts);
+}
+
+static int
+int64_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t length, const char *name)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    if (view->itemsize != 8 || (length >= 0 && view->len != length * 8)) {
+        PyErr_Format(PyExc_ValueError, "%s must be %zd int64 values", name, length);
+        return -1;
+    }
+    return 0;
+}
+
+/* The bytes of record i apart from its timestamp and offset deltas. */
+static inline int64_t
+fixed_size(const Inputs *in, int64_t i, const int64_t *hcounts)
+{
+    int64_t k = column_length(&in->keys, i), v = column_length(&in->values, i);
+    int64_t size = 1 + varint_size(k) + (k > 0 ? k : 0) + varint_size(v) + (v > 0 ? v : 0);
+    if (in->have_headers)
+        size += varint_size(hcounts[i]) + column_length(&in->header_blob, i);
+    else
+        size += 1;
+    return size;
+}
+
+typedef struct {
+    int64_t *starts, *counts, *record_bytes, *max_ts;
+    int64_t *bodies;  /* per record: its length varint's value */
+    int64_t batches;
+} Plan;
+
+static void
+plan_free(Plan *plan)
+{
+    PyMem_RawFree(plan->starts);
+    PyMem_RawFree(plan->counts);
+    PyMem_RawFree(plan->record_bytes);
+    PyMem_RawFree(plan->max_ts);
+    PyMem_RawFree(plan->bodies);
+    memset(plan, 0, sizeof(*plan));
+}
+
+/* Cut batches (a record joins the open one while the batch stays within batch_size bytes,
+ * header included; an empty batch takes any record) or take the given starts; measure
+ * each record. Runs without the GIL: returns an error message or NULL. */
+static const char *
+plan_batches(const Inputs *in, int64_t batch_size, Plan *plan)
+{
+    int64_t n = in->rows;
+    const int64_t *ts = (const int64_t *)in->timestamps.buf;
+    const int64_t *hcounts = in->have_headers ? (const int64_t *)in->header_counts.buf : NULL;
+    int64_t most = in->have_starts ? in->given_starts.len / 8 : n;
+    plan->starts = PyMem_RawMalloc(sizeof(int64_t) * (most ? most : 1));
+    plan->counts = PyMem_RawMalloc(sizeof(int64_t) * (most ? most : 1));
+    plan->record_bytes = PyMem_RawMalloc(sizeof(int64_t) * (most ? most : 1));
+    plan->max_ts = PyMem_RawMalloc(sizeof(int64_t) * (most ? most : 1));
+    plan->bodies = PyMem_RawMalloc(sizeof(int64_t) * (n ? n : 1));
+    if (!plan->starts || !plan->counts || !plan->record_bytes || !plan->max_ts || !plan->bodies)
+        return "out of memory";
+    const int64_t *given = in->have_starts ? (const int64_t *)in->given_starts.buf : NULL;
+    int64_t limit = batch_size - V2_HEADER_SIZE;
+    int64_t b = 0, i = 0;
+    while (i < n) {
+        int64_t start = i, end;
+        if (given) {
+            if (b >= most)
+                return "batch starts do not cover every record";
+            if (given[b] != i)
+                return "batch starts must begin at 0 and increase";
+            end = b + 1 < most ? given[b + 1] : n;
+            if (end <= start || end > n)
+                return "batch starts must begin at 0 and increase";
+        } else {
+            end = n;
+        }
+        int64_t base_ts = ts[start], max_ts = ts[start], bytes = 0;
+        int64_t j = start;
+        for (; j < end; j++) {
+            int64_t body = fixed_size(in, j, hcounts) + varint_size(ts[j] - base_ts) +
+                           varint_size(j - start);
+            int64_t size = body + varint_size(body);
+            if (!given && j > start && (batch_size <= 0 || bytes + size > limit))
+                break;
+            bytes += size;
+            plan->bodies[j] = body;
+            if (ts[j] > max_ts)
+                max_ts = ts[j];
+        }
+        if (bytes > (int64_t)INT32_MAX - V2_HEADER_SIZE)
+            return "a record batch would be larger than 2 GiB";
+        plan->starts[b] = start;
+        plan->counts[b] = j - start;
+        plan->record_bytes[b] = bytes;
+        plan->max_ts[b] = max_ts;
+        b++;
+        i = j;
+    }
+    if (given && b != most)
+        return "batch starts must begin at 0 and increase";
+    plan->batches = b;
+    return NULL;
+}
+
+static void
+write_header(uint8_t *p, int64_t size, int attributes, int64_t count, int64_t base_ts,
+             int64_t max_ts)
+{
+    put_be64(p + V2_BASE_OFFSET, 0);
+    put_be32(p + V2_LENGTH, (uint32_t)(size - LOG_OVERHEAD));
+    put_be32(p + V2_LEADER_EPOCH, (uint32_t)(int32_t)NO_PARTITION_LEADER_EPOCH);
+    p[V2_MAGIC] = V2_MAGIC_VALUE;
+    put_be16(p + V2_ATTRIBUTES, (uint16_t)attributes);
+    put_be32(p + V2_LAST_OFFSET_DELTA, (uint32_t)(count - 1));
+    put_be64(p + V2_BASE_TIMESTAMP, (uint64_t)base_ts);
+    put_be64(p + V2_MAX_TIMESTAMP, (uint64_t)max_ts);
+    put_be64(p + V2_PRODUCER_ID, (uint64_t)(int64_t)NO_PRODUCER_ID);
+    put_be16(p + V2_PRODUCER_EPOCH, (uint16_t)(int16_t)NO_PRODUCER_EPOCH);
+    put_be32(p + V2_BASE_SEQUENCE, (uint32_t)(int32_t)NO_SEQUENCE);
+    put_be32(p + V2_RECORD_COUNT, (uint32_t)count);
+}
+
+static inline uint8_t *
+put_bytes(uint8_t *p, const Column *c, int64_t i, int64_t length)
+{
+    p = put_varint(p, length);
+    if (length > 0) {
+        memcpy(p, column_bytes(c, i), (size_t)length);
+        p += length;
+    }
+    return p;
+}
+
+/* The records of batch b at p; returns the end. */
+static uint8_t *
+write_records(const Inputs *in, const Plan *plan, int64_t b, uint8_t *p)
+{
+    const int64_t *ts = (const int64_t *)in->timestamps.buf;
+    const int64_t *hcounts = in->have_headers ? (const int64_t *)in->header_counts.buf : NULL;
+    int64_t start = plan->starts[b], end = start + plan->counts[b], base_ts = ts[start];
+    for (int64_t j = start; j < end; j++) {
+        p = put_varint(p, plan->bodies[j]);
+        *p++ = 0;  /* record attributes */
+        p = put_varint(p, ts[j] - base_ts);
+        p = put_varint(p, j - start);
+        p = put_bytes(p, &in->keys, j, column_length(&in->keys, j));
+        p = put_bytes(p, &in->values, j, column_length(&in->values, j));
+        if (hcounts) {
+            p = put_varint(p, hcounts[j]);
+            int64_t blob = column_length(&in->header_blob, j);
+            memcpy(p, column_bytes(&in->header_blob, j), (size_t)blob);
+            p += blob;
+        } else {
+            *p++ = 0;  /* no headers */
+        }
+    }
+    return p;
+}
+
+static PyObject *
+int64_bytes(const int64_t *values, int64_t n)
+{
+    return PyBytes_FromStringAndSize((const char *)values, (Py_ssize_t)(n * 8));
+}
+
+static PyObject *
+encode(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {"keys", "values", "timestamps", "headers", "batch_starts",
+                            "batch_size", "attributes", "log_append_time", "framed", NULL};
+    PyObject *keys, *values, *timestamps, *headers, *starts, *log_append_time;
+    long long batch_size;
+    int attributes, framed;
+    Inputs in;
+    Plan plan;
+    PyObject *out = NULL, *result = NULL;
+    memset(&in, 0, sizeof(in));
+    memset(&plan, 0, sizeof(plan));
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOLiOp", names, &keys, &values,
+                                     &timestamps, &headers, &starts, &batch_size, &attributes,
+                                     &log_append_time, &framed))
+        return NULL;
+    if (int64_buffer(timestamps, &in.timestamps, -1, "timestamps") < 0)
+        goto done;
+    in.rows = in.timestamps.len / 8;
+    if (column_from(keys, &in.keys, in.rows, "keys") < 0 ||
+        column_from(values, &in.values, in.rows, "values") < 0)
+        goto done;
+    if (headers != Py_None) {
+        PyObject *counts, *blob;
+        if (!PyArg_ParseTuple(headers, "OO", &counts, &blob) ||
+            int64_buffer(counts, &in.header_counts, in.rows, "header counts") < 0 ||
+            column_from(blob, &in.header_blob, in.rows, "header bytes") < 0)
+            goto done;
+        in.have_headers = 1;
+        const int64_t *hc = (const int64_t *)in.header_counts.buf;
+        for (Py_ssize_t i = 0; i < in.rows; i++) {
+            if (hc[i] < 0 || column_length(&in.header_blob, i) < 0) {
+                PyErr_Format(PyExc_ValueError, "headers of row %zd are malformed", i);
+                goto done;
+            }
+        }
+    }
+    if (starts != Py_None) {
+        if (int64_buffer(starts, &in.given_starts, -1, "batch_starts") < 0)
+            goto done;
+        in.have_starts = 1;
+    }
+    int have_append_time = log_append_time != Py_None;
+    int64_t append_time = 0;
+    if (have_append_time) {
+        append_time = PyLong_AsLongLong(log_append_time);
+        if (append_time == -1 && PyErr_Occurred())
+            goto done;
+    }
+
+    const char *problem;
+    Py_BEGIN_ALLOW_THREADS
+    problem = plan_batches(&in, batch_size, &plan);
+    Py_END_ALLOW_THREADS
+    if (problem) {
+        if (strcmp(problem, "out of memory") == 0)
+            PyErr_NoMemory();
+        else
+            PyErr_SetString(PyExc_ValueError, problem);
+        goto done;
+    }
+    if (have_append_time)
+        for (int64_t b = 0; b < plan.batches; b++)
+            plan.max_ts[b] = append_time;
+    int64_t total = 0;
+    for (int64_t b = 0; b < plan.batches; b++)
+        total += plan.record_bytes[b] + (framed ? V2_HEADER_SIZE : 0);
+    out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (!out)
+        goto done;
+    uint8_t *base = (uint8_t *)PyByteArray_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS
+    uint8_t *p = base;
+    const int64_t *ts = (const int64_t *)in.timestamps.buf;
+    for (int64_t b = 0; b < plan.batches; b++) {
+        if (framed) {
+            uint8_t *batch = p;
+            int64_t size = V2_HEADER_SIZE + plan.record_bytes[b];
+            write_header(batch, size, attributes, plan.counts[b], ts[plan.starts[b]],
+                         plan.max_ts[b]);
+            p = write_records(&in, &plan, b, batch + V2_HEADER_SIZE);
+            put_be32(batch + V2_CRC, crc32c(batch + V2_CRC_START, (size_t)(size - V2_CRC_START)));
+            plan.record_bytes[b] = size;  /* handed back as the batch's size */
+        } else {
+            p = write_records(&in, &plan, b, p);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("(ONNNN)", out, int64_bytes(plan.starts, plan.batches),
+                           int64_bytes(plan.counts, plan.batches),
+                           int64_bytes(plan.record_bytes, plan.batches),
+                           int64_bytes(plan.max_ts, plan.batches));
+done:
+    Py_XDECREF(out);
+    plan_free(&plan);
+    inputs_release(&in);
+    return result;
+}
+
+/* Headers and CRCs around records sections compressed elsewhere. */
+static PyObject *
+frame(PyObject *self, PyObject *args)
+{
+    PyObject *payloads, *counts_obj, *base_obj, *max_obj, *seq = NULL, *out = NULL;
+    PyObject *result = NULL;
+    int attributes;
+    Py_buffer counts = {0}, base_ts = {0}, max_ts = {0};
+    Py_buffer *views = NULL;
+    Py_ssize_t n = 0, got = 0;
+    if (!PyArg_ParseTuple(args, "OOOOi", &payloads, &counts_obj, &base_obj, &max_obj,
+                          &attributes))
+        return NULL;
+    seq = PySequence_Fast(payloads, "payloads must be a sequence");
+    if (!seq)
+        return NULL;
+    n = PySequence_Fast_GET_SIZE(seq);
+    if (int64_buffer(counts_obj, &counts, n, "counts") < 0 ||
+        int64_buffer(base_obj, &base_ts, n, "base timestamps") < 0 ||
+        int64_buffer(max_obj, &max_ts, n, "max timestamps") < 0)
+        goto done;
+    views = PyMem_Calloc(n ? n : 1, sizeof(Py_buffer));
+    if (!views) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t total = 0;
+    for (; got < n; got++) {
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &views[got], PyBUF_SIMPLE) < 0)
+            goto done;
+        if (views[got].len > (Py_ssize_t)INT32_MAX - V2_HEADER_SIZE) {
+            PyErr_SetString(PyExc_ValueError, "a record batch would be larger than 2 GiB");
+            goto done;
+        }
+        total += V2_HEADER_SIZE + views[got].len;
+    }
+    PyObject *sizes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
+    if (!sizes)
+        goto done;
+    out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (!out) {
+        Py_DECREF(sizes);
+        goto done;
+    }
+    int64_t *size_of = (int64_t *)PyBytes_AS_STRING(sizes);
+    uint8_t *p = (uint8_t *)PyByteArray_AS_STRING(out);
+    const int64_t *c = counts.buf, *bt = base_ts.buf, *mt = max_ts.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t b = 0; b < n; b++) {
+        int64_t size = V2_HEADER_SIZE + views[b].len;
+        write_header(p, size, attributes, c[b], bt[b], mt[b]);
+        memcpy(p + V2_HEADER_SIZE, views[b].buf, (size_t)views[b].len);
+        put_be32(p + V2_CRC, crc32c(p + V2_CRC_START, (size_t)(size - V2_CRC_START)));
+        size_of[b] = size;
+        p += size;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("(ON)", out, sizes);
+done:
+    for (Py_ssize_t i = 0; i < got; i++)
+        PyBuffer_Release(&views[i]);
+    PyMem_Free(views);
+    if (counts.obj)
+        PyBuffer_Release(&counts);
+    if (base_ts.obj)
+        PyBuffer_Release(&base_ts);
+    if (max_ts.obj)
+        PyBuffer_Release(&max_ts);
+    Py_XDECREF(out);
+    Py_DECREF(seq);
+    return result;
+}
+
+static PyObject *
+crc32c_py(PyObject *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    uint32_t crc;
+    Py_BEGIN_ALLOW_THREADS
+    crc = crc32c(view.buf, (size_t)view.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
+}
+
+static PyObject *
+set_crc_instruction(PyObject *self, PyObject *arg)
+{
+    int wanted = PyObject_IsTrue(arg);
+    if (wanted < 0)
+        return NULL;
+    int before = use_crc_instruction;
+#ifdef HAVE_CRC_INSTRUCTION_CHECK
+    use_crc_instruction = wanted && __builtin_cpu_supports("sse4.2");
+#else
+    use_crc_instruction = 0;
+#endif
+    return PyBool_FromLong(before);
+}
+
+static PyMethodDef methods[] = {
+    {"encode", (PyCFunction)(void (*)(void))encode, METH_VARARGS | METH_KEYWORDS,
+     "encode(keys, values, timestamps, headers, batch_starts, batch_size, attributes, "
+     "log_append_time, framed) -> (data, starts, counts, sizes, max_timestamps)\n\n"
+     "keys, values: (offsets, data, validity, bit offset); headers: None or (counts, blob "
+     "column). framed: whole batches (sizes are batch sizes); else records sections back to "
+     "back (sizes are theirs). The int64 arrays come back as bytes."},
+    {"frame", frame, METH_VARARGS,
+     "frame(payloads, counts, base_timestamps, max_timestamps, attributes) -> (data, sizes)"},
+    {"crc32c", crc32c_py, METH_O, "crc32c(data) -> int"},
+    {"set_crc_instruction", set_crc_instruction, METH_O,
+     "For tests: use the CPU's CRC32 instruction (when it has one) or the tables; returns "
+     "whether it was in use."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_fastencode", "Magic-2 record batches encoded in C.", -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__fastencode(void)
+{
+    crc_tables();
+#ifdef HAVE_CRC_INSTRUCTION_CHECK
+    __builtin_cpu_init();
+    use_crc_instruction = __builtin_cpu_supports("sse4.2");
+#endif
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    if (PyModule_AddStringConstant(m, "SOURCE_SHA256", SEGMENTLOG_SOURCE_SHA256) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,81 @@
+"""The compiled twin of v2_encode.encode_batches_python.
+
+Record batches are encoded in C (_fastencode) straight from the Arrow buffers of the
+keys and values (offsets, data, validity bitmap) and the timestamps: batches are cut
+as a producer fills them and every record is written in one pass, without the GIL.
+Uncompressed batches come out whole (headers and CRC32C included); compressed ones get
+their records sections from C, compressed by the codec's library one batch at a time,
+then headers and CRCs in C. Headers are encoded per record by the same numpy code as
+the pure twin's (v2_encode._EncodedHeaders) and copied in.
+
+Importing this module raises ImportError, saying why, when no usable build of the
+extension is found (loading.py); v2_encode.encode_batches then warns once and encodes
+with the pure twin.
+"""
+import numpy as np
+import pyarrow as pa
+
+from .. import compression
+from ..layout import CREATE_TIME, LOG_APPEND_TIME
+from ..v2_encode import (
+    EncodedBatches, RecordColumns, _EncodedHeaders, batch_attributes, too_large,
+)
+from .buildinfo import ENCODER_C_SOURCE
+from .loading import load_extension
+
+_fastencode = load_extension("_fastencode", ENCODER_C_SOURCE)
+
+
+def _column(array: pa.Array) -> tuple:
+    """A binary array as the C encoder takes it: (offsets, data, validity, bit offset)."""
+    validity, offsets, data = array.buffers()[:3]
+    rows = len(array)
+    if offsets is None:
+        offsets = np.zeros(rows + 1, dtype=np.int32)
+    else:
+        wide = np.int64 if pa.types.is_large_binary(array.type) else np.int32
+        offsets = np.frombuffer(offsets, dtype=wide)[array.offset : array.offset + rows + 1]
+    return offsets, data, validity if array.null_count else None, array.offset
+
+
+def _int64(raw: bytes) -> np.ndarray:
+    return np.frombuffer(raw, dtype=np.int64)
+
+
+def encode_batches_compiled(columns: RecordColumns, *, codec: int = compression.NONE,
+                            batch_size: int = 16384, timestamp_type: int = CREATE_TIME,
+                            log_append_time=None, compression_level=None,
+                            max_batch_bytes=None, batch_starts=None) -> EncodedBatches:
+    """v2_encode.encode_batches, in C."""
+    n = len(columns)
+    attributes = batch_attributes(codec, timestamp_type, log_append_time)
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return EncodedBatches(bytearray(), empty, empty.copy(), empty.copy(), empty.copy())
+    headers = _EncodedHeaders(columns.headers, n)
+    header_parts = None if headers.blob is None else (
+        np.ascontiguousarray(headers.counts, dtype=np.int64), _column(headers.blob))
+    if batch_starts is not None:
+        batch_starts = np.ascontiguousarray(batch_starts, dtype=np.int64)
+    framed = codec == compression.NONE
+    data, starts, counts, sizes, max_timestamps = _fastencode.encode(
+        _column(columns.keys), _column(columns.values), columns.timestamps, header_parts,
+        batch_starts, batch_size, attributes,
+        log_append_time if timestamp_type == LOG_APPEND_TIME else None, framed)
+    starts, counts, sizes = _int64(starts), _int64(counts), _int64(sizes)
+    max_timestamps = _int64(max_timestamps)
+    if not framed:
+        compress = compression.compressor(codec, compression_level)
+        ends = np.cumsum(sizes)
+        records = memoryview(data)
+        payloads = [compress(records[start:end])
+                    for start, end in zip((ends - sizes).tolist(), ends.tolist())]
+        data, sizes = _fastencode.frame(payloads, counts, columns.timestamps[starts],
+                                        max_timestamps, attributes)
+        sizes = _int64(sizes)
+    if max_batch_bytes is not None:
+        over = np.flatnonzero(sizes > max_batch_bytes)
+        if len(over):
+            b = int(over[0])
+            raise too_large(int(sizes[b]), int(counts[b]), int(starts[b]), max_batch_bytes)
+    return EncodedBatches(data, sizes, counts, max_timestamps, starts)
