@@ -484,7 +484,7 @@ class FetchedLog(LogBytes):
         self._chunks = chunks
         self._chunk_starts = [chunk.original_offset for chunk in chunks] if chunks else None
         self._on_close = on_close
-        self._map = mmap.mmap(-1, size) if size else None
+        self._map = _anonymous_map(size) if size else None
         self.view = memoryview(self._map) if self._map is not None else memoryview(b"")
         self._have: List[Tuple[int, int]] = []  # fetched [start, end) ranges, sorted, merged
         self._pool: Optional[ThreadPoolExecutor] = None
@@ -608,6 +608,24 @@ class FetchedLog(LogBytes):
         if self._on_close is not None:
             self._on_close()
         self._release(self._map)
+
+
+def _anonymous_map(size: int) -> mmap.mmap:
+    """Memory for `size` bytes of a segment, taken by a page when first written: private
+    (shared anonymous memory is tmpfs, whose page faults cost several times more) and in
+    huge pages where the kernel gives them on request (an 8 MiB chunk is then 4 page
+    faults, not 2,048). Measured on a 32 MiB segment fetched in 8 MiB GETs: 1.8 s for
+    shared 4 KiB pages against 1.1 s into a bytearray."""
+    private = getattr(mmap, "MAP_PRIVATE", None)
+    if private is None:  # Windows
+        return mmap.mmap(-1, size)
+    mapping = mmap.mmap(-1, size, flags=private | mmap.MAP_ANONYMOUS)
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        try:
+            mapping.madvise(mmap.MADV_HUGEPAGE)
+        except OSError:
+            pass  # a kernel without transparent huge pages: 4 KiB pages
+    return mapping
 
 
 def _zstd(path: str):
