@@ -195,7 +195,7 @@ def plan_ranges(logs: List[PartitionLog], ranges: Dict, read: ReadOptions,
     the read's split size; a partition without a range is not read. For read_committed,
     `last_stable` gives known last stable offsets (else each log is scanned for its own)."""
     constraints = constraints or Constraints()
-    pieces: List[Tuple[Segment, Fragment]] = []
+    planned = []  # (log, start, end, transactions) of each partition read
     for log in logs:
         if log.topic_partition not in ranges:
             continue
@@ -229,9 +229,17 @@ def plan_ranges(logs: List[PartitionLog], ranges: Dict, read: ReadOptions,
             for entry in aborted:
                 log.check_abort_marker(entry, log_end)
             transactions = TransactionFilter(aborted, lso)
+        planned.append((log, start, end, transactions))
+    if constraints.offset_values is None and constraints.timestamp_low_us is None:
+        # Then every segment of each range is planned with its offset index.
+        _load_offset_indexes([segment for log, start, end, _ in planned for segment in
+                              log.segments[log.segment_index_for(start):
+                                           log.segment_index_for(end - 1) + 1]])
+    pieces: List[Tuple[Segment, Fragment]] = []
+    # Without minPartitions the split size is known before any segment is sized.
+    cut_size = None if read.min_partitions else read.max_partition_bytes
+    for log, start, end, transactions in planned:
         segments = {segment.log_path: segment for segment in log.segments}
-        # Without minPartitions the split size is known before any segment is sized.
-        cut_size = None if read.min_partitions else read.max_partition_bytes
         for fragment in _fragments_for_windows(log, _offset_windows(start, end, constraints),
                                                constraints, read.verify_checksums,
                                                cut_size, read.max_records_per_partition):
@@ -240,6 +248,23 @@ def plan_ranges(logs: List[PartitionLog], ranges: Dict, read: ReadOptions,
     max_bytes = _split_size(pieces, read)
     return [cut for segment, fragment in pieces
             for cut in _cut(segment, fragment, max_bytes, read.max_records_per_partition)]
+
+
+# Offset indexes read at once from a store when planning (each is a HEAD and a GET).
+INDEX_READS_AT_ONCE = 8
+
+
+def _load_offset_indexes(segments: List[Segment]) -> None:
+    """Read the offset indexes of remote `segments` several at a time: one after the
+    other, a read of many segments waits for two requests' round trips per segment."""
+    remote = [segment for segment in segments if segment.store.remote]
+    if len(remote) < 2:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(INDEX_READS_AT_ONCE, len(remote))) as pool:
+        for _ in pool.map(lambda segment: segment.offset_index, remote):
+            pass  # the first failure is raised, naming its object
 
 
 # Beyond this many offsets, an IN list is planned as one range from its least to its
