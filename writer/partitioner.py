@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..format.arrow import as_binary, binary_offsets
+from ..format.fastpath import compiled_key_hasher
 
 SEED = 0x9747B28C
 M = 0x5BD1E995
@@ -99,9 +100,16 @@ def murmur2_array(keys: pa.Array) -> np.ndarray:
     return h
 
 
+def key_hashes(keys: pa.Array, use_fast_path: bool = True) -> np.ndarray:
+    """murmur2 of every key as uint32 (nulls as empty keys): compiled beside the encoder
+    when it is built (fastpath.compiled_key_hasher), else murmur2_array, its twin."""
+    compiled = compiled_key_hasher(use_fast_path)
+    return (compiled or murmur2_array)(keys)
+
+
 def partitions_for_keys(keys: pa.Array, num_partitions: int) -> np.ndarray:
     """Kafka's partition for each key (int64); meaningless for null keys."""
-    return (murmur2_array(keys) & np.uint32(0x7FFFFFFF)).astype(np.int64) % num_partitions
+    return (key_hashes(keys) & np.uint32(0x7FFFFFFF)).astype(np.int64) % num_partitions
 
 
 class StickyRoundRobin:

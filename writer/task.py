@@ -19,7 +19,7 @@ from ..format.v2_encode import RecordColumns, RecordTooLargeError, encode_batche
 
 from .errors import InvalidInputError, WriteAbortedError, WriteError, raise_out_of_space
 from .framed import FramingPlan, encode_framed
-from .input import InputLayout, NormalizedRows, approximate_sizes, normalize, slice_rows, take_rows
+from .input import InputLayout, NormalizedRows, approximate_sizes, normalize, take_rows
 from .logdir import check_num_partitions, partition_count, validate_topic_name
 from .options import WriteOptions
 from .partitioner import StickyRoundRobin, assign_partitions
@@ -232,30 +232,43 @@ class TaskWriter:
                     index = np.nonzero(topic_ids == t)[0]
                     partitions[index] = self._assign(topic, take_rows(rows, index))
         group = partitions if topic_ids is None else (topic_ids << 32) | partitions
+        columns = RecordColumns(rows.keys, rows.values, rows.timestamps, rows.headers)
         if n and (group == group[0]).all():
-            order_rows, group_sorted = rows, group
+            key = int(group[0])
+            self._encode(*self._topic_partition(topics, topic_ids, key), columns, None)
+            return
+        if topic_ids is None and int(group.max()) < 1 << 16:
+            # Few partitions: numpy's stable sort of 16-bit keys is a radix sort.
+            order = np.argsort(group.astype(np.uint16), kind="stable")
         else:
             order = np.argsort(group, kind="stable")
-            order_rows, group_sorted = take_rows(rows, order), group[order]
+        group_sorted = group[order]
         cuts = np.flatnonzero(np.diff(group_sorted)) + 1
         starts = np.concatenate(([0], cuts)).astype(np.int64)
         ends = np.concatenate((cuts, [n])).astype(np.int64)
         for start, end in zip(starts.tolist(), ends.tolist()):
             key = int(group_sorted[start])
-            topic = topics[key >> 32] if topic_ids is not None else topics[0]
-            partition = key & 0xFFFFFFFF if topic_ids is not None else key
-            self._encode(topic, partition, slice_rows(order_rows, start, end))
+            # The encoder reads each partition's rows in place, in input order.
+            self._encode(*self._topic_partition(topics, topic_ids, key), columns,
+                         order[start:end])
+
+    @staticmethod
+    def _topic_partition(topics, topic_ids, key: int):
+        if topic_ids is None:
+            return topics[0], key
+        return topics[key >> 32], key & 0xFFFFFFFF
 
     # ----------------------------------------------------------------- encoding
-    def _encode(self, topic: str, partition: int, rows: NormalizedRows) -> None:
+    def _encode(self, topic: str, partition: int, columns: RecordColumns,
+                rows: Optional[np.ndarray]) -> None:
+        """Encode the records at `rows` of `columns` (all of them: None) into batches."""
         options = self.spec.options
-        columns = RecordColumns(rows.keys, rows.values, rows.timestamps, rows.headers)
         try:
             encoded = encode_batches(
                 columns, codec=options.compression, batch_size=options.batch_size,
                 timestamp_type=options.timestamp_type, log_append_time=self.spec.write_time_ms,
                 compression_level=options.compression_level,
-                max_batch_bytes=options.max_batch_bytes,
+                max_batch_bytes=options.max_batch_bytes, rows=rows,
             )
         except RecordTooLargeError as exc:
             limit = "max.message.bytes" if options.max_message_bytes <= options.segment_bytes \

@@ -23,7 +23,7 @@ Arrow's `binary_join_element_wise`, so no Python object is built per record; onl
 per-batch work (header, CRC, compression) runs in a Python loop. Both give the same bytes.
 """
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 import numpy as np
@@ -60,6 +60,8 @@ class RecordColumns:
     values: pa.Array
     timestamps: np.ndarray
     headers: Optional[pa.Array] = None
+    _encoded_headers: Optional["_EncodedHeaders"] = field(default=None, repr=False,
+                                                          compare=False)
 
     def __post_init__(self):
         self.keys = as_binary(self.keys)
@@ -74,6 +76,19 @@ class RecordColumns:
 
     def __len__(self):
         return len(self.values)
+
+    def encoded_headers(self) -> "_EncodedHeaders":
+        """Every row's headers encoded, once for all the partitions taken from these rows."""
+        if self._encoded_headers is None:
+            self._encoded_headers = _EncodedHeaders(self.headers, len(self))
+        return self._encoded_headers
+
+    def take(self, rows: np.ndarray) -> "RecordColumns":
+        """The records at `rows`, in that order."""
+        index = pa.array(rows, pa.int64())
+        return RecordColumns(self.keys.take(index), self.values.take(index),
+                             self.timestamps[rows],
+                             None if self.headers is None else self.headers.take(index))
 
     @classmethod
     def from_records(cls, records: Iterable) -> "RecordColumns":
@@ -164,7 +179,7 @@ class _EncodedHeaders:
 class EncodedBatches:
     """Record batches encoded back to back at base offset 0, with their metadata."""
 
-    data: bytearray
+    data: object  # writable bytes: a bytearray (pure twin) or a pa.Buffer (compiled)
     sizes: np.ndarray  # int64, whole batch including the 12-byte prefix
     record_counts: np.ndarray  # int64
     max_timestamps: np.ndarray  # int64, as written in the header
@@ -246,8 +261,10 @@ def encode_batches(columns: RecordColumns, *, codec: int = compression.NONE,
                    log_append_time: Optional[int] = None, compression_level=None,
                    max_batch_bytes: Optional[int] = None,
                    batch_starts: Optional[np.ndarray] = None,
+                   rows: Optional[np.ndarray] = None,
                    use_fast_path: bool = True) -> EncodedBatches:
-    """Encode every record of `columns`, in order, into record batches at base offset 0.
+    """Encode every record of `columns` (or those at `rows`, in that order) into record
+    batches at base offset 0; input rows (first_rows, errors) count in that order.
 
     Batches are cut at `batch_size` bytes of uncompressed batch (see `plan_batches`),
     or at `batch_starts` when given. LogAppendTime batches carry `log_append_time` as
@@ -259,7 +276,7 @@ def encode_batches(columns: RecordColumns, *, codec: int = compression.NONE,
     return batch_encoder(use_fast_path)(
         columns, codec=codec, batch_size=batch_size, timestamp_type=timestamp_type,
         log_append_time=log_append_time, compression_level=compression_level,
-        max_batch_bytes=max_batch_bytes, batch_starts=batch_starts)
+        max_batch_bytes=max_batch_bytes, batch_starts=batch_starts, rows=rows)
 
 
 def batch_attributes(codec: int, timestamp_type: int, log_append_time: Optional[int]) -> int:
@@ -282,14 +299,17 @@ def encode_batches_python(columns: RecordColumns, *, codec: int = compression.NO
                           batch_size: int = 16384, timestamp_type: int = CREATE_TIME,
                           log_append_time: Optional[int] = None, compression_level=None,
                           max_batch_bytes: Optional[int] = None,
-                          batch_starts: Optional[np.ndarray] = None) -> EncodedBatches:
+                          batch_starts: Optional[np.ndarray] = None,
+                          rows: Optional[np.ndarray] = None) -> EncodedBatches:
     """encode_batches in Python and numpy: the compiled encoder's pure twin."""
+    if rows is not None:
+        columns = columns.take(rows)
     n = len(columns)
     attributes = batch_attributes(codec, timestamp_type, log_append_time)
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return EncodedBatches(bytearray(), empty, empty.copy(), empty.copy(), empty.copy())
-    headers = _EncodedHeaders(columns.headers, n)
+    headers = columns.encoded_headers()
     sizes = _Sizes(columns, headers)
     timestamps = columns.timestamps
     if batch_starts is None:

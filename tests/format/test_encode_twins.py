@@ -2,8 +2,9 @@
 twin (v2_encode.encode_batches_python): both must give the same bytes and metadata.
 
 Inputs: generated record columns (null, empty and large keys and values, headers with
-null values and null lists, sliced and string columns, any timestamps), every codec,
-both timestamp types, producer-filled and given batch cuts; and the records of every
+null values and null lists, sliced and string columns, any timestamps, some rows in an
+order of their own), every codec, both timestamp types, producer-filled and given batch
+cuts; Kafka's key hash of generated keys (the partitioner's compiled murmur2); and the records of every
 Kafka-written magic-2 fixture batch, re-encoded with both, whose bytes must be Kafka's
 where the writer's conventions allow (contiguous offsets; the producer fields, which a
 non-idempotent writer leaves at -1, are set to the batch's before comparing).
@@ -29,6 +30,7 @@ from segmentlog_datasource.format.v2_encode import (
     RecordColumns, RecordTooLargeError, encode_batches, encode_batches_python,
     patch_batch_headers,
 )
+from segmentlog_datasource.writer.partitioner import key_hashes, murmur2_array
 from support.compiled import NOT_BUILT
 from support.manifest import b64, load_manifest, partition_names
 
@@ -65,6 +67,9 @@ def assert_twins(columns, **options):
     assert bytes(fast.data) == bytes(pure.data)
     for field in ("sizes", "record_counts", "max_timestamps", "first_rows"):
         assert np.array_equal(getattr(fast, field), getattr(pure, field)), field
+    # The dispatcher's two choices are these two.
+    chosen = encode_batches(columns, use_fast_path=False, **options)
+    assert bytes(chosen.data) == bytes(pure.data)
     return fast
 
 
@@ -85,9 +90,9 @@ records = st.lists(
           suppress_health_check=[HealthCheck.too_slow])
 @given(records, st.sampled_from(CODECS), st.sampled_from([0, 1, 100, 700, 16384]),
        st.sampled_from([CREATE_TIME, LOG_APPEND_TIME]), st.integers(0, 3), st.booleans(),
-       st.booleans())
+       st.booleans(), st.one_of(st.none(), st.randoms(use_true_random=False)))
 def test_generated_records_encode_alike(rows, codec, batch_size, timestamp_type, skip,
-                                        as_strings, given_cuts):
+                                        as_strings, given_cuts, pick):
     keys = pa.array([k for k, _, _, _ in rows], pa.binary())
     values = pa.array([v for _, v, _, _ in rows], pa.binary())
     if as_strings:  # large and string columns go through as_binary
@@ -101,11 +106,25 @@ def test_generated_records_encode_alike(rows, codec, batch_size, timestamp_type,
     skip = min(skip, len(rows) - 1)
     columns = RecordColumns(keys.slice(skip), values.slice(skip), timestamps[skip:],
                             None if headers is None else headers.slice(skip))
+    order = None
+    if pick is not None:  # some of the rows, in an order of their own (a partition's)
+        order = np.array(pick.sample(range(len(columns)), pick.randint(1, len(columns))))
     cuts = None
     if given_cuts:
-        cuts = np.unique(np.concatenate(([0], np.arange(0, len(columns), 7))))
+        count = len(columns) if order is None else len(order)
+        cuts = np.unique(np.concatenate(([0], np.arange(0, count, 7))))
     assert_twins(columns, codec=codec, batch_size=batch_size, timestamp_type=timestamp_type,
-                 log_append_time=T0 + 99, batch_starts=cuts)
+                 log_append_time=T0 + 99, batch_starts=cuts, rows=order)
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, database=None)
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=30), st.binary(min_size=1000,
+                                                                        max_size=1100)),
+                min_size=1, max_size=40), st.integers(0, 3))
+def test_key_hashes_alike(keys, skip):
+    array = pa.array(keys, pa.binary()).slice(min(skip, len(keys) - 1))
+    assert np.array_equal(key_hashes(array), key_hashes(array, use_fast_path=False))
+    assert np.array_equal(key_hashes(array), murmur2_array(array))
 
 
 def test_large_records_and_many_batches_encode_alike():

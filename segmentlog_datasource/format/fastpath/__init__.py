@@ -17,7 +17,7 @@ from .protocol import (
 )
 
 __all__ = ["FastPathUnavailableWarning", "FastEncoderUnavailableWarning", "RUN_DONE", "RUN_END", "RUN_ENTRY_FOR_PYTHON",
-           "RUN_FLUSH", "make_accumulator", "batch_encoder", "batch_header_walker", "file_mapping_class",
+           "RUN_FLUSH", "make_accumulator", "batch_encoder", "compiled_key_hasher", "batch_header_walker", "file_mapping_class",
            "set_run_hook", "batch_entry_expander", "ENTRY_ATTRIBUTES", "ENTRY_BASE_OFFSET", "ENTRY_BASE_SEQUENCE",
            "ENTRY_CONTROL_TYPE", "ENTRY_COORDINATOR_EPOCH", "ENTRY_END_ROW", "ENTRY_FIELDS",
            "ENTRY_LEADER_EPOCH", "ENTRY_MAGIC", "ENTRY_POSITION", "ENTRY_PRODUCER_EPOCH",
@@ -104,33 +104,45 @@ def batch_entry_expander(use_fast_path: bool = True):
     return expanded_entries
 
 
-_encoder = None  # compiled_encode.encode_batches_compiled; False once it failed to import
-_encoder_error = None
+_encoder_module = None  # compiled_encode.py once imported; False once it failed to
+
+
+def _compiled_encoder():
+    """compiled_encode.py, None when it cannot be loaded (said once a process)."""
+    global _encoder_module
+    if _encoder_module is None:
+        try:
+            from . import compiled_encode
+        except ImportError as exc:
+            _encoder_module = False
+            warnings.warn(
+                f"segmentlog's compiled encoder is unavailable ({exc}); writes encode "
+                "record batches in Python, several times slower. To fix it, run `pip "
+                "install .` in the segmentlog checkout with a C compiler present (or, for "
+                "runs from the checkout, `python setup.py build_ext --inplace`).",
+                FastEncoderUnavailableWarning, stacklevel=4)
+        else:
+            _encoder_module = compiled_encode
+    return _encoder_module or None
 
 
 def batch_encoder(use_fast_path: bool = True):
     """encode(columns, **options) -> EncodedBatches (v2_encode.encode_batches): the
     compiled encoder when built and wanted, else its pure-Python twin (warned once)."""
-    global _encoder, _encoder_error
-    if use_fast_path:
-        if _encoder is None:
-            try:
-                from .compiled_encode import encode_batches_compiled
-            except ImportError as exc:
-                _encoder, _encoder_error = False, exc
-                warnings.warn(
-                    f"segmentlog's compiled encoder is unavailable ({exc}); writes encode "
-                    "record batches in Python, several times slower. To fix it, run `pip "
-                    "install .` in the segmentlog checkout with a C compiler present (or, for "
-                    "runs from the checkout, `python setup.py build_ext --inplace`).",
-                    FastEncoderUnavailableWarning, stacklevel=3)
-            else:
-                _encoder = encode_batches_compiled
-        if _encoder:
-            return _encoder
+    compiled = _compiled_encoder() if use_fast_path else None
+    if compiled is not None:
+        return compiled.encode_batches_compiled
     from ..v2_encode import encode_batches_python
 
     return encode_batches_python
+
+
+def compiled_key_hasher(use_fast_path: bool = True):
+    """murmur2(keys) -> uint32 per row, Kafka's key hash (nulls as empty keys), compiled
+    beside the encoder; None when it is not built or not wanted (the writer's partitioner
+    then hashes with its numpy twin, partitioner.murmur2_array)."""
+    compiled = _compiled_encoder() if use_fast_path else None
+    return None if compiled is None else compiled.murmur2_compiled
 
 
 def file_mapping_class():

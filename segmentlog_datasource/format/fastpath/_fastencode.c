@@ -273,10 +273,18 @@ column_from(PyObject *spec, Column *c, Py_ssize_t rows, const char *name)
 
 typedef struct {
     Column keys, values, header_blob;
-    Py_buffer timestamps, header_counts, given_starts;
+    Py_buffer timestamps, header_counts, given_starts, order;
     int have_headers, have_starts;
-    Py_ssize_t rows;
+    const int64_t *row_of;  /* record j is row row_of[j] of the columns; NULL: row j */
+    Py_ssize_t rows;  /* records to encode */
+    Py_ssize_t column_rows;
 } Inputs;
+
+static inline int64_t
+source_row(const Inputs *in, int64_t j)
+{
+    return in->row_of ? in->row_of[j] : j;
+}
 
 static void
 inputs_release(Inputs *in)
@@ -290,6 +298,8 @@ inputs_release(Inputs *in)
         PyBuffer_Release(&in->header_counts);
     if (in->given_starts.obj)
         PyBuffer_Release(&in->given_starts);
+    if (in->order.obj)
+        PyBuffer_Release(&in->order);
 }
 
 static int
@@ -304,10 +314,11 @@ int64_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t length, const char *name
     return 0;
 }
 
-/* The bytes of record i apart from its timestamp and offset deltas. */
+/* The bytes of record j apart from its timestamp and offset deltas. */
 static inline int64_t
-fixed_size(const Inputs *in, int64_t i, const int64_t *hcounts)
+fixed_size(const Inputs *in, int64_t j, const int64_t *hcounts)
 {
+    int64_t i = source_row(in, j);
     int64_t k = column_length(&in->keys, i), v = column_length(&in->values, i);
     int64_t size = 1 + varint_size(k) + (k > 0 ? k : 0) + varint_size(v) + (v > 0 ? v : 0);
     if (in->have_headers)
@@ -432,22 +443,47 @@ write_records(const Inputs *in, const Plan *plan, int64_t b, uint8_t *p)
     const int64_t *hcounts = in->have_headers ? (const int64_t *)in->header_counts.buf : NULL;
     int64_t start = plan->starts[b], end = start + plan->counts[b], base_ts = ts[start];
     for (int64_t j = start; j < end; j++) {
+        int64_t i = source_row(in, j);
         p = put_varint(p, plan->bodies[j]);
         *p++ = 0;  /* record attributes */
         p = put_varint(p, ts[j] - base_ts);
         p = put_varint(p, j - start);
-        p = put_bytes(p, &in->keys, j, column_length(&in->keys, j));
-        p = put_bytes(p, &in->values, j, column_length(&in->values, j));
+        p = put_bytes(p, &in->keys, i, column_length(&in->keys, i));
+        p = put_bytes(p, &in->values, i, column_length(&in->values, i));
         if (hcounts) {
-            p = put_varint(p, hcounts[j]);
-            int64_t blob = column_length(&in->header_blob, j);
-            memcpy(p, column_bytes(&in->header_blob, j), (size_t)blob);
+            p = put_varint(p, hcounts[i]);
+            int64_t blob = column_length(&in->header_blob, i);
+            memcpy(p, column_bytes(&in->header_blob, i), (size_t)blob);
             p += blob;
         } else {
             *p++ = 0;  /* no headers */
         }
     }
     return p;
+}
+
+/* `total` bytes to write into: allocate(total) (the caller's memory pool, whose reused
+ * pages cost nothing, where fresh ones fault in at about the cost of the encoding), or a
+ * bytearray. Its writable buffer goes into `view`. */
+static PyObject *
+allocate_output(PyObject *allocate, int64_t total, Py_buffer *view)
+{
+    PyObject *out = allocate == Py_None ?
+        PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)total) :
+        PyObject_CallFunction(allocate, "L", (long long)total);
+    if (!out)
+        return NULL;
+    if (PyObject_GetBuffer(out, view, PyBUF_WRITABLE) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    if (view->len < total) {
+        PyBuffer_Release(view);
+        Py_DECREF(out);
+        PyErr_SetString(PyExc_ValueError, "allocate returned a smaller buffer than asked");
+        return NULL;
+    }
+    return out;
 }
 
 static PyObject *
@@ -460,8 +496,11 @@ static PyObject *
 encode(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {"keys", "values", "timestamps", "headers", "batch_starts",
-                            "batch_size", "attributes", "log_append_time", "framed", NULL};
+                            "batch_size", "attributes", "log_append_time", "framed", "rows",
+                            "allocate", NULL};
     PyObject *keys, *values, *timestamps, *headers, *starts, *log_append_time;
+    PyObject *order = Py_None, *allocate = Py_None;
+    Py_buffer out_view = {0};
     long long batch_size;
     int attributes, framed;
     Inputs in;
@@ -469,25 +508,48 @@ encode(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *out = NULL, *result = NULL;
     memset(&in, 0, sizeof(in));
     memset(&plan, 0, sizeof(plan));
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOLiOp", names, &keys, &values,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOLiOp|OO", names, &keys, &values,
                                      &timestamps, &headers, &starts, &batch_size, &attributes,
-                                     &log_append_time, &framed))
+                                     &log_append_time, &framed, &order, &allocate))
         return NULL;
     if (int64_buffer(timestamps, &in.timestamps, -1, "timestamps") < 0)
         goto done;
-    in.rows = in.timestamps.len / 8;
-    if (column_from(keys, &in.keys, in.rows, "keys") < 0 ||
-        column_from(values, &in.values, in.rows, "values") < 0)
+    in.rows = in.timestamps.len / 8;  /* the timestamps come in record order */
+    in.column_rows = in.rows;
+    if (order != Py_None) {
+        if (int64_buffer(order, &in.order, in.rows, "rows") < 0)
+            goto done;
+        in.row_of = (const int64_t *)in.order.buf;
+        /* The columns' row count: their offsets, less one. */
+        PyObject *first = PyTuple_Check(keys) && PyTuple_GET_SIZE(keys) > 0 ?
+                          PyTuple_GET_ITEM(keys, 0) : NULL;
+        Py_ssize_t length = first ? PyObject_Length(first) : -1;
+        if (length < 1) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "keys: offsets needed");
+            goto done;
+        }
+        in.column_rows = length - 1;
+    }
+    if (column_from(keys, &in.keys, in.column_rows, "keys") < 0 ||
+        column_from(values, &in.values, in.column_rows, "values") < 0)
         goto done;
+    for (Py_ssize_t j = 0; in.row_of && j < in.rows; j++) {
+        if (in.row_of[j] < 0 || in.row_of[j] >= in.column_rows) {
+            PyErr_Format(PyExc_IndexError, "rows: %lld is not a row of the %zd columns",
+                         (long long)in.row_of[j], in.column_rows);
+            goto done;
+        }
+    }
     if (headers != Py_None) {
         PyObject *counts, *blob;
         if (!PyArg_ParseTuple(headers, "OO", &counts, &blob) ||
-            int64_buffer(counts, &in.header_counts, in.rows, "header counts") < 0 ||
-            column_from(blob, &in.header_blob, in.rows, "header bytes") < 0)
+            int64_buffer(counts, &in.header_counts, in.column_rows, "header counts") < 0 ||
+            column_from(blob, &in.header_blob, in.column_rows, "header bytes") < 0)
             goto done;
         in.have_headers = 1;
         const int64_t *hc = (const int64_t *)in.header_counts.buf;
-        for (Py_ssize_t i = 0; i < in.rows; i++) {
+        for (Py_ssize_t i = 0; i < in.column_rows; i++) {
             if (hc[i] < 0 || column_length(&in.header_blob, i) < 0) {
                 PyErr_Format(PyExc_ValueError, "headers of row %zd are malformed", i);
                 goto done;
@@ -524,10 +586,10 @@ encode(PyObject *self, PyObject *args, PyObject *kwargs)
     int64_t total = 0;
     for (int64_t b = 0; b < plan.batches; b++)
         total += plan.record_bytes[b] + (framed ? V2_HEADER_SIZE : 0);
-    out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)total);
+    out = allocate_output(allocate, total, &out_view);
     if (!out)
         goto done;
-    uint8_t *base = (uint8_t *)PyByteArray_AS_STRING(out);
+    uint8_t *base = (uint8_t *)out_view.buf;
     Py_BEGIN_ALLOW_THREADS
     uint8_t *p = base;
     const int64_t *ts = (const int64_t *)in.timestamps.buf;
@@ -550,6 +612,8 @@ encode(PyObject *self, PyObject *args, PyObject *kwargs)
                            int64_bytes(plan.record_bytes, plan.batches),
                            int64_bytes(plan.max_ts, plan.batches));
 done:
+    if (out_view.obj)
+        PyBuffer_Release(&out_view);
     Py_XDECREF(out);
     plan_free(&plan);
     inputs_release(&in);
@@ -561,13 +625,13 @@ static PyObject *
 frame(PyObject *self, PyObject *args)
 {
     PyObject *payloads, *counts_obj, *base_obj, *max_obj, *seq = NULL, *out = NULL;
-    PyObject *result = NULL;
+    PyObject *result = NULL, *allocate = Py_None;
     int attributes;
-    Py_buffer counts = {0}, base_ts = {0}, max_ts = {0};
+    Py_buffer counts = {0}, base_ts = {0}, max_ts = {0}, out_view = {0};
     Py_buffer *views = NULL;
     Py_ssize_t n = 0, got = 0;
-    if (!PyArg_ParseTuple(args, "OOOOi", &payloads, &counts_obj, &base_obj, &max_obj,
-                          &attributes))
+    if (!PyArg_ParseTuple(args, "OOOOi|O", &payloads, &counts_obj, &base_obj, &max_obj,
+                          &attributes, &allocate))
         return NULL;
     seq = PySequence_Fast(payloads, "payloads must be a sequence");
     if (!seq)
@@ -595,13 +659,13 @@ frame(PyObject *self, PyObject *args)
     PyObject *sizes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
     if (!sizes)
         goto done;
-    out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)total);
+    out = allocate_output(allocate, total, &out_view);
     if (!out) {
         Py_DECREF(sizes);
         goto done;
     }
     int64_t *size_of = (int64_t *)PyBytes_AS_STRING(sizes);
-    uint8_t *p = (uint8_t *)PyByteArray_AS_STRING(out);
+    uint8_t *p = (uint8_t *)out_view.buf;
     const int64_t *c = counts.buf, *bt = base_ts.buf, *mt = max_ts.buf;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t b = 0; b < n; b++) {
@@ -624,9 +688,74 @@ done:
         PyBuffer_Release(&base_ts);
     if (max_ts.obj)
         PyBuffer_Release(&max_ts);
+    if (out_view.obj)
+        PyBuffer_Release(&out_view);
     Py_XDECREF(out);
     Py_DECREF(seq);
     return result;
+}
+
+/* ------------------------------------------------------------------ murmur2 */
+
+/* Kafka's Utils.murmur2 (seed 0x9747b28c), the key hash of its default partitioner. */
+static uint32_t
+murmur2(const uint8_t *data, int64_t length)
+{
+    const uint32_t m = 0x5bd1e995u;
+    uint32_t h = 0x9747b28cu ^ (uint32_t)length;
+    int64_t words = length / 4;
+    for (int64_t i = 0; i < words; i++) {
+        uint32_t k = (uint32_t)data[4 * i] | ((uint32_t)data[4 * i + 1] << 8) |
+                     ((uint32_t)data[4 * i + 2] << 16) | ((uint32_t)data[4 * i + 3] << 24);
+        k *= m;
+        k ^= k >> 24;
+        k *= m;
+        h *= m;
+        h ^= k;
+    }
+    const uint8_t *tail = data + 4 * words;
+    switch (length & 3) {
+    case 3:
+        h ^= (uint32_t)tail[2] << 16;
+        /* fall through */
+    case 2:
+        h ^= (uint32_t)tail[1] << 8;
+        /* fall through */
+    case 1:
+        h ^= tail[0];
+        h *= m;
+    }
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    return h;
+}
+
+static PyObject *
+murmur2_py(PyObject *self, PyObject *args)
+{
+    PyObject *spec, *out;
+    Py_ssize_t rows;
+    Column keys;
+    if (!PyArg_ParseTuple(args, "On", &spec, &rows))
+        return NULL;
+    if (column_from(spec, &keys, rows, "keys") < 0) {
+        column_release(&keys);
+        return NULL;
+    }
+    out = PyBytes_FromStringAndSize(NULL, rows * 4);
+    if (out) {
+        uint32_t *h = (uint32_t *)PyBytes_AS_STRING(out);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < rows; i++) {
+            int64_t length = column_length(&keys, i);
+            /* nulls hash as empty keys, as the pure twin's */
+            h[i] = length < 0 ? murmur2(NULL, 0) : murmur2(column_bytes(&keys, i), length);
+        }
+        Py_END_ALLOW_THREADS
+    }
+    column_release(&keys);
+    return out;
 }
 
 static PyObject *
@@ -661,12 +790,19 @@ set_crc_instruction(PyObject *self, PyObject *arg)
 static PyMethodDef methods[] = {
     {"encode", (PyCFunction)(void (*)(void))encode, METH_VARARGS | METH_KEYWORDS,
      "encode(keys, values, timestamps, headers, batch_starts, batch_size, attributes, "
-     "log_append_time, framed) -> (data, starts, counts, sizes, max_timestamps)\n\n"
+     "log_append_time, framed, rows=None, allocate=None) -> (data, starts, counts, sizes, "
+     "max_timestamps)\n\n"
      "keys, values: (offsets, data, validity, bit offset); headers: None or (counts, blob "
      "column). framed: whole batches (sizes are batch sizes); else records sections back to "
-     "back (sizes are theirs). The int64 arrays come back as bytes."},
+     "back (sizes are theirs). rows: the columns' rows to encode, in order (timestamps "
+     "given in that order). allocate(size): the output (default a bytearray). The int64 "
+     "arrays come back as bytes."},
     {"frame", frame, METH_VARARGS,
-     "frame(payloads, counts, base_timestamps, max_timestamps, attributes) -> (data, sizes)"},
+     "frame(payloads, counts, base_timestamps, max_timestamps, attributes, allocate=None) "
+     "-> (data, sizes)"},
+    {"murmur2", murmur2_py, METH_VARARGS,
+     "murmur2((offsets, data, validity, bit offset), rows) -> bytes of uint32 hashes "
+     "(Kafka's, nulls as empty keys)"},
     {"crc32c", crc32c_py, METH_O, "crc32c(data) -> int"},
     {"set_crc_instruction", set_crc_instruction, METH_O,
      "For tests: use the CPU's CRC32 instruction (when it has one) or the tables; returns "

@@ -5,7 +5,8 @@ keys and values (offsets, data, validity bitmap) and the timestamps: batches are
 as a producer fills them and every record is written in one pass, without the GIL.
 Uncompressed batches come out whole (headers and CRC32C included); compressed ones get
 their records sections from C, compressed by the codec's library one batch at a time,
-then headers and CRCs in C. Headers are encoded per record by the same numpy code as
+then headers and CRCs in C. The output is a buffer of Arrow's memory pool, which reuses
+freed memory: fresh pages fault in at about the cost of the encoding itself. Headers are encoded per record by the same numpy code as
 the pure twin's (v2_encode._EncodedHeaders) and copied in.
 
 Importing this module raises ImportError, saying why, when no usable build of the
@@ -16,10 +17,9 @@ import numpy as np
 import pyarrow as pa
 
 from .. import compression
+from ..arrow import as_binary
 from ..layout import CREATE_TIME, LOG_APPEND_TIME
-from ..v2_encode import (
-    EncodedBatches, RecordColumns, _EncodedHeaders, batch_attributes, too_large,
-)
+from ..v2_encode import EncodedBatches, RecordColumns, batch_attributes, too_large
 from .buildinfo import ENCODER_C_SOURCE
 from .loading import load_extension
 
@@ -38,6 +38,13 @@ def _column(array: pa.Array) -> tuple:
     return offsets, data, validity if array.null_count else None, array.offset
 
 
+def murmur2_compiled(keys: pa.Array) -> np.ndarray:
+    """partitioner.murmur2_array in C: Kafka's murmur2 of every key, as uint32 (nulls
+    hash as empty keys)."""
+    keys = as_binary(keys)
+    return np.frombuffer(_fastencode.murmur2(_column(keys), len(keys)), dtype=np.uint32).copy()
+
+
 def _int64(raw: bytes) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.int64)
 
@@ -45,23 +52,29 @@ def _int64(raw: bytes) -> np.ndarray:
 def encode_batches_compiled(columns: RecordColumns, *, codec: int = compression.NONE,
                             batch_size: int = 16384, timestamp_type: int = CREATE_TIME,
                             log_append_time=None, compression_level=None,
-                            max_batch_bytes=None, batch_starts=None) -> EncodedBatches:
+                            max_batch_bytes=None, batch_starts=None,
+                            rows=None) -> EncodedBatches:
     """v2_encode.encode_batches, in C."""
-    n = len(columns)
+    n = len(columns) if rows is None else len(rows)
     attributes = batch_attributes(codec, timestamp_type, log_append_time)
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return EncodedBatches(bytearray(), empty, empty.copy(), empty.copy(), empty.copy())
-    headers = _EncodedHeaders(columns.headers, n)
+    headers = columns.encoded_headers()
     header_parts = None if headers.blob is None else (
         np.ascontiguousarray(headers.counts, dtype=np.int64), _column(headers.blob))
+    timestamps = columns.timestamps
+    if rows is not None:
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        timestamps = np.ascontiguousarray(timestamps[rows])
     if batch_starts is not None:
         batch_starts = np.ascontiguousarray(batch_starts, dtype=np.int64)
     framed = codec == compression.NONE
     data, starts, counts, sizes, max_timestamps = _fastencode.encode(
-        _column(columns.keys), _column(columns.values), columns.timestamps, header_parts,
+        _column(columns.keys), _column(columns.values), timestamps, header_parts,
         batch_starts, batch_size, attributes,
-        log_append_time if timestamp_type == LOG_APPEND_TIME else None, framed)
+        log_append_time if timestamp_type == LOG_APPEND_TIME else None, framed, rows,
+        pa.allocate_buffer)
     starts, counts, sizes = _int64(starts), _int64(counts), _int64(sizes)
     max_timestamps = _int64(max_timestamps)
     if not framed:
@@ -70,8 +83,8 @@ def encode_batches_compiled(columns: RecordColumns, *, codec: int = compression.
         records = memoryview(data)
         payloads = [compress(records[start:end])
                     for start, end in zip((ends - sizes).tolist(), ends.tolist())]
-        data, sizes = _fastencode.frame(payloads, counts, columns.timestamps[starts],
-                                        max_timestamps, attributes)
+        data, sizes = _fastencode.frame(payloads, counts, timestamps[starts],
+                                        max_timestamps, attributes, pa.allocate_buffer)
         sizes = _int64(sizes)
     if max_batch_bytes is not None:
         over = np.flatnonzero(sizes > max_batch_bytes)
