@@ -1,12 +1,18 @@
-"""Write throughput: the writer engine alone, and Spark end to end next to Parquet.
+"""Write throughput: the writer engine alone, and Spark end to end next to its floor.
 
     .venv/bin/python benchmarks/bench_write.py                 # 1M rows, everything
     .venv/bin/python benchmarks/bench_write.py --rows 200000 --skip-spark
 
-Part 1 writes one Arrow table with the engine (`writer.write_log`) once per codec.
+Part 1, pinned to one core, per codec (best of `--repeat`): the engine writing one Arrow
+table (`writer.write_log`: partitioning, encoding, staging, commit), the record batch
+encoder alone on the same rows as one partition (`encode_batches`), the codec's library
+alone compressing the records sections of those same batches, and pyarrow's Parquet
+writer on the same table with the same codec.
 Part 2 builds a cached DataFrame of the same shape (key, value, timestamp), then writes it
-with `format("segmentlog")` and as Parquet in the same Spark session, alternating, and
-reports the best of `--repeat` runs of each. MB/s counts the input's key and value bytes.
+with `format("segmentlog")`, as Parquet, and into a do-nothing Python data source (a
+DataSourceArrowWriter that drops the Arrow batches Spark hands it: the floor of any
+Python data source write) in the same Spark session, alternating, and reports the best
+of `--repeat` runs of each. MB/s counts the input's key and value bytes.
 """
 import argparse
 import os
@@ -48,23 +54,103 @@ def dir_size(path: str) -> int:
                for root, _, names in os.walk(path) for name in names)
 
 
-def bench_engine(rows: int, partitions: int, workdir: str) -> None:
+def pin_to_one_core() -> str:
+    if hasattr(os, "sched_setaffinity"):
+        cpu = sorted(os.sched_getaffinity(0))[-1]
+        os.sched_setaffinity(0, {cpu})
+        return f"pinned to CPU {cpu}"
+    return "not pinned (no sched_setaffinity)"
+
+
+def best_of(repeat: int, run) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+PARQUET_CODECS = {"none": "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4",
+                  "zstd": "zstd"}
+
+
+def bench_engine(rows: int, partitions: int, workdir: str, repeat: int, codecs) -> None:
+    import pyarrow.parquet as pq
+
+    from segmentlog_datasource.format import compression
+    from segmentlog_datasource.format.layout import V2_HEADER_SIZE
+    from segmentlog_datasource.format.v2_encode import RecordColumns, encode_batches
     from segmentlog_datasource.writer import write_log
 
+    pinned = pin_to_one_core()
     table = make_table(rows)
     mb = payload_bytes(table) / 1e6
-    print(f"\n== writer engine alone: {rows:,} records, {mb:.1f} MB of keys+values, "
-          f"{partitions} partitions, one Python process ==")
-    print(f"{'codec':<8}{'seconds':>9}{'records/s':>14}{'MB/s':>9}{'on disk MB':>12}")
-    for codec in CODECS:
+    columns = RecordColumns(table.column("key"), table.column("value"),
+                            table.column("timestamp").cast("int64").to_numpy())
+    plain = encode_batches(columns)  # the batches every codec compresses
+    view = memoryview(plain.data)
+    sections = [view[int(p) + V2_HEADER_SIZE : int(p + size)]
+                for p, size in zip(plain.positions, plain.sizes)]
+    print(f"\n== one core ({pinned}): {rows:,} records, {mb:.1f} MB of keys+values, "
+          f"{len(sections):,} batches, best of {repeat} ==")
+    print(f"{'codec':<8}{'engine s':>9}{'records/s':>12}{'encoder s':>10}{'records/s':>12}"
+          f"{'library s':>10}{'parquet s':>10}{'engine/pq':>10}{'on disk MB':>11}")
+    for codec in codecs:
         target = os.path.join(workdir, f"engine-{codec}")
+        codec_id = compression.CODEC_IDS[codec]
+
+        def engine():
+            shutil.rmtree(target, ignore_errors=True)
+            write_log(target, table, topic="bench", num_partitions=partitions,
+                      compression=codec)
+
+        def encoder():
+            encode_batches(columns, codec=codec_id)
+
+        def library():
+            if hasattr(compression, "compressor"):
+                compress = compression.compressor(codec_id)
+            else:  # a checkout from before it (run from there for a "before" figure)
+                def compress(data):
+                    return compression.compress(codec_id, data)
+            for section in sections:
+                compress(section)
+
+        def parquet():
+            pq.write_table(table, os.path.join(workdir, "table.parquet"),
+                           compression=PARQUET_CODECS[codec])
+
+        engine_s = best_of(repeat, engine)
+        on_disk = dir_size(target)
         shutil.rmtree(target, ignore_errors=True)
-        start = time.perf_counter()
-        write_log(target, table, topic="bench", num_partitions=partitions, compression=codec)
-        seconds = time.perf_counter() - start
-        print(f"{codec:<8}{seconds:>9.2f}{rows / seconds:>14,.0f}{mb / seconds:>9.1f}"
-              f"{dir_size(target) / 1e6:>12.1f}")
-        shutil.rmtree(target, ignore_errors=True)
+        encoder_s = best_of(repeat, encoder)
+        library_s = best_of(repeat, library) if codec != "none" else float("nan")
+        parquet_s = best_of(repeat, parquet)
+        print(f"{codec:<8}{engine_s:>9.3f}{rows / engine_s:>12,.0f}{encoder_s:>10.3f}"
+              f"{rows / encoder_s:>12,.0f}{library_s:>10.3f}{parquet_s:>10.3f}"
+              f"{engine_s / parquet_s:>9.2f}x{on_disk / 1e6:>11.1f}")
+
+
+def floor_source():
+    """A Python data source whose writer drops the Arrow batches Spark hands it."""
+    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+    class FloorWriter(DataSourceArrowWriter):
+        def write(self, iterator):
+            for _ in iterator:
+                pass
+            return WriterCommitMessage()
+
+    class FloorSource(DataSource):
+        @classmethod
+        def name(cls):
+            return "segmentlog_bench_floor"
+
+        def writer(self, schema, overwrite):
+            return FloorWriter()
+
+    return FloorSource
 
 
 def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs) -> None:
@@ -80,6 +166,7 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs) -
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     segmentlog_datasource.register(spark)
+    spark.dataSource.register(floor_source())
     try:
         df = (spark.range(rows, numPartitions=2)
               .select(F.concat(F.lit("user-"), (F.col("id") * 7919 % 100_000).cast("string"))
@@ -112,22 +199,31 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs) -
             seconds = time.perf_counter() - start
             return seconds, dir_size(target)
 
+        def run_floor():
+            start = time.perf_counter()
+            df.write.format("segmentlog_bench_floor").mode("append").save()
+            return time.perf_counter() - start, 0
+
         run_parquet()  # warm-up: JVM code paths, Python workers
+        run_floor()
         run_segmentlog(codecs[0])
-        results = {"parquet (snappy)": []}
+        results = {"floor (drops batches)": [], "parquet (snappy)": []}
         for codec in codecs:
             results[f"segmentlog {codec}"] = []
         for _ in range(repeat):
+            results["floor (drops batches)"].append(run_floor())
             results["parquet (snappy)"].append(run_parquet())
             for codec in codecs:
                 results[f"segmentlog {codec}"].append(run_segmentlog(codec))
         best = {name: min(runs) for name, runs in results.items()}
+        floor_seconds = best["floor (drops batches)"][0]
         parquet_seconds = best["parquet (snappy)"][0]
-        print(f"{'write':<22}{'seconds':>9}{'records/s':>14}{'MB/s':>9}{'on disk MB':>12}"
-              f"{'vs parquet':>12}")
+        print(f"{'write':<24}{'seconds':>9}{'records/s':>14}{'MB/s':>9}{'on disk MB':>12}"
+              f"{'vs floor':>10}{'vs parquet':>12}")
         for name, (seconds, size) in best.items():
-            print(f"{name:<22}{seconds:>9.2f}{count / seconds:>14,.0f}{mb / seconds:>9.1f}"
-                  f"{size / 1e6:>12.1f}{seconds / parquet_seconds:>11.2f}x")
+            print(f"{name:<24}{seconds:>9.2f}{count / seconds:>14,.0f}{mb / seconds:>9.1f}"
+                  f"{size / 1e6:>12.1f}{seconds / floor_seconds:>9.2f}x"
+                  f"{seconds / parquet_seconds:>11.2f}x")
         df.unpersist()
     finally:
         spark.stop()
@@ -140,6 +236,8 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--spark-codecs", default=",".join(CODECS),
                         help="codecs for the Spark comparison (comma-separated)")
+    parser.add_argument("--engine-codecs", default=",".join(CODECS),
+                        help="codecs for the one-core figures (comma-separated)")
     parser.add_argument("--skip-engine", action="store_true")
     parser.add_argument("--skip-spark", action="store_true")
     parser.add_argument("--workdir", help="where to write (default: a temp dir, removed after)")
@@ -147,7 +245,8 @@ def main():
     workdir = args.workdir or tempfile.mkdtemp(prefix="segmentlog-bench-write-")
     try:
         if not args.skip_engine:
-            bench_engine(args.rows, args.partitions, workdir)
+            bench_engine(args.rows, args.partitions, workdir, args.repeat,
+                         [c for c in args.engine_codecs.split(",") if c])
         if not args.skip_spark:
             bench_spark(args.rows, args.partitions, workdir, args.repeat,
                         [c for c in args.spark_codecs.split(",") if c])
