@@ -76,7 +76,7 @@ typedef struct {
     Py_ssize_t bad_utf8_len;
 } Cursor;
 
-enum { OK = 0, FAIL = -1, NOMEM = -2 };
+enum { OK = 0, FAIL = -1, NOMEM = -2, ERROR = -3 };  /* ERROR: a Python exception is set */
 static const char BAD_UTF8[] = "bytes that are not UTF-8 for a string";
 
 /* ------------------------------------------------------------------ buffers */
@@ -661,90 +661,65 @@ static PyObject *utf8_error(const uint8_t *s, Py_ssize_t n) {
     return error;
 }
 
-/* run(program, payloads) -> ([(length, null_count, validity, values, offsets, data)] per
- * column, [error or None per payload]) */
-static PyObject *run_program(PyObject *self, PyObject *args) {
-    PyObject *capsule, *payloads;
-    if (!PyArg_ParseTuple(args, "OO", &capsule, &payloads)) return NULL;
-    Program *prog = PyCapsule_GetPointer(capsule, "avrocolumns.program");
-    if (!prog) return NULL;
-    PyObject *seq = PySequence_Fast(payloads, "payloads: a sequence of bytes");
-    if (!seq) return NULL;
-    Py_ssize_t rows = PySequence_Fast_GET_SIZE(seq);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    PyObject *errors = PyList_New(rows), *result = NULL;
-    Mark *marks = PyMem_Calloc((size_t)prog->ncols, sizeof(Mark));
-    if (!errors || !marks) { PyErr_NoMemory(); goto done; }
-    free_columns(prog);
-    for (int k = 0; k < prog->ncols; k++) {  /* offsets start at 0 */
+/* One payload decoded into the program's columns: OK, or FAIL with its error set in
+ * `errors` at `row` and the row's partial values rolled back to a null; NOMEM or ERROR
+ * (a Python exception is set) stop the run. */
+static int decode_row(Program *prog, Mark *marks, const char *start, Py_ssize_t size,
+                      PyObject *errors, Py_ssize_t row) {
+    for (int k = 0; k < prog->ncols; k++) {
+        marks[k].length = prog->cols[k].length;
+        marks[k].nulls = prog->cols[k].nulls;
+        marks[k].data = prog->cols[k].data.len;
+    }
+    Cursor cursor = {(const uint8_t *)start, (const uint8_t *)start + size, NULL, {0}};
+    int r = run_step(prog, prog->root, &cursor, 0);
+    PyObject *error = NULL;
+    if (r == OK && cursor.p != cursor.end) {
+        error = PyUnicode_FromFormat(
+            "malformed payload: %zd bytes left over after the Avro value (of %zd)",
+            (Py_ssize_t)(cursor.end - cursor.p), size);
+        r = FAIL;
+    } else if (r == FAIL && cursor.reason == BAD_UTF8) {
+        error = utf8_error(cursor.bad_utf8, cursor.bad_utf8_len);
+    } else if (r == FAIL) {
+        error = cursor.reason
+            ? PyUnicode_FromFormat("malformed payload: %s", cursor.reason)
+            : PyUnicode_FromFormat(TRUNCATED_FORMAT, size);
+    }
+    if (r == NOMEM) {
+        PyErr_SetString(PyExc_MemoryError, "decoded columns past their size limit");
+        return NOMEM;
+    }
+    if (r != FAIL) {
+        Py_INCREF(Py_None);
+        PyList_SET_ITEM(errors, row, Py_None);
+        return OK;
+    }
+    if (!error) return ERROR;
+    PyList_SET_ITEM(errors, row, error);
+    for (int k = 0; k < prog->ncols; k++) {  /* roll back the row's partial values */
         Column *col = &prog->cols[k];
-        if ((col->kind == COL_BINARY || col->kind == COL_LIST) && end_offset(col, 0) != OK) {
-            PyErr_NoMemory();
-            goto done;
-        }
+        Py_ssize_t length = marks[k].length;
+        col->length = length;
+        col->nulls = marks[k].nulls;
+        col->data.len = marks[k].data;
+        col->validity.len = length;
+        if (col->kind == COL_BOOL) col->values.len = length;
+        else col->values.len = length * col->width;
+        if (col->kind == COL_BINARY || col->kind == COL_LIST) col->offsets.len = (length + 1) * 4;
     }
-    for (Py_ssize_t row = 0; row < rows; row++) {
-        PyObject *item = items[row];
-        Py_buffer view;
-        int held = 0;
-        const char *start;
-        Py_ssize_t size;
-        if (PyBytes_Check(item)) {
-            start = PyBytes_AS_STRING(item);
-            size = PyBytes_GET_SIZE(item);
-        } else {
-            if (PyObject_GetBuffer(item, &view, PyBUF_SIMPLE) < 0) goto done;
-            held = 1;
-            start = view.buf;
-            size = view.len;
-        }
-        for (int k = 0; k < prog->ncols; k++) {
-            marks[k].length = prog->cols[k].length;
-            marks[k].nulls = prog->cols[k].nulls;
-            marks[k].data = prog->cols[k].data.len;
-        }
-        Cursor cursor = {(const uint8_t *)start, (const uint8_t *)start + size, NULL, {0}};
-        int r = run_step(prog, prog->root, &cursor, 0);
-        PyObject *error = NULL;
-        if (r == OK && cursor.p != cursor.end) {
-            error = PyUnicode_FromFormat(
-                "malformed payload: %zd bytes left over after the Avro value (of %zd)",
-                (Py_ssize_t)(cursor.end - cursor.p), size);
-            r = FAIL;
-        } else if (r == FAIL && cursor.reason == BAD_UTF8) {
-            error = utf8_error(cursor.bad_utf8, cursor.bad_utf8_len);
-        } else if (r == FAIL) {
-            error = cursor.reason
-                ? PyUnicode_FromFormat("malformed payload: %s", cursor.reason)
-                : PyUnicode_FromFormat(TRUNCATED_FORMAT, size);
-        }
-        if (held) PyBuffer_Release(&view);
-        if (r == NOMEM) {
-            PyErr_SetString(PyExc_MemoryError, "decoded columns past their size limit");
-            goto done;
-        }
-        if (r == FAIL) {
-            if (!error) goto done;
-            PyList_SET_ITEM(errors, row, error);
-            for (int k = 0; k < prog->ncols; k++) {  /* roll back the row's partial values */
-                Column *col = &prog->cols[k];
-                Py_ssize_t length = marks[k].length;
-                col->length = length;
-                col->nulls = marks[k].nulls;
-                col->data.len = marks[k].data;
-                col->validity.len = length;
-                if (col->kind == COL_BOOL) col->values.len = length;
-                else col->values.len = length * col->width;
-                if (col->kind == COL_BINARY || col->kind == COL_LIST) col->offsets.len = (length + 1) * 4;
-            }
-            if (append_null(prog, 0) != OK) { PyErr_NoMemory(); goto done; }
-        } else {
-            Py_INCREF(Py_None);
-            PyList_SET_ITEM(errors, row, Py_None);
-        }
+    if (append_null(prog, 0) != OK) {
+        PyErr_NoMemory();
+        return NOMEM;
     }
+    return OK;
+}
+
+/* The columns' buffers once every row is in: [(length, null_count, validity, values,
+ * offsets, data)] per column. */
+static PyObject *column_buffers(Program *prog) {
     PyObject *columns = PyList_New(prog->ncols);
-    if (!columns) goto done;
+    if (!columns) return NULL;
     for (int k = 0; k < prog->ncols; k++) {
         Column *col = &prog->cols[k];
         PyObject *validity = col->nulls ? packed_bits(&col->validity, col->length)
@@ -759,11 +734,57 @@ static PyObject *run_program(PyObject *self, PyObject *args) {
             Py_XDECREF(validity);
             Py_XDECREF(values);
             Py_DECREF(columns);
-            goto done;
+            return NULL;
         }
         PyList_SET_ITEM(columns, k, entry);
     }
-    result = Py_BuildValue("NO", columns, errors);
+    return columns;
+}
+
+/* The columns emptied for a run (offsets start at 0); -1 when out of memory. */
+static int begin_run(Program *prog) {
+    free_columns(prog);
+    for (int k = 0; k < prog->ncols; k++) {
+        Column *col = &prog->cols[k];
+        if ((col->kind == COL_BINARY || col->kind == COL_LIST) && end_offset(col, 0) != OK) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* run(program, payloads) -> ([(length, null_count, validity, values, offsets, data)] per
+ * column, [error or None per payload]) */
+static PyObject *run_program(PyObject *self, PyObject *args) {
+    PyObject *capsule, *payloads;
+    if (!PyArg_ParseTuple(args, "OO", &capsule, &payloads)) return NULL;
+    Program *prog = PyCapsule_GetPointer(capsule, "avrocolumns.program");
+    if (!prog) return NULL;
+    PyObject *seq = PySequence_Fast(payloads, "payloads: a sequence of bytes");
+    if (!seq) return NULL;
+    Py_ssize_t rows = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    PyObject *errors = PyList_New(rows), *result = NULL;
+    Mark *marks = PyMem_Calloc((size_t)prog->ncols, sizeof(Mark));
+    if (!errors || !marks) { PyErr_NoMemory(); goto done; }
+    if (begin_run(prog) < 0) goto done;
+    for (Py_ssize_t row = 0; row < rows; row++) {
+        PyObject *item = items[row];
+        int r;
+        if (PyBytes_Check(item)) {
+            r = decode_row(prog, marks, PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item),
+                           errors, row);
+        } else {
+            Py_buffer view;
+            if (PyObject_GetBuffer(item, &view, PyBUF_SIMPLE) < 0) goto done;
+            r = decode_row(prog, marks, view.buf, view.len, errors, row);
+            PyBuffer_Release(&view);
+        }
+        if (r != OK) goto done;
+    }
+    PyObject *columns = column_buffers(prog);
+    if (columns) result = Py_BuildValue("NO", columns, errors);
 done:
     free_columns(prog);
     PyMem_Free(marks);
@@ -772,10 +793,56 @@ done:
     return result;
 }
 
+/* run_spans(program, data, starts, ends): run's result for the payloads
+ * data[starts[i]:ends[i]] (starts and ends: int64 buffers), read in place: a column's
+ * values are decoded without a bytes object per row. */
+static PyObject *run_spans(PyObject *self, PyObject *args) {
+    PyObject *capsule, *result = NULL, *errors = NULL;
+    Py_buffer data, starts, ends;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*", &capsule, &data, &starts, &ends)) return NULL;
+    Mark *marks = NULL;
+    Program *prog = PyCapsule_GetPointer(capsule, "avrocolumns.program");
+    if (!prog) goto done;
+    if (starts.len != ends.len || starts.len % (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "starts and ends: int64 buffers of one length");
+        goto done;
+    }
+    Py_ssize_t rows = starts.len / (Py_ssize_t)sizeof(int64_t);
+    const int64_t *first = starts.buf, *last = ends.buf;
+    for (Py_ssize_t row = 0; row < rows; row++) {
+        if (first[row] < 0 || first[row] > last[row] || last[row] > data.len) {
+            PyErr_Format(PyExc_ValueError, "payload %zd spans [%lld, %lld), outside the "
+                         "%zd bytes given", row, (long long)first[row],
+                         (long long)last[row], data.len);
+            goto done;
+        }
+    }
+    errors = PyList_New(rows);
+    marks = PyMem_Calloc((size_t)prog->ncols, sizeof(Mark));
+    if (!errors || !marks) { PyErr_NoMemory(); goto done; }
+    if (begin_run(prog) < 0) goto done;
+    for (Py_ssize_t row = 0; row < rows; row++) {
+        if (decode_row(prog, marks, (const char *)data.buf + first[row],
+                       (Py_ssize_t)(last[row] - first[row]), errors, row) != OK) goto done;
+    }
+    PyObject *columns = column_buffers(prog);
+    if (columns) result = Py_BuildValue("NO", columns, errors);
+done:
+    if (prog) free_columns(prog);
+    PyMem_Free(marks);
+    Py_XDECREF(errors);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"compile", compile_program, METH_VARARGS, "compile(columns, step) -> a program"},
     {"run", run_program, METH_VARARGS,
      "run(program, payloads) -> (the columns' buffers, an error or None per payload)"},
+    {"run_spans", run_spans, METH_VARARGS,
+     "run_spans(program, data, starts, ends) -> run's result for data[starts[i]:ends[i]]"},
     {NULL, NULL, 0, NULL},
 };
 

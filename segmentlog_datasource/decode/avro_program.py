@@ -85,7 +85,13 @@ class Program:
         self._types = column_types  # the Arrow type of each column
 
     def decode(self, payloads) -> Tuple[pa.Array, List[Optional[str]]]:
-        columns, errors = self._module.run(self._compiled, payloads)
+        """`payloads`: a sequence of bytes, or spans of one buffer (value_formats.Payloads:
+        `data`, `starts`, `ends`), which are read in place."""
+        spans = getattr(payloads, "starts", None) is not None
+        columns, errors = (
+            self._module.run_spans(self._compiled, payloads.data, payloads.starts,
+                                   payloads.ends)
+            if spans else self._module.run(self._compiled, payloads))
         return self._array(columns, 0), errors
 
     def _array(self, columns, index) -> pa.Array:

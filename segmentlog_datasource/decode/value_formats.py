@@ -9,6 +9,7 @@ Errors follow `mode`: FAILFAST raises RecordDecodeError naming topic, partition 
 PERMISSIVE gives a null and the reason in keyError/valueError.
 """
 import abc
+import collections.abc
 import importlib
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -140,18 +141,43 @@ class _Frames:
 
     def by_schema_id(self):
         """(schema id, its rows as an int64 array) of the framed rows, by schema id."""
-        ids = np.unique(self.ids[self.framed])
-        if len(ids) == 1:
-            yield int(ids[0]), np.flatnonzero(self.framed)
+        framed_ids = self.ids[self.framed]
+        if not len(framed_ids):
             return
+        if framed_ids.min() == framed_ids.max():  # the common case, without a sort
+            yield int(framed_ids[0]), np.flatnonzero(self.framed)
+            return
+        ids = np.unique(framed_ids)
         for schema_id in ids.tolist():
             yield schema_id, np.flatnonzero(self.framed & (self.ids == schema_id))
 
-    def bodies(self, rows) -> List[bytes]:
+    def bodies(self, rows) -> "Payloads":
         """The payloads of `rows` after their frames."""
+        return Payloads(self.data, self.starts[rows] + FRAME_SIZE, self.ends[rows])
+
+
+class Payloads(collections.abc.Sequence):
+    """Payloads as spans of one bytes object: a sequence of bytes for a format that takes
+    them one by one, and `data`, `starts`, `ends` (int64 arrays) for one that reads them
+    in place (the compiled Avro decoder), with no bytes object per row."""
+
+    def __init__(self, data: bytes, starts, ends):
+        self.data = data
+        self.starts = np.ascontiguousarray(starts, np.int64)
+        self.ends = np.ascontiguousarray(ends, np.int64)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, row):
+        if isinstance(row, slice):
+            return Payloads(self.data, self.starts[row], self.ends[row])
+        return self.data[int(self.starts[row]):int(self.ends[row])]
+
+    def __iter__(self):
         data = self.data
-        return [data[start:end] for start, end in zip(
-            (self.starts[rows] + FRAME_SIZE).tolist(), self.ends[rows].tolist())]
+        return (data[start:end] for start, end in zip(self.starts.tolist(),
+                                                      self.ends.tolist()))
 
 
 def _valid(array: pa.Array):

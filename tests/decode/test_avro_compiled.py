@@ -8,6 +8,7 @@ import os
 import sys
 
 import fastavro
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 from segmentlog_datasource.decode import avro
 from segmentlog_datasource.decode.avro_program import extension, program_for
+from segmentlog_datasource.decode.value_formats import Payloads
 
 # A pure-Python install (no C compiler) decodes through fastavro, so these tests skip
 # without the build; CI sets SEGMENTLOG_REQUIRE_FAST=1, and then a missing build fails.
@@ -181,7 +183,27 @@ def twins(writer, reader, payloads):
                                 reader_typed=(typed, named), compiled=False)
     compiled = avro.decode_payloads(payloads, writer_parsed, reader_parsed, convert,
                                     reader_typed=(typed, named), compiled=True)
+    # the same payloads as spans of one buffer, as a read hands them over: read in place
+    in_place = avro.decode_payloads(as_spans(payloads), writer_parsed, reader_parsed,
+                                    convert, reader_typed=(typed, named), compiled=True)
+    assert in_place[1] == compiled[1]
+    if isinstance(compiled[0], pa.Array):
+        assert in_place[0].equals(compiled[0])
     return pure, compiled, program_for(writer_parsed, (typed, named)), arrow_type
+
+
+def as_spans(payloads) -> Payloads:
+    """`payloads` laid end to end in one buffer, behind a few bytes that belong to none."""
+    data = b"\xee" * 3 + b"".join(payloads)
+    ends = 3 + np.cumsum([len(p) for p in payloads], dtype=np.int64)
+    return Payloads(data, ends - np.array([len(p) for p in payloads], np.int64), ends)
+
+
+def test_spans_outside_the_buffer_are_refused():
+    program = program_for(fastavro.parse_schema(copy.deepcopy(ORDER)),
+                          (fastavro.parse_schema(copy.deepcopy(ORDER), named_schemas={}), {}))
+    with pytest.raises(ValueError, match=r"payload 1 spans \[2, 9\), outside the 4 bytes"):
+        program.decode(Payloads(b"abcd", np.array([0, 2]), np.array([1, 9])))
 
 
 def storage(arrow_type):
