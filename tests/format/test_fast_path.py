@@ -572,3 +572,79 @@ def test_scan_loop_and_compiled_run_agree_on_run_states():
     assert (fastpath.RUN_ENTRY_FOR_PYTHON, fastpath.RUN_FLUSH, fastpath.RUN_DONE,
             fastpath.RUN_END) == (compiled.RUN_ENTRY_FOR_PYTHON, compiled.RUN_FLUSH,
                                   compiled.RUN_DONE, compiled.RUN_END)
+
+
+# ------------------------------------- recycled column blocks (spare blocks, size hints)
+
+def _scan_whole(path, include_headers, max_batch_rows, use_fast_path, allow_torn_tail=True):
+    size = os.path.getsize(path)
+    options = ScanOptions(include_headers=include_headers, max_batch_rows=max_batch_rows,
+                          use_fast_path=use_fast_path)
+    return scan_segment(SegmentRange("topic", 3, str(path), size, 0, size, 0, MAX_OFFSET,
+                                     allow_torn_tail), options)
+
+
+def _large_segment(tmp_path, seed, name="00000000000000000000.log"):
+    """Batches whose key and value columns pass 64 KiB (the compiled decoder keeps such
+    blocks for later batches once they are let go), sizes varying from batch to batch."""
+    rng = random.Random(seed)
+    batches, offset = [], 0
+    for count in (300, 1200, 90, 1500, 7, 500):
+        records = varied_records(count, seed=seed + offset)
+        # Some values large, so that batches differ in size by several block sizes.
+        records = [(t, k, (v or b"") * rng.choice((1, 1, 5, 20)) if v is not None else None, h)
+                   for t, k, v, h in records]
+        batches.append(kafka_batch(offset, records))
+        offset += count
+    return write_segment(tmp_path, batches, name)
+
+
+@requires_fast
+@pytest.mark.parametrize("include_headers", [False, True])
+def test_recycled_blocks_leave_every_batch_as_decoded(tmp_path, kafka_logdir, include_headers):
+    """Batches let go hand their blocks to later ones: the batches still held, of every
+    fixture and generated segment, read as the pure twin's, whatever was dropped, kept or
+    decoded after them (scans of other sizes, interleaved, each from a new accumulator)."""
+    paths = [_large_segment(tmp_path, seed, f"{seed:020d}.log") for seed in (1, 2)]
+    fixtures = [(segment.log_path, log.is_last(segment))
+                for log in discover_partitions([kafka_logdir]) for segment in log.segments]
+    cases = [(path, True, rows) for path in paths for rows in (97, 10_000)] + \
+        [(path, torn, rows) for path, torn in fixtures for rows in (13, 10_000)]
+    held = []
+    for n, (path, allow_torn_tail, max_batch_rows) in enumerate(cases):
+        expected = list(_scan_whole(path, include_headers, max_batch_rows, False,
+                                    allow_torn_tail))
+        fast_scan = _scan_whole(path, include_headers, max_batch_rows, True, allow_torn_tail)
+        for i, (batch, pure_batch) in enumerate(zip(fast_scan, expected)):
+            assert batch.equals(pure_batch), f"{path} batch {i}"
+            if (n + i) % 3 == 0:
+                held.append((batch, pure_batch, f"{path} batch {i}"))  # the rest are let go
+        # Partly read scans let go of their accumulator with rows in it, too.
+        partial = _scan_whole(path, include_headers, max(1, max_batch_rows // 7), True,
+                              allow_torn_tail)
+        next(partial, None)
+        partial.close()
+    assert len(held) > 20
+    for batch, pure_batch, what in held:
+        assert batch.equals(pure_batch), what
+        batch.validate(full=True)
+
+
+@requires_fast
+def test_accumulators_after_larger_ones_take_like_the_pure_twin():
+    """A new accumulator starts its buffers at the sizes the last one reached: small and
+    empty takes after large ones, and large after small, equal the pure twin's."""
+    big = [(i, T0 + i, 0, b"k" * (i % 50), b"v" * 700 if i % 11 else None, [("h", b"x")])
+           for i in range(3000)]
+    small = [(7, T0, 1, None, b"", [])]
+    for include_headers in (True, False, True):
+        for rows in (big, small, [], big, small):
+            fast_acc = fast.CompiledAccumulator(include_headers)
+            pure_acc = RecordAccumulator(include_headers)
+            for accumulator in (fast_acc, pure_acc):
+                for row in rows:
+                    accumulator.add(*row)
+            taken, expected = fast_acc.take("t", 1), pure_acc.take("t", 1)
+            del fast_acc  # its buffers go spare; the batch taken keeps its own
+            assert taken.equals(expected)
+            taken.validate(full=True)

@@ -165,14 +165,86 @@ typedef struct {
     PyObject_HEAD
     char *data;
     Py_ssize_t size;
+    size_t cap; /* what was allocated, for the spare blocks below */
 } Chunk;
 
 static char empty_chunk_byte;
 
+/* Spare blocks: the large buffers of batches Spark (or any caller) has let go, kept for
+ * the next batches' columns. Freed and allocated again, they came back as fresh pages
+ * (malloc hands blocks this large to mmap, or trims its heap), and the kernel's faults
+ * and zeroing of those pages cost about a tenth of a plain scan. Capacities of large
+ * blocks are multiples of SPARE_GRAIN, so that a column's buffer, which starts at the
+ * size its largest batch reached, finds the block of a batch like it. At most
+ * SPARE_MAX_BYTES stay kept. Used under the GIL only. */
+#define SPARE_GRAIN ((size_t)64 << 10)
+#define SPARE_SLOTS 32
+#define SPARE_MAX_BYTES ((size_t)32 << 20)
+
+static struct {
+    char *data;
+    size_t cap;
+} spare_blocks[SPARE_SLOTS];
+static int spare_count;
+static size_t spare_bytes;
+
+static inline size_t
+spare_round(size_t size)
+{
+    return (size + SPARE_GRAIN - 1) & ~(SPARE_GRAIN - 1);
+}
+
+/* Keep a block let go of; 0 when there is no room (the caller frees it). */
+static int
+spare_put(char *data, size_t cap)
+{
+    if (cap < SPARE_GRAIN || spare_count == SPARE_SLOTS || spare_bytes + cap > SPARE_MAX_BYTES)
+        return 0;
+    spare_blocks[spare_count].data = data;
+    spare_blocks[spare_count].cap = cap;
+    spare_count++;
+    spare_bytes += cap;
+    return 1;
+}
+
+/* A spare block for `want` bytes, its capacity in *cap: the smallest of `want` to twice
+ * that, else the largest of half that up, grown (a scan's short last batch cut its block
+ * to its size: grown, only the added pages are new). A block much larger is left for the
+ * column it came from. NULL when none suits. */
+static char *
+spare_take(size_t want, size_t *cap)
+{
+    int best = -1, below = -1;
+    for (int i = 0; i < spare_count; i++) {
+        size_t size = spare_blocks[i].cap;
+        if (size >= want && size / 2 <= want &&
+            (best < 0 || size < spare_blocks[best].cap))
+            best = i;
+        if (size < want && size >= want / 2 &&
+            (below < 0 || size > spare_blocks[below].cap))
+            below = i;
+    }
+    int taken = best >= 0 ? best : below;
+    if (taken < 0)
+        return NULL;
+    char *data = spare_blocks[taken].data;
+    *cap = spare_blocks[taken].cap;
+    if (*cap < want) {
+        char *grown = PyMem_RawRealloc(data, want);
+        if (grown == NULL)
+            return NULL; /* the block stays spare; the caller allocates */
+        data = grown;
+        *cap = want;
+    }
+    spare_bytes -= spare_blocks[taken].cap;
+    spare_blocks[taken] = spare_blocks[--spare_count];
+    return data;
+}
+
 static void
 Chunk_dealloc(Chunk *self)
 {
-    if (self->data != &empty_chunk_byte)
+    if (self->data != &empty_chunk_byte && !spare_put(self->data, self->cap))
         PyMem_RawFree(self->data);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -209,7 +281,7 @@ typedef struct {
     char *data;
     size_t len;
     size_t cap;
-    size_t next_cap; /* the size the last taken buffer reached: the next one starts there */
+    size_t next_cap; /* the size the largest taken buffer reached: the next one starts there */
 } GrowBuf;
 
 static int
@@ -218,6 +290,21 @@ growbuf_reserve_slow(GrowBuf *buf, size_t need)
     size_t cap = buf->cap ? buf->cap : (buf->next_cap > 256 ? buf->next_cap : 256);
     while (cap < need)
         cap *= 2;
+    if (cap >= SPARE_GRAIN) {
+        /* A scan's first batches grow their columns from nothing: into spare blocks too. */
+        cap = spare_round(cap);
+        size_t spare_cap;
+        char *spare = spare_take(cap, &spare_cap);
+        if (spare != NULL) {
+            if (buf->len)
+                memcpy(spare, buf->data, buf->len);
+            if (buf->data != NULL && !spare_put(buf->data, buf->cap))
+                PyMem_RawFree(buf->data);
+            buf->data = spare;
+            buf->cap = spare_cap;
+            return 0;
+        }
+    }
     char *data = PyMem_RawRealloc(buf->data, cap);
     if (data == NULL) {
         PyErr_NoMemory();
@@ -261,18 +348,29 @@ growbuf_detach(GrowBuf *buf)
     if (buf->len == 0) {
         chunk->data = &empty_chunk_byte;
         chunk->size = 0;
+        chunk->cap = 0;
         return (PyObject *)chunk;
     }
     char *data = buf->data;
-    /* Batches can outlive the scan (Spark holds them): give back the doubling slack. */
-    if (buf->cap - buf->len > 4096) {
-        char *shrunk = PyMem_RawRealloc(data, buf->len);
-        if (shrunk != NULL)
+    size_t cap = buf->cap;
+    /* Batches can outlive the scan (Spark holds them): give back the doubling slack
+     * (a large block keeps its last grain, to be a spare block of its size class). */
+    size_t keep = buf->len >= SPARE_GRAIN ? spare_round(buf->len) : buf->len;
+    /* A large block less than half used (a scan's short last batch) is cut to its size;
+     * one more than half used keeps its slack, so that it serves the next batch as it is
+     * (cut, its pages would come back fresh when grown again). */
+    if (cap - keep > 4096 && (keep < SPARE_GRAIN || keep <= cap / 2)) {
+        char *shrunk = PyMem_RawRealloc(data, keep);
+        if (shrunk != NULL) {
             data = shrunk;
+            cap = keep;
+        }
     }
     chunk->data = data;
     chunk->size = (Py_ssize_t)buf->len;
-    buf->next_cap = buf->len;
+    chunk->cap = cap;
+    if (buf->len > buf->next_cap)
+        buf->next_cap = buf->len; /* the largest batch's: a short last one sets nothing */
     buf->data = NULL;
     buf->len = buf->cap = 0;
     return (PyObject *)chunk;
@@ -281,7 +379,8 @@ growbuf_detach(GrowBuf *buf)
 static void
 growbuf_free(GrowBuf *buf)
 {
-    PyMem_RawFree(buf->data);
+    if (buf->data != NULL && !spare_put(buf->data, buf->cap))
+        PyMem_RawFree(buf->data);
     buf->data = NULL;
     buf->len = buf->cap = 0;
 }
@@ -450,6 +549,46 @@ typedef struct {
     Py_ssize_t noted_rows;   /* the rows the entries cover */
 } DecodedColumns;
 
+/* The column buffers of an accumulator, in one order. */
+#define COLUMN_BUFFERS 15
+
+static void
+columns_buffers(DecodedColumns *self, GrowBuf **bufs)
+{
+    GrowBuf *all[COLUMN_BUFFERS] = {
+        &self->offsets, &self->timestamps, &self->timestamp_types,
+        &self->keys.offsets, &self->keys.data, &self->keys.validity,
+        &self->values.offsets, &self->values.data, &self->values.validity,
+        &self->header_offsets, &self->header_keys.offsets, &self->header_keys.data,
+        &self->header_keys.validity, &self->header_values.offsets, &self->header_values.data};
+    memcpy(bufs, all, sizeof all);
+}
+
+/* The sizes the last accumulator's buffers reached (a scan's is let go at its end): a new
+ * one's buffers start there, and find spare blocks of their size, instead of growing
+ * from nothing batch after batch into blocks that suit none. Under the GIL only. */
+static size_t column_size_hints[COLUMN_BUFFERS];
+
+static void
+columns_take_hints(DecodedColumns *self)
+{
+    GrowBuf *bufs[COLUMN_BUFFERS];
+    columns_buffers(self, bufs);
+    for (int i = 0; i < COLUMN_BUFFERS; i++)
+        if (bufs[i]->next_cap == 0)
+            bufs[i]->next_cap = column_size_hints[i];
+}
+
+static void
+columns_leave_hints(DecodedColumns *self)
+{
+    GrowBuf *bufs[COLUMN_BUFFERS];
+    columns_buffers(self, bufs);
+    for (int i = 0; i < COLUMN_BUFFERS; i++)
+        if (bufs[i]->next_cap != 0)
+            column_size_hints[i] = bufs[i]->next_cap;
+}
+
 static int
 columns_start(DecodedColumns *self)
 {
@@ -489,6 +628,7 @@ DecodedColumns_init(DecodedColumns *self, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "p", kwlist, &include_headers))
         return -1;
     columns_free(self);
+    columns_take_hints(self);
     self->include_headers = include_headers;
     self->next_offset = INT64_MIN;
     self->track_batches = 0;
@@ -499,6 +639,7 @@ DecodedColumns_init(DecodedColumns *self, PyObject *args, PyObject *kwds)
 static void
 DecodedColumns_dealloc(DecodedColumns *self)
 {
+    columns_leave_hints(self);
     columns_free(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
