@@ -5,9 +5,10 @@
 * Index files are read whole: a HEAD and a GET each (pyarrow opens every file with a
   HEAD; its Python API cannot be given the size the listing showed).
 * A segment range is fetched in chunks of CHUNK_BYTES from where its scan starts, the next
-  chunk fetched in the background while the current one is decoded, and at most
-  READ_PAST_BYTES past the range's end (for the entry after it, which the scan checks).
-  Nothing else of the segment is read.
+  READ_AHEAD_CHUNKS chunks fetched in the background at once while the current one is
+  decoded (each through a file of its own: a second HEAD for a range of three chunks or
+  more), and at most READ_PAST_BYTES past the range's end (for the entry after it, which
+  the scan checks). Nothing else of the segment is read.
 * Header walks (the active segment's end, a rolled segment's tail) read BLOCK_BYTES at a time.
 
 Faults (S3): every request is retried by the SDK's standard retry mode (exponential
@@ -37,6 +38,9 @@ from .base import ByteReader, FileEntry, LogBytes, LogBytesReader, Store, TreeVi
 from .config import StoreConfig
 
 CHUNK_BYTES = 8 << 20
+# Chunks fetched in the background at once, each through a file of its own: one GET at a
+# time leaves a store's bandwidth unused while a request starts and its body streams in.
+READ_AHEAD_CHUNKS = 2
 READ_PAST_BYTES = 64 << 10
 MIN_FETCH_BYTES = 64 << 10
 BLOCK_BYTES = 1 << 20
@@ -315,12 +319,11 @@ class ArrowStore(Store):
         if not size:
             return FetchedLog(path, 0, None)
         handle = self._open_file(path, size)
+        files = _Files(self, path, size, handle)
         return FetchedLog(path, size,
                           lambda length, position: self.read_range(handle, path, position,
                                                                    length),
-                          chunks, on_close=handle.close,
-                          read_into=lambda view, position: self.read_into(handle, path,
-                                                                          position, view))
+                          chunks, on_close=files.close, read_into=files.read_into)
 
     def reader(self, path: str, size: int, chunks=None) -> ByteReader:
         if chunks is not None:
@@ -417,6 +420,35 @@ class RemoteFile:
         self.file.close()
 
 
+class _Files:
+    """Open files of one object, for ranged reads from several threads at once (a read into
+    a buffer is a seek and a read on one pyarrow file): a thread takes a free one, and a
+    new one is opened (a HEAD) only when none is free."""
+
+    def __init__(self, store: ArrowStore, path: str, size: int, first: RemoteFile):
+        self.store, self.path, self.size = store, path, size
+        self._free = [first]
+        self._opened = [first]
+        self._lock = threading.Lock()
+
+    def read_into(self, view: memoryview, position: int) -> int:
+        with self._lock:
+            handle = self._free.pop() if self._free else None
+        if handle is None:
+            handle = self.store._open_file(self.path, self.size)
+            with self._lock:
+                self._opened.append(handle)
+        try:
+            return self.store.read_into(handle, self.path, position, view)
+        finally:
+            with self._lock:
+                self._free.append(handle)
+
+    def close(self) -> None:
+        for handle in self._opened:
+            handle.close()
+
+
 class RemoteTree(TreeView):
     """One recursive listing: directories are the prefixes of what it holds."""
 
@@ -488,7 +520,10 @@ class FetchedLog(LogBytes):
         self.view = memoryview(self._map) if self._map is not None else memoryview(b"")
         self._have: List[Tuple[int, int]] = []  # fetched [start, end) ranges, sorted, merged
         self._pool: Optional[ThreadPoolExecutor] = None
-        self._ahead = None  # (future of the fetched range) of the chunk fetched in the background
+        # futures of the fetched ranges of the chunks fetched in the background, in order,
+        # and where the last of them ends
+        self._aheads: List = []
+        self._ahead_end = 0
 
     def _fetch(self, start: int, end: int) -> Tuple[int, int]:
         """Fetch at least [start, end); return the range fetched."""
@@ -549,17 +584,17 @@ class FetchedLog(LogBytes):
                 return high
         return position
 
-    def _settle_ahead(self) -> None:
-        if self._ahead is not None:
-            future = self._ahead
-            self._ahead = None
-            self._add(*future.result())
+    def _settle_until(self, position: int, end: int) -> None:
+        """Take the background fetches, in order, until [position, end) is readable or
+        none is left."""
+        while self._aheads and self._readable_end(position) < end:
+            self._add(*self._aheads.pop(0).result())
 
     def ensure(self, position: int, length: int) -> None:
         end = min(self.size, position + length)
         if position >= end:
             return
-        self._settle_ahead()
+        self._settle_until(position, end)
         if self._readable_end(position) >= end:
             return
         fetch_end = min(self.size, max(end, position + MIN_FETCH_BYTES))
@@ -577,32 +612,35 @@ class FetchedLog(LogBytes):
         limit = min(self.size, end + READ_PAST_BYTES)
         if position >= limit:
             return min(position, self.size)
+        self._settle_until(position, position + 1)
         readable = self._readable_end(position)
-        if readable <= position:
-            self._settle_ahead()
-            readable = self._readable_end(position)
         if readable <= position:
             chunk_end = min(limit, position + CHUNK_BYTES)
             self.ensure(position, chunk_end - position)
             readable = self._readable_end(position)
-        if readable < limit and self._ahead is None:
-            # Fetch the next chunk while this one is decoded.
+        # Fetch the next chunks while this one is decoded (compressed chunks one at a time:
+        # a range is widened to whole chunks, and two could overlap).
+        depth = READ_AHEAD_CHUNKS if self._chunks is None else 1
+        while len(self._aheads) < depth:
+            start = self._ahead_end if self._aheads else readable
+            if start >= limit:
+                break
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=1)
-            nxt = min(limit, readable + CHUNK_BYTES)
-            self._ahead = self._pool.submit(self._fetch, readable, nxt)
+                self._pool = ThreadPoolExecutor(max_workers=READ_AHEAD_CHUNKS)
+            self._ahead_end = min(limit, start + CHUNK_BYTES)
+            self._aheads.append(self._pool.submit(self._fetch, start, self._ahead_end))
         return readable
 
     def check(self) -> None:
         pass  # objects do not shrink; a replaced one shows as a short read (see _fetch)
 
     def close(self) -> None:
-        if self._ahead is not None:
+        for future in self._aheads:
             try:
-                self._ahead.result()
+                future.result()
             except Exception:
                 pass  # the scan already failed or stopped; nothing more is read
-            self._ahead = None
+        self._aheads = []
         if self._pool is not None:
             self._pool.shutdown(wait=True)
         if self._on_close is not None:
