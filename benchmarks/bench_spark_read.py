@@ -144,6 +144,7 @@ def main():
     parser.add_argument("--segment-bytes", type=int, default=16 << 20)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--skip-lookup", action="store_true", help="(b) only")
     args = parser.parse_args()
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -186,6 +187,12 @@ def main():
         t_segmentlog, r_segmentlog = best_of(args.runs, scan("segmentlog", logdir))
         t_ceiling, r_ceiling = best_of(args.runs, scan("prebuilt_arrow", arrow_dir))
         assert tuple(r_segmentlog) == tuple(r_ceiling), (r_segmentlog, r_ceiling)
+        if args.skip_lookup:
+            print(f"(b) segmentlog {t_segmentlog:.3f} s  ceiling {t_ceiling:.3f} s  ratio "
+                  f"{t_segmentlog / t_ceiling:.3f}x  ({r_segmentlog.n:,} records, best of "
+                  f"{args.runs})")
+            spark.stop()
+            return
 
         target = args.records // args.partitions // 2
         lookup = segmentlog_datasource.offset_range("bench", 0, target, target + 1)
