@@ -651,6 +651,7 @@ frame(PyObject *self, PyObject *args)
         if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &views[got], PyBUF_SIMPLE) < 0)
             goto done;
         if (views[got].len > (Py_ssize_t)INT32_MAX - V2_HEADER_SIZE) {
+            got++;  /* released below with the others */
             PyErr_SetString(PyExc_ValueError, "a record batch would be larger than 2 GiB");
             goto done;
         }
