@@ -23,6 +23,8 @@ import pytest
 
 from segmentlog_datasource.format.pending import PUBLISH_TOKEN
 from segmentlog_datasource.writer import WriteOptions, write_log
+from segmentlog_datasource.writer.locks import read_lock
+from segmentlog_datasource.writer.logdir import LOCK_PREFIX
 from segmentlog_datasource.writer.publish import JOURNAL, KILL_HOOK
 from segmentlog_datasource.writer.stream import StreamSink
 
@@ -406,7 +408,13 @@ PARTITION_FILES = {"leader-epoch-checkpoint", "partition.metadata"}
 
 
 def check_no_leftovers(logdir):
-    assert [n for n in os.listdir(logdir) if n.startswith(".") and n != PUBLISH_TOKEN] == []
+    # A lock's temp file whose writer was killed before its content was whole is left
+    # for TORN_LOCK_SECONDS by design: until then it cannot be told from a live writer's
+    # in its first microseconds (writer/locks.py). Anything else is a leftover.
+    left = [n for n in os.listdir(logdir) if n.startswith(".") and n != PUBLISH_TOKEN
+            and not (n.startswith(LOCK_PREFIX) and "~tmp-" in n
+                     and read_lock(os.path.join(logdir, n)) == {})]
+    assert left == []
     for name in set(os.listdir(logdir)) - LOG_DIR_FILES - {PUBLISH_TOKEN}:
         strays = [f for f in os.listdir(os.path.join(logdir, name))
                   if not SEGMENT_FILE.match(f) and f not in PARTITION_FILES]
