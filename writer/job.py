@@ -360,13 +360,7 @@ class WriteJob:
         if existing != self.existing_partitions.get(SCHEMAS_TOPIC, []):
             self.existing_partitions[SCHEMAS_TOPIC] = existing  # created since the start
         self._schemas_spec = schemas_task_spec(self.spec, existing, self.logdir)
-        task = TaskWriter(self._schemas_spec, SCHEMAS_TASK_INDEX, 0)
-        try:
-            task.write(table)
-            return [task.finish()]
-        except BaseException:
-            task.discard()
-            raise
+        return [staged(TaskWriter(self._schemas_spec, SCHEMAS_TASK_INDEX, 0), table)]
 
     def _spec_for(self, topic: str) -> TaskSpec:
         if topic == SCHEMAS_TOPIC and self._schemas_spec is not None:
@@ -482,6 +476,17 @@ class WriteJob:
             except OSError:
                 pass
 
+
+
+def staged(task, table) -> TaskResult:
+    """`table` written through a task writer (local or object store) and finished; the
+    task discarded on any error."""
+    try:
+        task.write(table)
+        return task.finish()
+    except BaseException:
+        task.discard()
+        raise
 
 
 def schemas_task_spec(spec: TaskSpec, existing: List[int], logdir: str) -> TaskSpec:

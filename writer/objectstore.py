@@ -105,7 +105,7 @@ from .errors import ConcurrentWriteError, InvalidInputError, TopicLayoutError, \
     WriteAbortedError, WriteError
 from .framed import SCHEMAS_TOPIC, FramingPlan
 from .job import DEFAULT_LEADER_EPOCH, MODES, SCHEMAS_TASK_INDEX, CommitSummary, \
-    PartitionSummary, schemas_task_spec, settled_partition_count
+    PartitionSummary, schemas_task_spec, settled_partition_count, staged
 from .locks import owner_alive, owner_info
 from .logdir import LOCK_PREFIX, STAGING_PREFIX, check_num_partitions, partition_count, \
     validate_topic_name
@@ -965,14 +965,8 @@ class ObjectStoreWriteJob:
             return []
         existing = self._list_topics().get(SCHEMAS_TOPIC, [])
         self._schemas_spec = schemas_task_spec(self.spec, existing, self.logdir)
-        task = ObjectStoreTaskWriter(self._schemas_spec, self.target, self.staging_key,
-                                     SCHEMAS_TASK_INDEX, 0)
-        try:
-            task.write(table)
-            return [task.finish()]
-        except BaseException:
-            task.discard()
-            raise
+        return [staged(ObjectStoreTaskWriter(self._schemas_spec, self.target,
+                                             self.staging_key, SCHEMAS_TASK_INDEX, 0), table)]
 
     def _topic_count(self, topic: str, ordered: List[TaskResult]) -> int:
         spec = self._schemas_spec if topic == SCHEMAS_TOPIC and self._schemas_spec else \

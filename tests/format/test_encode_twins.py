@@ -31,15 +31,8 @@ from segmentlog_datasource.format.v2_encode import (
     patch_batch_headers,
 )
 from segmentlog_datasource.writer.partitioner import key_hashes, murmur2_array
-from support.compiled import NOT_BUILT
+from support.compiled import ENCODER_NOT_BUILT, NOT_BUILT, compiled_encode
 from support.manifest import b64, load_manifest, partition_names
-
-try:
-    from segmentlog_datasource.format.fastpath import compiled_encode
-except ImportError as exc:
-    compiled_encode, ENCODER_NOT_BUILT = None, str(exc)
-else:
-    ENCODER_NOT_BUILT = None
 
 # A pure-Python install encodes with the twin alone; CI sets SEGMENTLOG_REQUIRE_FAST=1,
 # and then a missing build fails.

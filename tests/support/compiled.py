@@ -16,3 +16,11 @@ requires_compiled = pytest.mark.skipif(
     compiled is None,
     reason=f"compiled fast path not built ({NOT_BUILT}); "
            "build it with: python setup.py build_ext --inplace")
+
+
+try:
+    from segmentlog_datasource.format.fastpath import compiled_encode
+except ImportError as exc:
+    compiled_encode, ENCODER_NOT_BUILT = None, str(exc)
+else:
+    ENCODER_NOT_BUILT = None
