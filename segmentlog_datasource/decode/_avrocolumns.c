@@ -34,11 +34,16 @@ typedef struct {
     int width;           /* bytes per value of fixed-width kinds */
     int nchildren;
     int *children;
-    Py_ssize_t length, nulls;
-    Buf validity;        /* one byte per slot while decoding; packed to bits at the end */
+    Py_ssize_t length;
+    /* Validity is kept (one byte per slot, packed to bits at the end) only from a
+     * column's first null in a run: most columns have none, and pay nothing. */
+    int has_validity;
+    Buf validity;
     Buf values;          /* fixed-width values, or bool bytes */
     Buf offsets;         /* int32 offsets of binary and list columns (length + 1) */
     Buf data;            /* binary column bytes */
+    /* bytes per row of the last run's buffers: the next run reserves them at once */
+    double values_per_row, offsets_per_row, data_per_row;
 } Column;
 
 typedef struct {
@@ -88,7 +93,7 @@ static int buf_reserve(Buf *b, Py_ssize_t more) {
         if (cap > PY_SSIZE_T_MAX / 2) return NOMEM;
         cap *= 2;
     }
-    char *grown = PyMem_Realloc(b->data, (size_t)cap);
+    char *grown = PyMem_RawRealloc(b->data, (size_t)cap);
     if (!grown) return NOMEM;
     b->data = grown;
     b->cap = cap;
@@ -121,6 +126,11 @@ static int malformed(Cursor *c, const char *why) {
 }
 
 static inline int read_long(Cursor *c, int64_t *out) {
+    if (c->p < c->end && !(*c->p & 0x80)) {  /* most varints are one byte */
+        uint64_t b = *c->p++;
+        *out = (int64_t)((b >> 1) ^ (~(b & 1) + 1));
+        return OK;
+    }
     uint64_t value = 0;
     int shift = 0;
     for (int i = 0; i < 10; i++) {
@@ -186,8 +196,13 @@ static int valid_utf8(const uint8_t *s, Py_ssize_t n) {
 /* ------------------------------------------------------------------ appends */
 
 static inline int append_validity(Column *col, int valid) {
-    if (buf_byte(&col->validity, (uint8_t)valid) != OK) return NOMEM;
-    if (!valid) col->nulls++;
+    if (!valid && !col->has_validity) {  /* the first null: the slots before it were valid */
+        if (buf_reserve(&col->validity, col->length + 1) != OK) return NOMEM;
+        if (col->length > 0) memset(col->validity.data, 1, (size_t)col->length);
+        col->validity.len = col->length;
+        col->has_validity = 1;
+    }
+    if (col->has_validity && buf_byte(&col->validity, (uint8_t)valid) != OK) return NOMEM;
     col->length++;
     return OK;
 }
@@ -436,12 +451,13 @@ static void free_step(Step *step) {
 static void free_columns(Program *prog) {
     for (int k = 0; k < prog->ncols; k++) {
         Column *col = &prog->cols[k];
-        PyMem_Free(col->validity.data);
-        PyMem_Free(col->values.data);
-        PyMem_Free(col->offsets.data);
-        PyMem_Free(col->data.data);
+        PyMem_RawFree(col->validity.data);
+        PyMem_RawFree(col->values.data);
+        PyMem_RawFree(col->offsets.data);
+        PyMem_RawFree(col->data.data);
         col->validity = col->values = col->offsets = col->data = (Buf){0};
-        col->length = col->nulls = 0;
+        col->length = 0;
+        col->has_validity = 0;
     }
 }
 
@@ -622,21 +638,63 @@ fail:
 
 /* ------------------------------------------------------------------ running */
 
-typedef struct { Py_ssize_t length, nulls, data; } Mark;
+/* A buffer of a run's column, handed to Arrow as it is (pa.py_buffer takes its buffer
+ * protocol): the decoded bytes are not copied again. */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t len;
+} ColumnBuffer;
 
-static PyObject *bytes_of(Buf *b) {
-    return PyBytes_FromStringAndSize(b->data ? b->data : "", b->len);
+static int column_buffer_get(PyObject *self, Py_buffer *view, int flags) {
+    ColumnBuffer *buffer = (ColumnBuffer *)self;
+    return PyBuffer_FillInfo(view, self, buffer->data ? buffer->data : "", buffer->len, 1, flags);
 }
 
-static PyObject *packed_bits(Buf *b, Py_ssize_t length) {
-    PyObject *out = PyBytes_FromStringAndSize(NULL, (length + 7) / 8);
-    if (!out) return NULL;
-    uint8_t *bits = (uint8_t *)PyBytes_AS_STRING(out);
-    memset(bits, 0, (size_t)((length + 7) / 8));
+static void column_buffer_dealloc(PyObject *self) {
+    PyMem_RawFree(((ColumnBuffer *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs column_buffer_procs = {column_buffer_get, NULL};
+
+static PyTypeObject ColumnBufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_avrocolumns.ColumnBuffer",
+    .tp_basicsize = sizeof(ColumnBuffer),
+    .tp_dealloc = column_buffer_dealloc,
+    .tp_as_buffer = &column_buffer_procs,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A decoded column's buffer, owned until Arrow releases it.",
+};
+
+/* `b`'s bytes as a ColumnBuffer, which takes them over (`b` is emptied); NULL with an
+ * exception set. */
+static PyObject *hand_over(Buf *b) {
+    ColumnBuffer *buffer = PyObject_New(ColumnBuffer, &ColumnBufferType);
+    if (!buffer) return NULL;
+    buffer->data = b->data;
+    buffer->len = b->len;
+    *b = (Buf){0};
+    return (PyObject *)buffer;
+}
+
+/* Slot bytes (one per slot, non-zero: set) packed into an Arrow bitmap, with the number of
+ * zero slots in `unset`. */
+static PyObject *packed_bits(Buf *b, Py_ssize_t length, Py_ssize_t *unset) {
+    Buf bits = {PyMem_RawCalloc((size_t)(length + 7) / 8 + 1, 1), (length + 7) / 8, 0};
+    if (!bits.data) return PyErr_NoMemory();
+    bits.cap = bits.len;
+    uint8_t *out = (uint8_t *)bits.data;
     const uint8_t *bytes = (const uint8_t *)b->data;
-    for (Py_ssize_t i = 0; i < length; i++)
-        if (bytes[i]) bits[i >> 3] |= (uint8_t)(1u << (i & 7));
-    return out;
+    Py_ssize_t set = 0;
+    for (Py_ssize_t i = 0; i < length; i++) {
+        uint8_t on = bytes[i] != 0;
+        out[i >> 3] |= (uint8_t)(on << (i & 7));
+        set += on;
+    }
+    *unset = length - set;
+    return hand_over(&bits);
 }
 
 static const char TRUNCATED_FORMAT[] =
@@ -661,24 +719,52 @@ static PyObject *utf8_error(const uint8_t *s, Py_ssize_t n) {
     return error;
 }
 
-/* One payload decoded into the program's columns: OK, or FAIL with its error set in
- * `errors` at `row` and the row's partial values rolled back to a null; NOMEM or ERROR
- * (a Python exception is set) stop the run. */
-static int decode_row(Program *prog, Mark *marks, const char *start, Py_ssize_t size,
-                      PyObject *errors, Py_ssize_t row) {
-    for (int k = 0; k < prog->ncols; k++) {
-        marks[k].length = prog->cols[k].length;
-        marks[k].nulls = prog->cols[k].nulls;
-        marks[k].data = prog->cols[k].data.len;
+/* Column `index` cut back to its first `length` slots, and its children to what those
+ * slots hold. Rows before a failed one are whole, so every column's size follows from the
+ * root's row count: a struct's children have its length, a list's child and a binary
+ * column's bytes end where its last kept offset says. */
+static void roll_back(Program *prog, int index, Py_ssize_t length) {
+    Column *col = &prog->cols[index];
+    col->length = length;
+    if (col->has_validity) col->validity.len = length;
+    switch (col->kind) {
+    case COL_BOOL:
+        col->values.len = length;
+        break;
+    case COL_I32: case COL_I64: case COL_F32: case COL_F64:
+        col->values.len = length * col->width;
+        break;
+    case COL_BINARY:
+        col->offsets.len = (length + 1) * 4;
+        col->data.len = ((const int32_t *)col->offsets.data)[length];
+        break;
+    case COL_LIST:
+        col->offsets.len = (length + 1) * 4;
+        roll_back(prog, col->children[0], ((const int32_t *)col->offsets.data)[length]);
+        break;
+    case COL_STRUCT:
+        for (int k = 0; k < col->nchildren; k++) roll_back(prog, col->children[k], length);
+        break;
     }
+}
+
+/* One payload decoded into the program's columns as row `row`: OK, or FAIL with its error
+ * set in `errors` at `row` and the row's partial values rolled back to a null; NOMEM or
+ * ERROR (a Python exception is set) stop the run. */
+static int decode_row(Program *prog, const char *start, Py_ssize_t size,
+                      PyObject *errors, Py_ssize_t row) {
     Cursor cursor = {(const uint8_t *)start, (const uint8_t *)start + size, NULL, {0}};
     int r = run_step(prog, prog->root, &cursor, 0);
+    if (r == OK && cursor.p == cursor.end) {
+        Py_INCREF(Py_None);
+        PyList_SET_ITEM(errors, row, Py_None);
+        return OK;
+    }
     PyObject *error = NULL;
-    if (r == OK && cursor.p != cursor.end) {
+    if (r == OK) {
         error = PyUnicode_FromFormat(
             "malformed payload: %zd bytes left over after the Avro value (of %zd)",
             (Py_ssize_t)(cursor.end - cursor.p), size);
-        r = FAIL;
     } else if (r == FAIL && cursor.reason == BAD_UTF8) {
         error = utf8_error(cursor.bad_utf8, cursor.bad_utf8_len);
     } else if (r == FAIL) {
@@ -690,24 +776,9 @@ static int decode_row(Program *prog, Mark *marks, const char *start, Py_ssize_t 
         PyErr_SetString(PyExc_MemoryError, "decoded columns past their size limit");
         return NOMEM;
     }
-    if (r != FAIL) {
-        Py_INCREF(Py_None);
-        PyList_SET_ITEM(errors, row, Py_None);
-        return OK;
-    }
     if (!error) return ERROR;
     PyList_SET_ITEM(errors, row, error);
-    for (int k = 0; k < prog->ncols; k++) {  /* roll back the row's partial values */
-        Column *col = &prog->cols[k];
-        Py_ssize_t length = marks[k].length;
-        col->length = length;
-        col->nulls = marks[k].nulls;
-        col->data.len = marks[k].data;
-        col->validity.len = length;
-        if (col->kind == COL_BOOL) col->values.len = length;
-        else col->values.len = length * col->width;
-        if (col->kind == COL_BINARY || col->kind == COL_LIST) col->offsets.len = (length + 1) * 4;
-    }
+    roll_back(prog, 0, row);
     if (append_null(prog, 0) != OK) {
         PyErr_NoMemory();
         return NOMEM;
@@ -716,37 +787,64 @@ static int decode_row(Program *prog, Mark *marks, const char *start, Py_ssize_t 
 }
 
 /* The columns' buffers once every row is in: [(length, null_count, validity, values,
- * offsets, data)] per column. */
-static PyObject *column_buffers(Program *prog) {
+ * offsets, data)] per column, the buffers handed over. */
+static PyObject *column_buffers(Program *prog, Py_ssize_t rows) {
     PyObject *columns = PyList_New(prog->ncols);
     if (!columns) return NULL;
     for (int k = 0; k < prog->ncols; k++) {
         Column *col = &prog->cols[k];
-        PyObject *validity = col->nulls ? packed_bits(&col->validity, col->length)
-                                        : (Py_INCREF(Py_None), Py_None);
-        PyObject *values = col->kind == COL_BOOL ? packed_bits(&col->values, col->length)
-                                                 : bytes_of(&col->values);
-        PyObject *entry = (validity && values)
-            ? Py_BuildValue("nnNNNN", col->length, col->nulls, validity, values,
-                            bytes_of(&col->offsets), bytes_of(&col->data))
+        if (rows) {
+            col->values_per_row = (double)col->values.len / (double)rows;
+            col->offsets_per_row = (double)col->offsets.len / (double)rows;
+            col->data_per_row = (double)col->data.len / (double)rows;
+        }
+        Py_ssize_t nulls = 0, unused;
+        PyObject *validity = NULL;
+        if (col->has_validity) {
+            if (!(validity = packed_bits(&col->validity, col->length, &nulls))) goto fail;
+            if (!nulls) Py_CLEAR(validity);  /* its nulls were rolled back */
+        }
+        if (!validity) validity = Py_NewRef(Py_None);
+        PyObject *values = col->kind == COL_BOOL ? packed_bits(&col->values, col->length, &unused)
+                                                 : hand_over(&col->values);
+        PyObject *offsets = values ? hand_over(&col->offsets) : NULL;
+        PyObject *data = offsets ? hand_over(&col->data) : NULL;
+        PyObject *entry = data
+            ? Py_BuildValue("nnNNNN", col->length, nulls, validity, values, offsets, data)
             : NULL;
         if (!entry) {
-            Py_XDECREF(validity);
-            Py_XDECREF(values);
-            Py_DECREF(columns);
-            return NULL;
+            if (!data) {
+                Py_DECREF(validity);
+                Py_XDECREF(values);
+                Py_XDECREF(offsets);
+            }
+            goto fail;
         }
         PyList_SET_ITEM(columns, k, entry);
     }
     return columns;
+fail:
+    Py_DECREF(columns);
+    return NULL;
 }
 
-/* The columns emptied for a run (offsets start at 0); -1 when out of memory. */
-static int begin_run(Program *prog) {
+static int reserve_rows(Buf *b, double per_row, Py_ssize_t rows) {
+    double wanted = per_row * (double)rows * 1.0625 + 64;
+    if (wanted > (double)(PY_SSIZE_T_MAX / 2)) return OK;  /* grown as it goes */
+    return buf_reserve(b, (Py_ssize_t)wanted);
+}
+
+/* The columns emptied for a run of `rows` payloads (offsets start at 0), their buffers
+ * reserved as the last run's sizes per row say; -1 when out of memory. */
+static int begin_run(Program *prog, Py_ssize_t rows) {
     free_columns(prog);
     for (int k = 0; k < prog->ncols; k++) {
         Column *col = &prog->cols[k];
-        if ((col->kind == COL_BINARY || col->kind == COL_LIST) && end_offset(col, 0) != OK) {
+        if (reserve_rows(&col->values, col->values_per_row, rows) != OK
+                || reserve_rows(&col->offsets, col->offsets_per_row, rows) != OK
+                || reserve_rows(&col->data, col->data_per_row, rows) != OK
+                || ((col->kind == COL_BINARY || col->kind == COL_LIST)
+                    && end_offset(col, 0) != OK)) {
             PyErr_NoMemory();
             return -1;
         }
@@ -766,28 +864,25 @@ static PyObject *run_program(PyObject *self, PyObject *args) {
     Py_ssize_t rows = PySequence_Fast_GET_SIZE(seq);
     PyObject **items = PySequence_Fast_ITEMS(seq);
     PyObject *errors = PyList_New(rows), *result = NULL;
-    Mark *marks = PyMem_Calloc((size_t)prog->ncols, sizeof(Mark));
-    if (!errors || !marks) { PyErr_NoMemory(); goto done; }
-    if (begin_run(prog) < 0) goto done;
+    if (!errors) goto done;
+    if (begin_run(prog, rows) < 0) goto done;
     for (Py_ssize_t row = 0; row < rows; row++) {
         PyObject *item = items[row];
         int r;
         if (PyBytes_Check(item)) {
-            r = decode_row(prog, marks, PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item),
-                           errors, row);
+            r = decode_row(prog, PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item), errors, row);
         } else {
             Py_buffer view;
             if (PyObject_GetBuffer(item, &view, PyBUF_SIMPLE) < 0) goto done;
-            r = decode_row(prog, marks, view.buf, view.len, errors, row);
+            r = decode_row(prog, view.buf, view.len, errors, row);
             PyBuffer_Release(&view);
         }
         if (r != OK) goto done;
     }
-    PyObject *columns = column_buffers(prog);
+    PyObject *columns = column_buffers(prog, rows);
     if (columns) result = Py_BuildValue("NO", columns, errors);
 done:
     free_columns(prog);
-    PyMem_Free(marks);
     Py_XDECREF(errors);
     Py_DECREF(seq);
     return result;
@@ -800,7 +895,6 @@ static PyObject *run_spans(PyObject *self, PyObject *args) {
     PyObject *capsule, *result = NULL, *errors = NULL;
     Py_buffer data, starts, ends;
     if (!PyArg_ParseTuple(args, "Oy*y*y*", &capsule, &data, &starts, &ends)) return NULL;
-    Mark *marks = NULL;
     Program *prog = PyCapsule_GetPointer(capsule, "avrocolumns.program");
     if (!prog) goto done;
     if (starts.len != ends.len || starts.len % (Py_ssize_t)sizeof(int64_t)) {
@@ -818,18 +912,16 @@ static PyObject *run_spans(PyObject *self, PyObject *args) {
         }
     }
     errors = PyList_New(rows);
-    marks = PyMem_Calloc((size_t)prog->ncols, sizeof(Mark));
-    if (!errors || !marks) { PyErr_NoMemory(); goto done; }
-    if (begin_run(prog) < 0) goto done;
+    if (!errors) goto done;
+    if (begin_run(prog, rows) < 0) goto done;
     for (Py_ssize_t row = 0; row < rows; row++) {
-        if (decode_row(prog, marks, (const char *)data.buf + first[row],
+        if (decode_row(prog, (const char *)data.buf + first[row],
                        (Py_ssize_t)(last[row] - first[row]), errors, row) != OK) goto done;
     }
-    PyObject *columns = column_buffers(prog);
+    PyObject *columns = column_buffers(prog, rows);
     if (columns) result = Py_BuildValue("NO", columns, errors);
 done:
     if (prog) free_columns(prog);
-    PyMem_Free(marks);
     Py_XDECREF(errors);
     PyBuffer_Release(&data);
     PyBuffer_Release(&starts);
@@ -849,4 +941,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_avrocolumns",
                                     "Avro payloads decoded into Arrow column buffers.", -1, methods};
 
-PyMODINIT_FUNC PyInit__avrocolumns(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__avrocolumns(void) {
+    if (PyType_Ready(&ColumnBufferType) < 0) return NULL;
+    return PyModule_Create(&module);
+}

@@ -372,6 +372,32 @@ def test_malformed_payloads_name_their_fault(payload, reason):
     assert values.to_pylist()[0] == {"id": 1, "note": None, "tags": ["t"], "kind": "B"}
 
 
+BASKET = {"type": "record", "name": "Basket", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "lines", "type": {"type": "array", "items": {
+        "type": "record", "name": "Line", "fields": [
+            {"name": "sku", "type": "string"}, {"name": "note", "type": ["null", "string"]}]}}}]}
+
+
+def test_a_failed_row_is_undone_in_every_column_it_reached():
+    """A row failing deep in an array of records, after bringing the first null its
+    column saw: the rows around it read as the pure path reads them, and that null goes
+    with the row (the column is left with no validity bitmap)."""
+    good = encode(BASKET, {"id": 1, "lines": [{"sku": "a", "note": "x"}]})
+    failing = encode(BASKET, {"id": 2, "lines": [{"sku": "b", "note": None},
+                                                 {"sku": "c", "note": "y"}]})[:-2]
+    payloads = [good, failing, good, good]
+    assert_same(BASKET, BASKET, payloads)
+    _, (values, errors), program, _ = twins(BASKET, BASKET, payloads)
+    assert program is not None
+    assert errors[1].startswith("truncated payload") and errors.count(None) == 3
+    assert values.to_pylist() == [{"id": 1, "lines": [{"sku": "a", "note": "x"}]}, None,
+                                  {"id": 1, "lines": [{"sku": "a", "note": "x"}]},
+                                  {"id": 1, "lines": [{"sku": "a", "note": "x"}]}]
+    notes = values.field("lines").values.field("note")
+    assert len(notes) == 3 and notes.null_count == 0 and notes.buffers()[0] is None
+
+
 def one_field(kind, name="Order"):
     return {"type": "record", "name": name, "fields": [{"name": "id", "type": kind}]}
 
