@@ -112,40 +112,54 @@ class _Frames:
         low, high = int(offsets[0]), int(offsets[-1])
         self.starts, self.ends = offsets[:-1] - low, offsets[1:] - low
         buffers = column.buffers()
-        # the column's bytes, copied once: the payloads given to a format are slices of it
-        self.data = buffers[2].slice(low, high - low).to_pybytes() \
-            if buffers[2] is not None and high > low else b""
+        # the column's bytes, in place: payloads are spans of them
+        self.data = memoryview(buffers[2].slice(low, high - low)) \
+            if buffers[2] is not None and high > low else memoryview(b"")
         self.present = _valid(column)
         if skip is not None:
             self.present &= ~skip
         data = np.frombuffer(self.data, np.uint8)
-        self.framed = self.present & (self.ends - self.starts >= FRAME_SIZE)
-        at = self.starts[self.framed]
-        self.framed[self.framed] = data[at] == MAGIC_BYTE
-        at = self.starts[self.framed]
+        framed = self.present & (self.ends - self.starts >= FRAME_SIZE)
+        # every row framed, the common case: no row taken out of the arrays
+        self.all_framed = bool(framed.all())
+        at = self.starts if self.all_framed else self.starts[framed]
+        magic = data[at] == MAGIC_BYTE
+        if not magic.all():
+            self.all_framed = False
+            at = at[magic]
+            framed[framed] = magic
+        self.framed = framed
         ids = np.zeros(len(at), np.int64)
         for byte in range(1, FRAME_SIZE):  # big-endian, then signed as Java's int
             ids = (ids << 8) | data[at + byte]
-        self.ids = np.zeros(self.rows, np.int64)
-        self.ids[self.framed] = np.where(ids >= 1 << 31, ids - (1 << 32), ids)
+        ids = np.where(ids >= 1 << 31, ids - (1 << 32), ids)
+        if self.all_framed:
+            self.ids = ids
+        else:
+            self.ids = np.zeros(self.rows, np.int64)
+            self.ids[self.framed] = ids
 
     def __len__(self) -> int:
         return self.rows
 
     def payload(self, row: int) -> bytes:
-        return self.data[self.starts[row]:self.ends[row]]
+        return bytes(self.data[self.starts[row]:self.ends[row]])
 
     def unframed_rows(self) -> List[int]:
         """The rows with a payload that is not framed."""
+        if self.all_framed:
+            return []
         return np.flatnonzero(self.present & ~self.framed).tolist()
 
     def by_schema_id(self):
-        """(schema id, its rows as an int64 array) of the framed rows, by schema id."""
-        framed_ids = self.ids[self.framed]
+        """(schema id, its rows: an int64 array, or a slice of every row) of the framed
+        rows, by schema id."""
+        framed_ids = self.ids if self.all_framed else self.ids[self.framed]
         if not len(framed_ids):
             return
         if framed_ids.min() == framed_ids.max():  # the common case, without a sort
-            yield int(framed_ids[0]), np.flatnonzero(self.framed)
+            yield int(framed_ids[0]), \
+                slice(None) if self.all_framed else np.flatnonzero(self.framed)
             return
         ids = np.unique(framed_ids)
         for schema_id in ids.tolist():
@@ -157,11 +171,12 @@ class _Frames:
 
 
 class Payloads(collections.abc.Sequence):
-    """Payloads as spans of one bytes object: a sequence of bytes for a format that takes
-    them one by one, and `data`, `starts`, `ends` (int64 arrays) for one that reads them
-    in place (the compiled Avro decoder), with no bytes object per row."""
+    """Payloads as spans of one buffer (bytes, or a memoryview of a column's data): a
+    sequence of bytes for a format that takes them one by one, and `data`, `starts`,
+    `ends` (int64 arrays) for one that reads them in place (the compiled Avro decoder),
+    with no bytes object per row."""
 
-    def __init__(self, data: bytes, starts, ends):
+    def __init__(self, data, starts, ends):
         self.data = data
         self.starts = np.ascontiguousarray(starts, np.int64)
         self.ends = np.ascontiguousarray(ends, np.int64)
@@ -172,12 +187,12 @@ class Payloads(collections.abc.Sequence):
     def __getitem__(self, row):
         if isinstance(row, slice):
             return Payloads(self.data, self.starts[row], self.ends[row])
-        return self.data[int(self.starts[row]):int(self.ends[row])]
+        return bytes(self.data[int(self.starts[row]):int(self.ends[row])])
 
     def __iter__(self):
         data = self.data
-        return (data[start:end] for start, end in zip(self.starts.tolist(),
-                                                      self.ends.tolist()))
+        return (bytes(data[start:end]) for start, end in zip(self.starts.tolist(),
+                                                             self.ends.tolist()))
 
 
 def _valid(array: pa.Array):
@@ -226,7 +241,8 @@ class FramedColumn:
         errors: Dict[int, str] = {row: frame_error(frames.payload(row))
                                   for row in frames.unframed_rows()}
         pieces = []  # (rows, pa.Array or a list of values): each writer's values
-        for schema_id, rows in frames.by_schema_id():
+        for schema_id, selected in frames.by_schema_id():
+            rows = np.arange(rows_count) if isinstance(selected, slice) else selected
             writer, reason = self._writer(schema_id)
             if writer is None:
                 errors.update((row, reason) for row in rows.tolist())
@@ -234,7 +250,7 @@ class FramedColumn:
             where = f"schema id {schema_id} ({writer.subject} version {writer.version})"
             try:
                 decoded, row_errors = self.reader.decode(
-                    writer, self.schemas.registry, frames.bodies(rows))
+                    writer, self.schemas.registry, frames.bodies(selected))
             except IncompatibleSchemaError as incompatible:
                 reason = f"incompatible writer schema: {where}: {incompatible}"
                 errors.update((row, reason) for row in rows.tolist())

@@ -90,3 +90,17 @@ def test_one_schema_id_every_row_and_failfast_names_the_first_bad_row():
     values, errors = column().decode(pa.nulls(3, pa.binary()), topics[:3], partitions[:3],
                                      pa.array(range(3)))
     assert values.to_pylist() == [None] * 3 and errors is None
+
+
+def test_every_row_a_frame_long_and_one_not_framed():
+    """Every row present and at least a frame long (read without taking rows out of the
+    arrays), one with a bad magic byte: that row alone fails, the others keep their
+    places."""
+    rows = [framed(1, avro_encode(V1, {"id": n})) for n in range(4)]
+    rows[2] = b"\x05" + rows[2][1:]
+    values, errors = column().decode(pa.array(rows, pa.binary()), pa.array(["orders"] * 4),
+                                     pa.array([0] * 4), pa.array(range(4)))
+    assert values.to_pylist() == [{"id": 0, "note": ""}, {"id": 1, "note": ""}, None,
+                                  {"id": 3, "note": ""}]
+    assert [e is None for e in errors] == [True, True, False, True]
+    assert "bad magic byte 0x05" in errors[2]
