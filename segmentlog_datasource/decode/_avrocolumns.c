@@ -22,6 +22,8 @@ enum { W_NULL = 0, W_BOOL, W_INT, W_LONG, W_FLOAT, W_DOUBLE, W_BYTES, W_STRING, 
 enum { CONV_NONE = 0, CONV_MILLIS_TO_MICROS };
 
 #define MAX_DEPTH 64
+/* the appends and reads of every value: inlined into the steps that run them */
+#define HOT inline __attribute__((always_inline))
 
 typedef struct {
     char *data;
@@ -100,7 +102,7 @@ static int buf_reserve(Buf *b, Py_ssize_t more) {
     return OK;
 }
 
-static inline int buf_put(Buf *b, const void *src, Py_ssize_t n) {
+static HOT int buf_put(Buf *b, const void *src, Py_ssize_t n) {
     if (buf_reserve(b, n) != OK) return NOMEM;
     if (n) memcpy(b->data + b->len, src, (size_t)n);
     b->len += n;
@@ -125,7 +127,7 @@ static int malformed(Cursor *c, const char *why) {
     return FAIL;
 }
 
-static inline int read_long(Cursor *c, int64_t *out) {
+static HOT int read_long(Cursor *c, int64_t *out) {
     if (c->p < c->end && !(*c->p & 0x80)) {  /* most varints are one byte */
         uint64_t b = *c->p++;
         *out = (int64_t)((b >> 1) ^ (~(b & 1) + 1));
@@ -195,7 +197,7 @@ static int valid_utf8(const uint8_t *s, Py_ssize_t n) {
 
 /* ------------------------------------------------------------------ appends */
 
-static inline int append_validity(Column *col, int valid) {
+static HOT int append_validity(Column *col, int valid) {
     if (!valid && !col->has_validity) {  /* the first null: the slots before it were valid */
         if (buf_reserve(&col->validity, col->length + 1) != OK) return NOMEM;
         if (col->length > 0) memset(col->validity.data, 1, (size_t)col->length);
@@ -209,7 +211,7 @@ static inline int append_validity(Column *col, int valid) {
 
 static int append_null(Program *prog, int index);
 
-static int end_offset(Column *col, Py_ssize_t end) {
+static HOT int end_offset(Column *col, Py_ssize_t end) {
     if (end > INT32_MAX) return NOMEM;  /* reported as an overflow by run() */
     int32_t offset = (int32_t)end;
     return buf_put(&col->offsets, &offset, 4);
@@ -242,7 +244,7 @@ static int append_null(Program *prog, int index) {
     return append_validity(col, 0);
 }
 
-static int append_integer(Column *col, int64_t v, int conv, Cursor *c, int *status) {
+static HOT int append_integer(Column *col, int64_t v, int conv, Cursor *c, int *status) {
     if (conv == CONV_MILLIS_TO_MICROS) {
         if (__builtin_mul_overflow(v, (int64_t)1000, &v)) {
             *status = malformed(c, "a timestamp-millis value past the range of microseconds");
@@ -281,7 +283,7 @@ static int append_integer(Column *col, int64_t v, int conv, Cursor *c, int *stat
     return append_validity(col, 1);
 }
 
-static int append_real(Column *col, double v) {
+static HOT int append_real(Column *col, double v) {
     if (col->kind == COL_F32) {
         float x = (float)v;
         if (buf_put(&col->values, &x, 4) != OK) return NOMEM;
@@ -291,7 +293,7 @@ static int append_real(Column *col, double v) {
     return append_validity(col, 1);
 }
 
-static int append_bytes(Column *col, const char *s, Py_ssize_t n) {
+static HOT int append_bytes(Column *col, const char *s, Py_ssize_t n) {
     if (buf_put(&col->data, s, n) != OK) return NOMEM;
     if (end_offset(col, col->data.len) != OK) return NOMEM;
     return append_validity(col, 1);

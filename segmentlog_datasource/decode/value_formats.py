@@ -423,7 +423,8 @@ class FramedColumns:
             array, row_errors = column.decode(batch.column(column.side), topics, partitions,
                                               offsets, control_rows)
             decoded.append(array)
-            errors.append(pa.nulls(batch.num_rows, pa.string()) if row_errors is None
-                          else pa.array(row_errors, pa.string()))
+            if self.permissive:  # FAILFAST has no error columns
+                errors.append(pa.nulls(batch.num_rows, pa.string()) if row_errors is None
+                              else pa.array(row_errors, pa.string()))
         arrays = list(batch.columns) + decoded + (errors if self.permissive else [])
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema(batch.schema))
