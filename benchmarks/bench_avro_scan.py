@@ -15,7 +15,9 @@ With --ceiling, two more readings say where avro's time goes: a trivial Python d
 source yielding the very same batches, prebuilt (decoded once, kept in memory-mapped
 Arrow IPC files): the plain columns (`prebuilt raw`) and the plain columns with
 valueDecoded, selecting it (`prebuilt avro`): what Spark costs to carry the struct, with
-no scan and no decoding at all.
+no scan and no decoding at all. With --without-value also the latter less the raw
+`value` column (`prebuilt avro, no value`): what the struct would cost were the raw
+payloads not carried beside it.
 
 Each round runs every reading (the order alternating between rounds); medians over the
 rounds, and their ratio (target: avro within 1.5x of raw). Run it from outside the
@@ -85,8 +87,10 @@ def build_log(logdir: str, count: int, partitions: int) -> int:
     return total
 
 
-def prebuild(logdir: str, target: str, partitions: int, value_format=None) -> None:
-    """Each partition's batches as segmentlog's reader gives them, in an Arrow IPC file."""
+def prebuild(logdir: str, target: str, partitions: int, value_format=None,
+             drop=()) -> None:
+    """Each partition's batches as segmentlog's reader gives them (less the columns in
+    `drop`), in an Arrow IPC file."""
     from segmentlog_datasource.decode import DecodedRead
     from segmentlog_datasource.format.scan import ScanOptions
     from segmentlog_datasource.read.options import parse_read_options
@@ -99,7 +103,8 @@ def prebuild(logdir: str, target: str, partitions: int, value_format=None) -> No
             options["valueFormat"] = value_format
         read = DecodedRead(options)
         plan = read.plan(read.read_options(parse_read_options(options)), Constraints())
-        batches = list(read.scan(plan, ScanOptions()))
+        batches = [batch.drop_columns(list(drop)) if drop else batch
+                   for batch in read.scan(plan, ScanOptions())]
         with pa.OSFile(os.path.join(target, f"{partition}.arrow"), "wb") as sink:
             with pa.ipc.new_file(sink, batches[0].schema) as writer:
                 for batch in batches:
@@ -149,6 +154,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--ceiling", action="store_true",
                         help="also time the same batches prebuilt (see above)")
+    parser.add_argument("--without-value", action="store_true",
+                        help="with --ceiling, also the prebuilt avro batches without `value`")
     parser.add_argument("--workdir", default=None,
                         help="keep the log here (built when missing) instead of a temp dir")
     args = parser.parse_args()
@@ -204,6 +211,11 @@ def main() -> None:
 
             readings["prebuilt raw"] = from_prebuilt("raw")
             readings["prebuilt avro"] = from_prebuilt("avro", "valueDecoded")
+            if args.without_value:
+                prebuild(logdir, os.path.join(prebuilt, "avro-no-value"), args.partitions,
+                         "avro", drop=("value",))
+                readings["prebuilt avro, no value"] = from_prebuilt("avro-no-value",
+                                                                    "valueDecoded")
         # Right answers first (and warm workers): every value decoded, none lost.
         check = frame("avro").selectExpr("count(*) AS n", "count(valueDecoded) AS decoded",
                                          "sum(valueDecoded.order_id) AS ids").first()
@@ -212,6 +224,7 @@ def main() -> None:
         for run in readings.values():
             run()
 
+        load_before = os.getloadavg()
         times = {name: [] for name in readings}
         names = list(readings)
         for round_number in range(args.rounds):
@@ -223,6 +236,7 @@ def main() -> None:
             print(f"round {round_number + 1}/{args.rounds}: " + ", ".join(
                 f"{name} {times[name][-1]:.2f}s" for name in names), file=sys.stderr,
                 flush=True)
+        load_after = os.getloadavg()
         spark.stop()
     finally:
         if args.workdir is None:
@@ -232,13 +246,15 @@ def main() -> None:
 
     print(f"{args.records:,} records of a 10-field Avro record, framed, in {args.partitions} "
           f"partitions ({log_bytes / 1e6:.0f} MB of .log); local[2]; noop sink; "
-          f"{args.rounds} rounds, alternating")
+          f"{args.rounds} rounds, alternating; load average {load_before[0]:.1f} before the "
+          f"rounds, {load_after[0]:.1f} after")
     print(f"python {platform.python_version()}, pyspark {pyspark.__version__}, "
           f"pyarrow {pa.__version__}, fastavro {fastavro.__version__}")
     raw = statistics.median(times["raw"])
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"  {name:<13} median {median:6.2f} s  best {min(values):6.2f} s  "
+        print(f"  {name:<23} median {median:6.2f} s  best {min(values):6.2f} s  "
+              f"worst {max(values):6.2f} s  "
               f"{args.records / median / 1e6:6.2f} M records/s")
     ratios = sorted(avro / plain for avro, plain in zip(times["avro"], times["raw"]))
     print(f"  avro / raw: {statistics.median(times['avro']) / raw:.2f}x (medians; per round "
@@ -248,6 +264,11 @@ def main() -> None:
         print(f"  prebuilt avro / raw: {carried / raw:.2f}x (Spark carrying the struct, nothing "
               f"scanned or decoded); prebuilt avro / prebuilt raw: "
               f"{carried / statistics.median(times['prebuilt raw']):.2f}x")
+        # decoding free: the struct carried, plus what the scan adds to prebuilt batches
+        floor = carried + raw - statistics.median(times["prebuilt raw"])
+        print(f"  floor (prebuilt avro + raw - prebuilt raw): {floor:.2f} s, {floor / raw:.2f}x "
+              f"raw; the decoding costs avro {statistics.median(times['avro']) - floor:.2f} s "
+              f"over it")
 
 
 if __name__ == "__main__":
