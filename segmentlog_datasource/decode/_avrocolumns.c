@@ -301,6 +301,78 @@ static HOT int append_bytes(Column *col, const char *s, Py_ssize_t n) {
 
 /* ------------------------------------------------------------------ steps */
 
+static int run_step(Program *prog, Step *step, Cursor *c, int depth);
+
+/* Reads one primitive writer value (an OP_READ step) into its column, if it has one.
+ * Inlined where steps hold primitive values: most steps are, and they take no call. */
+static HOT int read_value(Program *prog, Step *step, Cursor *c) {
+    Column *col = step->col >= 0 ? &prog->cols[step->col] : NULL;
+    int status = OK;
+    switch (step->wkind) {
+    case W_NULL:
+        return col ? append_null(prog, step->col) : OK;
+    case W_BOOL: {
+        if (c->p >= c->end) return truncated(c);
+        uint8_t b = *c->p++;
+        if (!col) return OK;
+        if (buf_byte(&col->values, b != 0) != OK) return NOMEM;
+        return append_validity(col, 1);
+    }
+    case W_INT: case W_LONG: {
+        int64_t v;
+        if (read_long(c, &v) != OK) return FAIL;
+        if (!col) return OK;
+        int r = append_integer(col, v, step->conv, c, &status);
+        return r == FAIL ? status : r;
+    }
+    case W_FLOAT: {
+        float v;
+        if (c->end - c->p < 4) return truncated(c);
+        memcpy(&v, c->p, 4);
+        c->p += 4;
+        return col ? append_real(col, (double)v) : OK;
+    }
+    case W_DOUBLE: {
+        double v;
+        if (c->end - c->p < 8) return truncated(c);
+        memcpy(&v, c->p, 8);
+        c->p += 8;
+        return col ? append_real(col, v) : OK;
+    }
+    case W_BYTES: case W_STRING: case W_FIXED: {
+        Py_ssize_t n;
+        if (step->wkind == W_FIXED) {
+            n = step->size;
+            if (c->end - c->p < n) return truncated(c);
+        } else if (read_length(c, &n) != OK) {
+            return FAIL;
+        }
+        const uint8_t *s = c->p;
+        c->p += n;
+        if (!col) return OK;  /* skipped: not decoded, as fastavro skips it */
+        /* fastavro decodes a writer's string even when the reader wants bytes */
+        if ((step->wkind == W_STRING || col->utf8) && !valid_utf8(s, n)) {
+            c->bad_utf8 = s;
+            c->bad_utf8_len = n;
+            return malformed(c, BAD_UTF8);
+        }
+        return append_bytes(col, (const char *)s, n);
+    }
+    case W_ENUM: {
+        int64_t index;
+        if (read_long(c, &index) != OK) return FAIL;
+        if (!col) return OK;  /* skipped: fastavro does not check the index */
+        if (index < 0 || index >= step->nsymbols) {
+            snprintf(c->detail, sizeof c->detail, "enum index %lld out of range (%d symbols)",
+                     (long long)index, step->nsymbols);
+            return malformed(c, c->detail);
+        }
+        return append_bytes(col, step->symbols[index], step->symbol_lengths[index]);
+    }
+    }
+    return malformed(c, "an unknown writer kind");
+}
+
 /* Runs `step` at the cursor. Returns OK, FAIL (the row is bad: c->reason) or NOMEM. */
 static int run_step(Program *prog, Step *step, Cursor *c, int depth) {
     Column *col = step->col >= 0 ? &prog->cols[step->col] : NULL;
@@ -308,72 +380,12 @@ static int run_step(Program *prog, Step *step, Cursor *c, int depth) {
     if (depth > MAX_DEPTH) return malformed(c, "nesting deeper than the compiled program allows");
     switch (step->op) {
     case OP_READ:
-        switch (step->wkind) {
-        case W_NULL:
-            return col ? append_null(prog, step->col) : OK;
-        case W_BOOL: {
-            if (c->p >= c->end) return truncated(c);
-            uint8_t b = *c->p++;
-            if (!col) return OK;
-            if (buf_byte(&col->values, b != 0) != OK) return NOMEM;
-            return append_validity(col, 1);
-        }
-        case W_INT: case W_LONG: {
-            int64_t v;
-            if (read_long(c, &v) != OK) return FAIL;
-            if (!col) return OK;
-            int r = append_integer(col, v, step->conv, c, &status);
-            return r == FAIL ? status : r;
-        }
-        case W_FLOAT: {
-            float v;
-            if (c->end - c->p < 4) return truncated(c);
-            memcpy(&v, c->p, 4);
-            c->p += 4;
-            return col ? append_real(col, (double)v) : OK;
-        }
-        case W_DOUBLE: {
-            double v;
-            if (c->end - c->p < 8) return truncated(c);
-            memcpy(&v, c->p, 8);
-            c->p += 8;
-            return col ? append_real(col, v) : OK;
-        }
-        case W_BYTES: case W_STRING: case W_FIXED: {
-            Py_ssize_t n;
-            if (step->wkind == W_FIXED) {
-                n = step->size;
-                if (c->end - c->p < n) return truncated(c);
-            } else if (read_length(c, &n) != OK) {
-                return FAIL;
-            }
-            const uint8_t *s = c->p;
-            c->p += n;
-            if (!col) return OK;  /* skipped: not decoded, as fastavro skips it */
-            /* fastavro decodes a writer's string even when the reader wants bytes */
-            if ((step->wkind == W_STRING || col->utf8) && !valid_utf8(s, n)) {
-                c->bad_utf8 = s;
-                c->bad_utf8_len = n;
-                return malformed(c, BAD_UTF8);
-            }
-            return append_bytes(col, (const char *)s, n);
-        }
-        case W_ENUM: {
-            int64_t index;
-            if (read_long(c, &index) != OK) return FAIL;
-            if (!col) return OK;  /* skipped: fastavro does not check the index */
-            if (index < 0 || index >= step->nsymbols) {
-                snprintf(c->detail, sizeof c->detail, "enum index %lld out of range (%d symbols)",
-                         (long long)index, step->nsymbols);
-                return malformed(c, c->detail);
-            }
-            return append_bytes(col, step->symbols[index], step->symbol_lengths[index]);
-        }
-        }
-        return malformed(c, "an unknown writer kind");
+        return read_value(prog, step, c);
     case OP_RECORD:
         for (int k = 0; k < step->nchildren; k++) {
-            int r = run_step(prog, step->children[k], c, depth + 1);
+            Step *child = step->children[k];
+            int r = child->op == OP_READ ? read_value(prog, child, c)
+                                         : run_step(prog, child, c, depth + 1);
             if (r != OK) return r;
         }
         if (!col) return OK;
@@ -412,7 +424,8 @@ static int run_step(Program *prog, Step *step, Cursor *c, int depth) {
             /* Every item takes a byte at least (the program has no arrays of nulls). */
             if (count > c->end - c->p) return truncated(c);
             for (int64_t k = 0; k < count; k++) {
-                int r = run_step(prog, item, c, depth + 1);
+                int r = item->op == OP_READ ? read_value(prog, item, c)
+                                            : run_step(prog, item, c, depth + 1);
                 if (r != OK) return r;
             }
         }
@@ -430,7 +443,8 @@ static int run_step(Program *prog, Step *step, Cursor *c, int depth) {
         }
         Step *branch = step->children[index];
         if (branch == NULL) return col ? append_null(prog, step->col) : OK;
-        return run_step(prog, branch, c, depth + 1);
+        return branch->op == OP_READ ? read_value(prog, branch, c)
+                                     : run_step(prog, branch, c, depth + 1);
     }
     }
     return malformed(c, "an unknown step");
