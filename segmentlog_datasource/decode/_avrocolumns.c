@@ -844,10 +844,15 @@ fail:
     return NULL;
 }
 
-static int reserve_rows(Buf *b, double per_row, Py_ssize_t rows) {
+/* A run's reservation per buffer at most: a batch of large values before a batch of
+ * small ones must not reserve memory it will not use (past it, buffers grow as needed). */
+#define RESERVE_CAP ((Py_ssize_t)64 << 20)
+
+/* Reserves `b` for `rows` rows at `per_row` bytes each (the last run's rate); a
+ * reservation that fails is left to the growth of the run itself. */
+static void reserve_rows(Buf *b, double per_row, Py_ssize_t rows) {
     double wanted = per_row * (double)rows * 1.0625 + 64;
-    if (wanted > (double)(PY_SSIZE_T_MAX / 2)) return OK;  /* grown as it goes */
-    return buf_reserve(b, (Py_ssize_t)wanted);
+    buf_reserve(b, wanted < (double)RESERVE_CAP ? (Py_ssize_t)wanted : RESERVE_CAP);
 }
 
 /* The columns emptied for a run of `rows` payloads (offsets start at 0), their buffers
@@ -856,11 +861,10 @@ static int begin_run(Program *prog, Py_ssize_t rows) {
     free_columns(prog);
     for (int k = 0; k < prog->ncols; k++) {
         Column *col = &prog->cols[k];
-        if (reserve_rows(&col->values, col->values_per_row, rows) != OK
-                || reserve_rows(&col->offsets, col->offsets_per_row, rows) != OK
-                || reserve_rows(&col->data, col->data_per_row, rows) != OK
-                || ((col->kind == COL_BINARY || col->kind == COL_LIST)
-                    && end_offset(col, 0) != OK)) {
+        reserve_rows(&col->values, col->values_per_row, rows);
+        reserve_rows(&col->offsets, col->offsets_per_row, rows);
+        reserve_rows(&col->data, col->data_per_row, rows);
+        if ((col->kind == COL_BINARY || col->kind == COL_LIST) && end_offset(col, 0) != OK) {
             PyErr_NoMemory();
             return -1;
         }

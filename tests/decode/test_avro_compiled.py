@@ -398,6 +398,19 @@ def test_a_failed_row_is_undone_in_every_column_it_reached():
     assert len(notes) == 3 and notes.null_count == 0 and notes.buffers()[0] is None
 
 
+def test_runs_of_any_size_after_one_another():
+    """Each run reserves its buffers from the last run's bytes per row: a run of large
+    values, then of small ones, then more large ones, then none, all read whole."""
+    schema = {"type": "record", "name": "Note", "fields": [{"name": "text", "type": "string"}]}
+    big, small = "x" * (1 << 20), [str(n) for n in range(2000)]
+    _, _, program, _ = twins(schema, schema, [encode(schema, {"text": "warm"})])
+    for texts in ([big], small, [big] * 3, small[:1], []):
+        values, errors = program.decode([encode(schema, {"text": text}) for text in texts])
+        values.validate(full=True)
+        assert errors == [None] * len(texts)
+        assert values.to_pylist() == [{"text": text} for text in texts]
+
+
 def one_field(kind, name="Order"):
     return {"type": "record", "name": name, "fields": [{"name": "id", "type": kind}]}
 
