@@ -3,6 +3,12 @@
 Every test that uses Spark carries the `spark` marker (added here to the tests under
 spark/ and to any test that takes the `spark` fixture): `pytest -m "not spark"` runs the
 Spark-free suite alone. Without pyspark installed, tests/spark is not collected.
+
+The README's command runs two pytest-xdist workers with `--dist loadgroup`: every Spark test
+and every test with a background program is in one group, "spark", so one worker runs them
+all on the run's one SparkSession while both share the Spark-free tests. Most of the suite
+waits on one core at a time (a JVM, a Python worker, a child process): two workers keep
+both cores busy.
 """
 import importlib.util
 import os
@@ -29,28 +35,64 @@ def pytest_configure(config):
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:kafka.*")
     config.addinivalue_line("filterwarnings",
                             "ignore:open_text is deprecated:DeprecationWarning")
+    # pytest-xdist's workers inherit a COLUMNS of 80; the CLI fits its tables to COLUMNS,
+    # and its tests give a width where they want one (no terminal width otherwise, as in CI).
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.pop("COLUMNS", None)
+
+
+SPARK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark") + os.sep
+SPARK_GROUP = "spark"
+
+
+# Markers are added as each test is collected, so that pytest-xdist's collection hook
+# finds the xdist_group ones whatever the order of the hooks.
+def pytest_itemcollected(item):
+    if "spark" in getattr(item, "fixturenames", ()) or str(item.fspath).startswith(SPARK_DIR):
+        item.add_marker(pytest.mark.spark)
+    if runs_in_spark_group(item):
+        item.add_marker(pytest.mark.xdist_group(name=SPARK_GROUP))
 
 
 def pytest_collection_modifyitems(config, items):
-    spark_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark") + os.sep
-    for item in items:
-        if "spark" in item.fixturenames or str(item.fspath).startswith(spark_dir):
-            item.add_marker(pytest.mark.spark)
     # Last, so that their programs run while the rest of the suite does.
     items[:] = ([item for item in items if not item.get_closest_marker("background")]
                 + [item for item in items if item.get_closest_marker("background")])
 
 
-@pytest.fixture(scope="session", autouse=True)
-def background(request):
-    """The programs of the selected tests' `background` markers, started now (in the order
-    of their tests) and run one at a time beside the suite."""
+def runs_in_spark_group(item):
+    """Whether a test is in the xdist group "spark": every test on the SparkSession or with
+    a background program."""
+    return bool(item.get_closest_marker("spark") or item.get_closest_marker("background"))
+
+
+def runs_background_programs(item):
+    """Whether this process starts the background programs on reaching `item`: at its first
+    test, or under xdist at its first test of the "spark" group (the worker running them)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return True
+    return runs_in_spark_group(item)
+
+
+@pytest.fixture(scope="session")
+def background():
+    """The programs of the selected tests' `background` markers (support/background.py),
+    run one at a time beside the suite."""
     jobs = Background()
-    for item in request.session.items:
-        for mark in item.iter_markers("background"):
-            jobs.start(mark.kwargs["starter"], request)
     yield jobs
     jobs.close()
+
+
+@pytest.fixture(autouse=True)
+def start_background_programs(request, background):
+    """Starts every selected test's background program (in the order of their tests) when
+    this process reaches its first test that may wait for one."""
+    if background.started or not runs_background_programs(request.node):
+        return
+    background.started = True
+    for item in request.session.items:
+        for mark in item.iter_markers("background"):
+            background.start(mark.kwargs["starter"], request)
 
 
 @pytest.fixture(scope="session")

@@ -32,6 +32,6 @@ def test_ci_keeps_a_contributors_venv_and_uses_a_directory_of_its_own():
     command = script.strip().splitlines()[-1]
     assert command == ('python3 -m venv .ci/venv '
                        '&& .ci/venv/bin/pip install --no-compile ".[test]" '
-                       "&& .ci/venv/bin/pytest -q --durations=15 tests")
+                       "&& .ci/venv/bin/pytest -q -n 2 --dist loadgroup --durations=15 tests")
     # CI runs exactly the README's test command.
     assert f"```bash\n{command}\n```" in (CHECKOUT / "README.md").read_text(encoding="utf-8")

@@ -16,10 +16,11 @@ marker:
 
 A program keeps its files in directories its starter made: tempfile's default directory is
 not its own (a test may redirect it while the program runs). The conftest calls every
-selected test's starters before the first test runs, queues their
-programs on one background thread, one at a time, and orders the tests that carry the
-marker last, so that on a 2-core machine these programs overlap with the rest of the suite
-instead of following it. A test run on its own (pytest -k ...) starts only its own.
+selected test's starters when the first test runs (under pytest-xdist, the first test of
+the worker that runs the Spark group, which holds every test with such a marker), queues
+their programs on one background thread, one at a time, and orders the tests that carry the
+marker last, so that these programs overlap with the rest of the suite instead of
+following it. A test run on its own (pytest -k ...) starts only its own.
 """
 import concurrent.futures
 import os
@@ -33,6 +34,10 @@ BACKGROUND_NICENESS = 10
 def _lower_priority():
     if not hasattr(os, "setpriority"):
         return  # not Linux: the programs run at the suite's priority
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Two workers leave no idle time to fill: a starved program's Spark would miss
+        # the 10 s its Python workers get to connect back.
+        return
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
     except OSError:
@@ -45,6 +50,7 @@ class Background:
             max_workers=1, thread_name_prefix="segmentlog-background",
             initializer=_lower_priority)
         self._jobs = {}
+        self.started = False  # whether the run's programs were started (conftest.py)
 
     def start(self, starter, request):
         """Run `starter(request)` now and queue the program it returns (once per starter)."""
