@@ -35,6 +35,11 @@ def pytest_configure(config):
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:kafka.*")
     config.addinivalue_line("filterwarnings",
                             "ignore:open_text is deprecated:DeprecationWarning")
+    # Every JVM the tests start (the session's, the background programs', the cluster's
+    # daemons and executors) runs small jobs: the JIT's optimizing compiler and a parallel
+    # collector would take the CPU of a 2-core run from them (about 12% of the Spark tests'
+    # time, measured side by side on the session's JVM). A JVM notes the setting on stderr.
+    os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
     # pytest-xdist's workers inherit a COLUMNS of 80; the CLI fits its tables to COLUMNS,
     # and its tests give a width where they want one (no terminal width otherwise, as in CI).
     if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -148,11 +153,7 @@ def spark():
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.driver.memory", "2g")
-        # The tests' queries are small: the JIT's optimizing compiler and a parallel
-        # collector would take the CPU of a 2-core run from them (about 12% of the Spark
-        # tests' time, measured side by side).
-        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+        .config("spark.driver.memory", "2g")  # its JVM's options: pytest_configure
         .getOrCreate()
     )
     import segmentlog_datasource
