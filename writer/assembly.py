@@ -1,12 +1,14 @@
-"""Segment files from staged batches: a segment's `.log` copied together from the tasks'
-staging files, and its `.index` and `.timeindex` from its plan.
+"""Segment files from staged batches: a segment's `.log` from the tasks' staging files,
+and its `.index` and `.timeindex` from its plan.
 
-Batches are copied as they are (in the kernel where possible); only baseOffset and
-partitionLeaderEpoch are patched in each batch header, which the CRC does not cover.
+A segment whose first batches are a per-partition staging file, whole, gets that file as
+its `.log` by a rename; the rest of its batches are copied after them (in the kernel
+where possible). Only baseOffset and partitionLeaderEpoch are set in a batch header,
+which the CRC does not cover, and only where the stamped ones differ.
 """
 import os
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -31,22 +33,44 @@ class StagedBatches:
     sizes: np.ndarray  # int64
     record_counts: np.ndarray  # int64
     max_timestamps: np.ndarray  # int64
+    # per file: its first batch's index here and, for a per-partition file (the
+    # partition's batches alone, stamped from offset 0), the epoch stamped; else None
+    file_starts: Optional[np.ndarray] = None
+    stamped_epochs: Optional[List[Optional[int]]] = None
 
     @classmethod
-    def gather(cls, pieces: List[Tuple[str, PartitionBatches]]) -> "StagedBatches":
-        """`pieces`: (staging file name, its batches of this partition) per task, in order."""
+    def gather(cls, pieces: List[Tuple[Optional[str], PartitionBatches]]) -> "StagedBatches":
+        """`pieces`: (the task's staging file name, its batches of this partition) per
+        task, in order; a PartitionBatches with a file of its own names that file."""
         if not pieces:
             empty = np.zeros(0, dtype=np.int64)
-            return cls([], empty, empty, empty, empty, empty)
+            return cls([], empty, empty, empty, empty, empty, empty, [])
+        counts = np.array([len(p.sizes) for _, p in pieces], dtype=np.int64)
+        file_starts = np.zeros(len(pieces), dtype=np.int64)
+        np.cumsum(counts[:-1], out=file_starts[1:])
         return cls(
-            [name for name, _ in pieces],
+            [p.file or name for name, p in pieces],
             np.concatenate([np.full(len(p.sizes), i, dtype=np.int64)
                             for i, (_, p) in enumerate(pieces)]),
             np.concatenate([p.positions for _, p in pieces]).astype(np.int64),
             np.concatenate([p.sizes for _, p in pieces]).astype(np.int64),
             np.concatenate([p.record_counts for _, p in pieces]).astype(np.int64),
             np.concatenate([p.max_timestamps for _, p in pieces]).astype(np.int64),
+            file_starts,
+            [p.stamped_epoch if p.file else None for _, p in pieces],
         )
+
+    def leading_file(self, first: int, end: int) -> Optional[int]:
+        """The per-partition file whose batches are exactly the first ones of batches
+        [first, end) and all of that file: a segment may take it whole as its .log."""
+        if first >= end or self.file_starts is None or int(self.positions[first]) != 0:
+            return None
+        file_id = int(self.file_ids[first])
+        if self.stamped_epochs[file_id] is None or int(self.file_starts[file_id]) != first:
+            return None
+        last = len(self.sizes) if file_id + 1 == len(self.file_names) \
+            else int(self.file_starts[file_id + 1])
+        return file_id if last <= end else None
 
     def base_offsets(self, start: int) -> np.ndarray:
         """Each batch's base offset when the first one gets `start`."""
@@ -77,42 +101,68 @@ def write_segment(directory: str, plan: SegmentPlan, staging_dir: str, batches: 
     handles: Dict[int, int] = {}
     log_path = os.path.join(directory, segment_file_name(base, LOG_SUFFIX))
     first, end = plan.first_batch, plan.end_batch
+    leading = batches.leading_file(first, end)
+    out = None
     try:
-        with open(log_path, "wb") as out:
-            for run_start, run_end in contiguous_runs(file_ids[first:end], positions[first:end],
-                                                      sizes[first:end]):
-                run_start += first
-                run_end += first
-                file_id = int(file_ids[run_start])
-                fd = handles.get(file_id)
-                if fd is None:
-                    fd = os.open(os.path.join(staging_dir, file_names[file_id]), os.O_RDONLY)
-                    handles[file_id] = fd
-                run_bytes = int(positions[run_end - 1] + sizes[run_end - 1]
-                                - positions[run_start])
-                source = int(positions[run_start])
-                relative = positions[run_start:run_end] - positions[run_start]
-                run_offsets = offsets[run_start:run_end]
-                written = out.tell()
-                if not copy_range(fd, out.fileno(), source, written, run_bytes):
-                    buffer = read_at(fd, run_bytes, source)
-                    if len(buffer) != run_bytes:
-                        raise WriteError(f"staging file {file_names[file_id]} is shorter "
-                                         f"than its task reported")
-                    patch_batch_headers(buffer, relative, run_offsets, epoch)
-                    out.write(buffer)
-                    continue
-                out.seek(written + run_bytes)
-                fields = placement_fields(run_offsets, sizes[run_start:run_end], epoch)
-                raw, width = fields.tobytes(), fields.itemsize
-                for i, at in enumerate((relative + written).tolist()):
-                    os.pwrite(out.fileno(), raw[width * i : width * (i + 1)], at)
+        if leading is None:
+            out = os.open(log_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            written = 0
+        else:
+            # the staged file is laid out as the segment's start: it becomes the .log
+            os.rename(os.path.join(staging_dir, file_names[leading]), log_path)
+            out = os.open(log_path, os.O_WRONLY)
+            taken = end if leading + 1 == len(file_names) \
+                else min(end, int(batches.file_starts[leading + 1]))
+            # stamped from offset 0 in the task: placed again only if they land elsewhere
+            if int(offsets[first]) != 0 or batches.stamped_epochs[leading] != epoch:
+                place_batches(out, positions[first:taken], offsets[first:taken],
+                              sizes[first:taken], epoch)
+            written = int(positions[taken - 1] + sizes[taken - 1])
+            first = taken
+        for run_start, run_end in contiguous_runs(file_ids[first:end], positions[first:end],
+                                                  sizes[first:end]):
+            run_start += first
+            run_end += first
+            file_id = int(file_ids[run_start])
+            fd = handles.get(file_id)
+            if fd is None:
+                fd = os.open(os.path.join(staging_dir, file_names[file_id]), os.O_RDONLY)
+                handles[file_id] = fd
+            run_bytes = int(positions[run_end - 1] + sizes[run_end - 1]
+                            - positions[run_start])
+            source = int(positions[run_start])
+            relative = positions[run_start:run_end] - positions[run_start]
+            run_offsets = offsets[run_start:run_end]
+            if not copy_range(fd, out, source, written, run_bytes):
+                buffer = read_at(fd, run_bytes, source)
+                if len(buffer) != run_bytes:
+                    raise WriteError(f"staging file {file_names[file_id]} is shorter "
+                                     f"than its task reported")
+                patch_batch_headers(buffer, relative, run_offsets, epoch)
+                done = 0
+                while done < run_bytes:
+                    done += os.pwrite(out, memoryview(buffer)[done:], written + done)
+            else:
+                place_batches(out, relative + written, run_offsets, sizes[run_start:run_end],
+                              epoch)
+            written += run_bytes
     except OSError as exc:
         raise_out_of_space(exc, log_path)
         raise
     finally:
+        if out is not None:
+            os.close(out)
         for fd in handles.values():
             os.close(fd)
+
+
+def place_batches(fd: int, positions: np.ndarray, offsets: np.ndarray, sizes: np.ndarray,
+                  epoch: int) -> None:
+    """Set the base offsets and leader epoch of the batches at `positions` of file `fd`."""
+    fields = placement_fields(offsets, sizes, epoch)
+    raw, width = fields.tobytes(), fields.itemsize
+    for i, at in enumerate(np.asarray(positions).tolist()):
+        os.pwrite(fd, raw[width * i : width * (i + 1)], at)
 
 
 def contiguous_runs(file_ids: np.ndarray, positions: np.ndarray, sizes: np.ndarray):

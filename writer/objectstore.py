@@ -558,7 +558,9 @@ class ObjectStoreTaskWriter:
         self.staging_key = staging_key
         self.local_dir = tempfile.mkdtemp(prefix="segmentlog-task-")
         self.job_spec = spec
-        self.task = TaskWriter(replace(spec, staging_dir=self.local_dir), task_index, attempt)
+        # one file per task: it is uploaded whole
+        self.task = TaskWriter(replace(spec, staging_dir=self.local_dir), task_index, attempt,
+                               file_per_partition=False)
         self.uploaded: Optional[str] = None
 
     def write(self, data) -> None:

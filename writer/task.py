@@ -1,10 +1,14 @@
-"""The task side of a write: rows in, record batches out, into a private staging file.
+"""The task side of a write: rows in, record batches out, into private staging files.
 
 A task (a Spark task, or the one task of an engine write) partitions its rows as Kafka's
-producer would, encodes each partition's rows into record batches at base offset 0 and
-appends them to one staging file of its own inside the job's staging directory. It
-reports, per topic-partition, where each batch lies in that file with its record count
-and max timestamp. Offsets are only assigned when the job commits.
+producer would, encodes each partition's rows into record batches and appends them to a
+staging file of its own inside the job's staging directory: one per topic-partition
+(`file_per_partition`), laid out as a segment's `.log` so that the commit can rename it
+into place, or one for all of them (the object-store writer uploads a task's single
+file). It reports, per topic-partition, where each batch lies with its record count and
+max timestamp. Offsets are only assigned when the job commits; a per-partition file's
+batches are stamped beforehand with offsets counted from 0 and the epoch the commit will
+most likely give them, so that a commit giving exactly those leaves them untouched.
 """
 import os
 import uuid
@@ -15,7 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..format.v2_encode import RecordColumns, RecordTooLargeError, encode_batches
+from ..format.v2_encode import (
+    RecordColumns, RecordTooLargeError, encode_batches, patch_batch_headers,
+)
 
 from .errors import InvalidInputError, WriteAbortedError, WriteError, raise_out_of_space
 from .framed import FramingPlan, encode_framed
@@ -28,6 +34,12 @@ CHUNK_BYTES = 32 << 20  # input bytes gathered before a chunk is partitioned and
 # A new topic written without numPartitions gets its partition count from the highest
 # 'partition' value; past this, a stray value would create that many directories.
 MAX_INFERRED_PARTITIONS = 10_000
+# Per-partition staging files held open at once; past this they are closed and reopened
+# for appending when written again (a write spread over thousands of partitions).
+MAX_OPEN_STAGING_FILES = 64
+# The leader epoch batches are stamped with when the write gives none: a new partition's
+# (job.DEFAULT_LEADER_EPOCH), and that of most existing ones.
+LIKELY_LEADER_EPOCH = 0
 
 
 def check_inferred_count(topic: str, highest: int, logdir: str) -> None:
@@ -79,6 +91,11 @@ class PartitionBatches:
     sizes: np.ndarray  # int64
     record_counts: np.ndarray  # int64
     max_timestamps: np.ndarray  # int64
+    # A file of this partition's batches alone, back to back from position 0, their base
+    # offsets counted from 0 and their leader epoch `stamped_epoch`. None: the batches
+    # lie in the task's one file (TaskResult.file), at base offset 0.
+    file: Optional[str] = None
+    stamped_epoch: Optional[int] = None
 
 
 @dataclass
@@ -88,7 +105,8 @@ class TaskResult:
     job_id: str
     task_index: int
     attempt: int
-    file: Optional[str]  # staging file name (inside the staging dir); None if no rows
+    file: Optional[str]  # the task's one staging file (in the staging dir); None if no
+    # rows, or when each partition has its own (PartitionBatches.file)
     partitions: Dict[Tuple[str, int], PartitionBatches] = field(default_factory=dict)
     topic_counts: Dict[str, Optional[int]] = field(default_factory=dict)
     max_partition: Dict[str, int] = field(default_factory=dict)  # per topic, explicit rows
@@ -96,12 +114,28 @@ class TaskResult:
     bytes: int = 0
 
 
+class _PartitionFile:
+    """A per-partition staging file being appended to."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.fd: Optional[int] = None
+        self.position = 0
+        self.next_offset = 0  # the next batch's stamped base offset
+
+
 class TaskWriter:
-    """Encodes one task's rows into its staging file."""
+    """Encodes one task's rows into its staging files."""
 
     def __init__(self, spec: TaskSpec, task_index: int = 0, attempt: int = 0,
-                 chunk_bytes: int = CHUNK_BYTES):
+                 chunk_bytes: int = CHUNK_BYTES, file_per_partition: bool = True):
         self.spec = spec
+        self.file_per_partition = file_per_partition
+        self._nonce = uuid.uuid4().hex[:8]
+        self._partition_files: Dict[Tuple[str, int], _PartitionFile] = {}
+        self._open_files: List[_PartitionFile] = []
+        leader_epoch = spec.options.leader_epoch
+        self._stamp_epoch = LIKELY_LEADER_EPOCH if leader_epoch is None else leader_epoch
         self.task_index = task_index
         self.attempt = attempt
         self.chunk_bytes = chunk_bytes
@@ -281,38 +315,84 @@ class TaskWriter:
             ) from None
         except ValueError as exc:  # e.g. a null header key
             raise InvalidInputError(f"column 'headers': {exc}") from None
-        position = self._append_bytes(encoded.data)
+        if self.file_per_partition:
+            position = self._append_to_partition_file((topic, partition), encoded)
+        else:
+            position = self._append_bytes(encoded.data)
         lists = self._parts.setdefault((topic, partition), [[], [], [], []])
         lists[0].append(encoded.positions + position)
         lists[1].append(encoded.sizes)
         lists[2].append(encoded.record_counts)
         lists[3].append(encoded.max_timestamps)
 
-    def _append_bytes(self, data) -> int:
-        if self._fd is None:
-            self._file_name = (f"task-{self.task_index:05d}-attempt-{self.attempt}-"
-                               f"{uuid.uuid4().hex[:8]}.batches")
-            path = os.path.join(self.spec.staging_dir, self._file_name)
-            try:
-                self._fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileNotFoundError:
-                raise WriteAbortedError(
-                    f"the write's staging directory {self.spec.staging_dir} is gone: the job "
-                    f"was aborted or has already finished"
-                ) from None
-            except OSError as exc:  # no inode left
-                raise_out_of_space(exc, path)
-                raise
-        position = self._file_pos
+    def _append_to_partition_file(self, key: Tuple[str, int], encoded) -> int:
+        staged = self._partition_files.get(key)
+        if staged is None:
+            staged = _PartitionFile(f"task-{self.task_index:05d}-attempt-{self.attempt}-"
+                                    f"{self._nonce}-{len(self._partition_files)}.batches")
+            self._partition_files[key] = staged
+        data = encoded.data
+        if not len(encoded.sizes):
+            return staged.position
+        if memoryview(data).readonly:
+            data = bytearray(data)
+        offsets = np.empty(len(encoded.sizes), dtype=np.int64)
+        offsets[0] = staged.next_offset
+        np.cumsum(encoded.record_counts[:-1], out=offsets[1:])
+        offsets[1:] += staged.next_offset
+        patch_batch_headers(data, encoded.positions, offsets, self._stamp_epoch)
+        staged.next_offset += int(encoded.record_counts.sum())
+        path = os.path.join(self.spec.staging_dir, staged.name)
+        if staged.fd is None:
+            if len(self._open_files) >= MAX_OPEN_STAGING_FILES:
+                for other in self._open_files:
+                    os.close(other.fd)
+                    other.fd = None
+                self._open_files = []
+            flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT | os.O_EXCL if staged.position == 0
+                                                 else 0)
+            staged.fd = self._open_staging(path, flags)
+            self._open_files.append(staged)
+        position = staged.position
+        self._write_all(staged.fd, data, path)
+        staged.position += len(memoryview(data))
+        self._file_pos += len(memoryview(data))
+        return position
+
+    def _open_staging(self, path: str, flags: int) -> int:
+        try:
+            return os.open(path, flags, 0o644)
+        except FileNotFoundError:
+            raise WriteAbortedError(
+                f"the write's staging directory {self.spec.staging_dir} is gone: the job "
+                f"was aborted or has already finished"
+            ) from None
+        except OSError as exc:  # no inode left
+            raise_out_of_space(exc, path)
+            raise
+
+    @staticmethod
+    def _write_all(fd: int, data, path: str) -> None:
         view = memoryview(data)
         written = 0
         try:
             while written < len(view):
-                written += os.write(self._fd, view[written:])
+                written += os.write(fd, view[written:])
         except OSError as exc:
-            raise_out_of_space(exc, os.path.join(self.spec.staging_dir, self._file_name))
+            raise_out_of_space(exc, path)
             raise
-        self._file_pos += len(view)
+
+    def _append_bytes(self, data) -> int:
+        path = None
+        if self._fd is None:
+            self._file_name = (f"task-{self.task_index:05d}-attempt-{self.attempt}-"
+                               f"{self._nonce}.batches")
+            path = os.path.join(self.spec.staging_dir, self._file_name)
+            self._fd = self._open_staging(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        position = self._file_pos
+        self._write_all(self._fd, data, path or os.path.join(self.spec.staging_dir,
+                                                              self._file_name))
+        self._file_pos += len(memoryview(data))
         return position
 
     # ------------------------------------------------------------------- result
@@ -323,9 +403,11 @@ class TaskWriter:
         self._closed = True
         result = TaskResult(self.spec.job_id, self.task_index, self.attempt, self._file_name)
         for key, (positions, sizes, counts, max_ts) in self._parts.items():
+            staged = self._partition_files.get(key)
             result.partitions[key] = PartitionBatches(
                 np.concatenate(positions), np.concatenate(sizes), np.concatenate(counts),
-                np.concatenate(max_ts),
+                np.concatenate(max_ts), None if staged is None else staged.name,
+                None if staged is None else self._stamp_epoch,
             )
         result.topic_counts = dict(self._counts)
         result.max_partition = dict(self._max_partition)
@@ -337,9 +419,10 @@ class TaskWriter:
         """Drop the staging file (after a failure in this task)."""
         self._close_file()
         self._closed = True
-        if self._file_name:
+        names = [staged.name for staged in self._partition_files.values()]
+        for name in names + ([self._file_name] if self._file_name else []):
             try:
-                os.unlink(os.path.join(self.spec.staging_dir, self._file_name))
+                os.unlink(os.path.join(self.spec.staging_dir, name))
             except FileNotFoundError:
                 pass
 
@@ -347,3 +430,7 @@ class TaskWriter:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        for staged in self._open_files:
+            os.close(staged.fd)
+            staged.fd = None
+        self._open_files = []

@@ -384,13 +384,14 @@ def test_a_write_fails_cleanly_whichever_inode_runs_out(small_fs, writer_process
     stages = run_sweep(small_fs, writer_process, small_fs.fill_inodes, 1)
     # the lock's temp file, then its hard link (tmpfs counts links; the inode the link
     # takes comes back when the temp name goes, and the staging directory takes it), the
-    # owner file, the staged batches, publish/ and a directory per partition, each segment
+    # owner file, the staged batches (a file per partition), publish/ and a directory per
+    # partition, each segment
     # file, the journal's temp file, the publish token's new copy; after the renames the
     # checkpoint lock's temp file and
     # link (a checkpoint file's temporary copy then takes the inode the lock's temp name
     # gave back)
     assert stages["lock"] == [0, 1] and stages["owner"] == [2], stages
-    assert stages["staged batches"] == [3] and len(stages["publish directories"]) == 3
+    assert stages["staged batches"] == [3, 4] and len(stages["publish directories"]) == 3
     assert len(stages["index"]) == len(stages["timeindex"]) == len(stages["log"]) == 4
     assert _last_stages(stages, 3) == ["journal", "publish token", "checkpoint lock"], stages
     assert set(stages) == {"lock", "owner", "staged batches", "publish directories", "index",

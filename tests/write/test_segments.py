@@ -131,3 +131,118 @@ def test_commit_writes_kafkas_files_for_plain_0(kafka_logdir, tmp_path):
     assert not [n for n in os.listdir(logdir) if n.startswith(".") and n != PUBLISH_TOKEN]
     check_partition_indexes(ours)
     assert len(decode_partition(ours)) == 371
+
+
+# ------------------------------------------------------ the planner against its reference
+
+def reference_plan(start_offset, sizes, record_counts, max_timestamps, *, segment_bytes,
+                   segment_ms, segment_index_bytes, index_interval_bytes):
+    """The rules of segments.py applied one batch at a time, as a broker appends."""
+    offset_index_max = segment_index_bytes // 8
+    time_index_max = segment_index_bytes // 12
+    segments, current, next_offset = [], None, start_offset
+
+    def close(segment, end_batch, next_offset):
+        segment["end"], segment["next"] = end_batch, next_offset
+        if segment["max_ts"] > (segment["time"][-1][0] if segment["time"] else -1):
+            segment["time"].append((segment["max_ts"], segment["max_at"]))
+        segments.append(segment)
+
+    for b, (size, count, max_ts) in enumerate(zip(sizes, record_counts, max_timestamps)):
+        last_offset = next_offset + count - 1
+        if current is not None and current["size"] > 0 and (
+                current["size"] + size > segment_bytes
+                or (current["rolling"] >= 0 and max_ts - current["rolling"] > segment_ms)
+                or len(current["index"]) >= offset_index_max
+                or len(current["time"]) >= time_index_max - 1
+                or last_offset - current["base"] > 2**31 - 1):
+            close(current, b, next_offset)
+            current = None
+        if current is None:
+            current = {"base": next_offset, "first": b, "size": 0, "since": 0, "index": [],
+                       "time": [], "rolling": max_ts, "max_ts": -1, "max_at": next_offset}
+        if max_ts > current["max_ts"]:
+            current["max_ts"], current["max_at"] = max_ts, last_offset
+        if current["since"] > index_interval_bytes:
+            current["index"].append((last_offset, current["size"]))
+            if current["max_ts"] > (current["time"][-1][0] if current["time"] else -1):
+                current["time"].append((current["max_ts"], current["max_at"]))
+            current["since"] = 0
+        current["since"] += size
+        current["size"] += size
+        next_offset = last_offset + 1
+    if current is not None:
+        close(current, len(sizes), next_offset)
+    return [(s["base"], s["first"], s["end"], s["size"], s["next"], s["index"], s["time"])
+            for s in segments]
+
+
+def test_plan_segments_matches_its_batch_at_a_time_reference():
+    rng = np.random.default_rng(25)
+    for _ in range(1500):
+        n = int(rng.integers(0, 200))
+        sizes = rng.choice([61, 100, 500, 3000, 5000, 9000], n).tolist()
+        counts = rng.choice([1, 2, 5, 77, 2**30], n).tolist()
+        stamps = rng.choice([-1, 5, 40, 1000, 10**6], n)
+        stamps = (np.sort(stamps) if rng.random() < 0.5 else stamps).tolist()
+        options = dict(segment_bytes=int(rng.choice([100, 1000, 5000, 10**9])),
+                       segment_ms=int(rng.choice([10, 1000, 10**12])),
+                       segment_index_bytes=int(rng.choice([0, 12, 24, 36, 100, 10**7])),
+                       index_interval_bytes=int(rng.choice([0, 100, 1000, 4096, 10000])))
+        start = int(rng.choice([0, 5, 2**31]))
+        plans = plan_segments(start, sizes, counts, stamps, **options)
+        assert [(p.base_offset, p.first_batch, p.end_batch, p.size, p.next_offset,
+                 list(zip(p.index_offsets, p.index_positions)),
+                 list(zip(p.time_timestamps, p.time_offsets))) for p in plans] == \
+            reference_plan(start, sizes, counts, stamps, **options), (start, options)
+
+
+# ------------------------------------------- staged files renamed into place, re-stamped
+
+def test_staged_partition_files_become_segments_with_the_offsets_and_epoch_given(tmp_path):
+    """A task stamps its per-partition files from offset 0 at the likely epoch; the
+    commit renames them into place and stamps them again where the write differs: an
+    append (offsets after the log end), another epoch, a second task's batches."""
+    import pyarrow as pa
+
+    from segmentlog_datasource.writer import write_log
+    from segmentlog_datasource.format.layout import V2_BASE_OFFSET, V2_LEADER_EPOCH
+
+    logdir = str(tmp_path / "log")
+
+    def batch_fields(directory):
+        fields = []
+        for name in sorted(os.listdir(directory)):
+            if name.endswith(".log"):
+                with open(os.path.join(directory, name), "rb") as handle:
+                    data = handle.read()
+                pos = 0
+                while pos < len(data):
+                    fields.append((
+                        int.from_bytes(data[pos + V2_BASE_OFFSET: pos + V2_BASE_OFFSET + 8], "big"),
+                        int.from_bytes(data[pos + V2_LEADER_EPOCH: pos + V2_LEADER_EPOCH + 4],
+                                       "big", signed=True)))
+                    pos += 12 + int.from_bytes(data[pos + 8: pos + 12], "big")
+        return fields
+
+    rows = pa.table({"value": [b"v%d" % i for i in range(5000)]})
+    write_log(logdir, rows, topic="t", num_partitions=1, batch_size=1024)
+    write_log(logdir, rows, topic="t", batch_size=1024, leader_epoch=3)
+    job = WriteJob(logdir, topic="t", options=WriteOptions.from_mapping(
+        {"batch.size": 1024})).start()
+    results = []
+    for task_index in range(2):
+        task = job.task_writer(task_index)
+        task.write(rows)
+        results.append(task.finish())
+    assert all(p.file for r in results for p in r.partitions.values())
+    job.commit(results)
+    assert [r[4] for r in decode_partition(os.path.join(logdir, "t-0"))] == \
+        [b"v%d" % i for i in range(5000)] * 4
+    fields = batch_fields(os.path.join(logdir, "t-0"))
+    offsets = [o for o, _ in fields]
+    assert offsets[0] == 0 and offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+    epochs = [e for _, e in fields]
+    assert epochs == sorted(epochs) and epochs[0] == 0 and epochs[-1] == 3
+    check_partition_indexes(os.path.join(logdir, "t-0"))
+    assert not [n for n in os.listdir(logdir) if n.startswith(".segmentlog-staging")]
