@@ -65,76 +65,103 @@ class SegmentPlan:
         return data
 
 
-class _OpenSegment:
-    def __init__(self, plan: SegmentPlan):
-        self.plan = plan
-        self.bytes_since_index_entry = 0
-        self.rolling_timestamp = None  # max timestamp of the first batch
-        self.max_timestamp = NO_TIMESTAMP
-        self.offset_of_max_timestamp = plan.base_offset
-
-    def maybe_append_time_entry(self):
-        plan = self.plan
-        last = plan.time_timestamps[-1] if plan.time_timestamps else NO_TIMESTAMP
-        if self.max_timestamp > last:
-            plan.time_timestamps.append(self.max_timestamp)
-            plan.time_offsets.append(self.offset_of_max_timestamp)
-
-
 def plan_segments(start_offset: int, sizes, record_counts, max_timestamps, *,
                   segment_bytes: int, segment_ms: int, segment_index_bytes: int,
                   index_interval_bytes: int) -> List[SegmentPlan]:
     """Segments (base offsets, batch ranges, index entries) for batches appended in order.
 
     Offsets are contiguous from `start_offset`; `record_counts` gives each batch's
-    lastOffsetDelta + 1. Returns no segment when there are no batches.
+    lastOffsetDelta + 1. Returns no segment when there are no batches. Worked out with
+    array operations a segment at a time (and an index entry at a time where batches
+    are smaller than index.interval.bytes), rather than a batch at a time.
     """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    counts = np.asarray(record_counts, dtype=np.int64)
+    max_ts = np.asarray(max_timestamps, dtype=np.int64)
+    n = len(sizes)
+    if n == 0:
+        return []
+    ends = np.empty(n + 1, dtype=np.int64)  # ends[b]: bytes of the batches before b
+    ends[0] = 0
+    np.cumsum(sizes, out=ends[1:])
+    last_offsets = np.cumsum(counts) + (start_offset - 1)
     offset_index_max = segment_index_bytes // OFFSET_ENTRY.size
-    time_index_max = segment_index_bytes // TIME_ENTRY.size
+    time_index_room = segment_index_bytes // TIME_ENTRY.size - 1  # one slot kept for the roll
     segments: List[SegmentPlan] = []
-    current = None
-    next_offset = start_offset
-    for b, (size, count, max_ts) in enumerate(zip(
-            np.asarray(sizes).tolist(), np.asarray(record_counts).tolist(),
-            np.asarray(max_timestamps).tolist())):
-        last_offset = next_offset + count - 1
-        if current is None:
-            current = _OpenSegment(SegmentPlan(next_offset, b))
-        else:
-            plan = current.plan
-            if plan.size > 0 and (
-                plan.size + size > segment_bytes
-                or (current.rolling_timestamp is not None and current.rolling_timestamp >= 0
-                    and max_ts - current.rolling_timestamp > segment_ms)
-                or len(plan.index_offsets) >= offset_index_max
-                or len(plan.time_timestamps) >= time_index_max - 1
-                or last_offset - plan.base_offset > INT32_MAX
-            ):
-                _close(current, b, next_offset)
-                segments.append(plan)
-                current = _OpenSegment(SegmentPlan(next_offset, b))
-        plan = current.plan
-        position = plan.size
-        if position == 0:
-            current.rolling_timestamp = max_ts
-        if max_ts > current.max_timestamp:
-            current.max_timestamp = max_ts
-            current.offset_of_max_timestamp = last_offset
-        if current.bytes_since_index_entry > index_interval_bytes:
-            plan.index_offsets.append(last_offset)
-            plan.index_positions.append(position)
-            current.maybe_append_time_entry()
-            current.bytes_since_index_entry = 0
-        current.bytes_since_index_entry += size
-        plan.size += size
-        next_offset = last_offset + 1
-    if current is not None:
-        _close(current, len(np.asarray(sizes)), next_offset)
-        segments.append(current.plan)
+    first = 0
+    while first < n:
+        plan = _plan_one(first, n, start_offset if first == 0 else int(last_offsets[first - 1]) + 1,
+                         sizes, ends, last_offsets, max_ts, segment_bytes, segment_ms,
+                         offset_index_max, time_index_room, index_interval_bytes)
+        segments.append(plan)
+        first = plan.end_batch
     return segments
 
 
-def _close(segment: _OpenSegment, end_batch: int, next_offset: int) -> None:
-    segment.plan.end_batch = end_batch
-    segment.plan.next_offset = next_offset
-    segment.maybe_append_time_entry()
+def _plan_one(first, n, base, sizes, ends, last_offsets, max_ts, segment_bytes, segment_ms,
+              offset_index_max, time_index_room, index_interval_bytes) -> SegmentPlan:
+    """The segment that starts with batch `first`: where it rolls and its index entries."""
+    # The batch that rolls it, as far as sizes, timestamps and offsets tell (a segment
+    # holding data always takes its first batch).
+    end = int(np.searchsorted(ends, ends[first] + segment_bytes, side="right")) - 1
+    end = min(max(end, first + 1), n)
+    rolling = int(max_ts[first])
+    if rolling >= 0 and end > first + 1:
+        late = np.flatnonzero(max_ts[first + 1:end] - rolling > segment_ms)
+        if len(late):
+            end = first + 1 + int(late[0])
+    too_far = int(np.searchsorted(last_offsets, base + INT32_MAX, side="right"))
+    end = min(end, max(too_far, first + 1))
+    if offset_index_max <= 0 or time_index_room <= 0:
+        end = first + 1  # no room for an entry: every batch after the first rolls
+    entries = _index_entries(first, end, sizes, ends, index_interval_bytes)
+    # Running max timestamp and the last offset of the batch that first reached it.
+    running = np.maximum.accumulate(np.maximum(max_ts[first:end], NO_TIMESTAMP))
+    rises = np.flatnonzero(np.diff(running, prepend=NO_TIMESTAMP) > 0)
+    stamps = running[entries - first]
+    appended = stamps > np.concatenate(([NO_TIMESTAMP], stamps[:-1]))
+    # A full index rolls the segment before the batch after the entry that fills it.
+    time_entries = np.flatnonzero(appended)
+    cut = end
+    if 0 < offset_index_max <= len(entries):
+        cut = min(cut, int(entries[offset_index_max - 1]) + 1)
+    if 0 < time_index_room <= len(time_entries):
+        cut = min(cut, int(entries[time_entries[time_index_room - 1]]) + 1)
+    if cut < end:
+        end = cut
+        keep = entries < end
+        entries, appended = entries[keep], appended[keep]
+        running = running[: end - first]
+        rises = rises[rises < end - first]
+        stamps = stamps[keep]
+    plan = SegmentPlan(base, first, end, int(ends[end] - ends[first]),
+                       int(last_offsets[end - 1]) + 1)
+    plan.index_offsets = last_offsets[entries].tolist()
+    plan.index_positions = (ends[entries] - ends[first]).tolist()
+    if len(rises):
+        # the batch each entry's max timestamp came from
+        holders = rises[np.searchsorted(rises, entries - first, side="right") - 1] + first
+        plan.time_timestamps = stamps[appended].tolist()
+        plan.time_offsets = last_offsets[holders[appended]].tolist()
+        top = int(running[-1])
+        if top > (plan.time_timestamps[-1] if plan.time_timestamps else NO_TIMESTAMP):
+            plan.time_timestamps.append(top)
+            plan.time_offsets.append(int(last_offsets[rises[-1] + first]))
+    return plan
+
+
+def _index_entries(first, end, sizes, ends, interval) -> np.ndarray:
+    """The batches of [first, end) that get an offset index entry: each one before which
+    more than `interval` bytes were appended since the last entry (or the segment start)."""
+    if end - first <= 1:
+        return np.zeros(0, dtype=np.int64)
+    if int(sizes[first:end - 1].min()) > interval:
+        return np.arange(first + 1, end, dtype=np.int64)  # every batch after the first
+    entries = []
+    at = first
+    while True:
+        at = int(np.searchsorted(ends, ends[at] + interval, side="right"))
+        if at >= end:
+            break
+        entries.append(at)
+    return np.asarray(entries, dtype=np.int64)
