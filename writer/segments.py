@@ -152,16 +152,22 @@ def _plan_one(first, n, base, sizes, ends, last_offsets, max_ts, segment_bytes, 
 
 def _index_entries(first, end, sizes, ends, interval) -> np.ndarray:
     """The batches of [first, end) that get an offset index entry: each one before which
-    more than `interval` bytes were appended since the last entry (or the segment start)."""
-    if end - first <= 1:
-        return np.zeros(0, dtype=np.int64)
-    if int(sizes[first:end - 1].min()) > interval:
-        return np.arange(first + 1, end, dtype=np.int64)  # every batch after the first
-    entries = []
-    at = first
+    more than `interval` bytes were appended since the last entry (or the segment start).
+
+    A batch larger than `interval` puts the entry on the next batch, so runs of them are
+    taken at once; only from a smaller batch is the next entry searched for."""
+    small = np.flatnonzero(sizes[first:end] <= interval) + first
+    runs = []
+    at = first  # the segment start or the latest entry
     while True:
-        at = int(np.searchsorted(ends, ends[at] + interval, side="right"))
+        k = int(np.searchsorted(small, at))
+        if k == len(small):  # large batches from `at` on: each next one gets an entry
+            runs.append(np.arange(at + 1, end, dtype=np.int64))
+            break
+        stop = int(small[k])
+        runs.append(np.arange(at + 1, stop + 1, dtype=np.int64))
+        at = int(np.searchsorted(ends, ends[stop] + interval, side="right"))
         if at >= end:
             break
-        entries.append(at)
-    return np.asarray(entries, dtype=np.int64)
+        runs.append(np.array([at], dtype=np.int64))
+    return np.concatenate(runs) if runs else np.zeros(0, dtype=np.int64)
