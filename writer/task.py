@@ -383,15 +383,14 @@ class TaskWriter:
             raise
 
     def _append_bytes(self, data) -> int:
-        path = None
         if self._fd is None:
             self._file_name = (f"task-{self.task_index:05d}-attempt-{self.attempt}-"
                                f"{self._nonce}.batches")
-            path = os.path.join(self.spec.staging_dir, self._file_name)
-            self._fd = self._open_staging(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            self._fd = self._open_staging(os.path.join(self.spec.staging_dir, self._file_name),
+                                          os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        path = os.path.join(self.spec.staging_dir, self._file_name)
         position = self._file_pos
-        self._write_all(self._fd, data, path or os.path.join(self.spec.staging_dir,
-                                                              self._file_name))
+        self._write_all(self._fd, data, path)
         self._file_pos += len(memoryview(data))
         return position
 

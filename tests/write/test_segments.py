@@ -3,8 +3,10 @@ import json
 import os
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
+from segmentlog_datasource.writer import write_log
 from segmentlog_datasource.writer.job import WriteJob
 from segmentlog_datasource.writer.options import WriteOptions
 from segmentlog_datasource.writer.segments import plan_segments
@@ -12,7 +14,7 @@ from segmentlog_datasource.writer.task import PartitionBatches, TaskResult
 
 from segmentlog_datasource.format.pending import PUBLISH_TOKEN
 from support.manifest import b64
-from support.kafka_logs import check_partition_indexes, decode_partition
+from support.kafka_logs import check_partition_indexes, decode_partition, read_batches
 from segmentlog_datasource.format.v2_encode import build_record_batch
 
 # One batch per LogSegment.append call and contiguous offsets: the leader path the writer
@@ -207,27 +209,12 @@ def test_staged_partition_files_become_segments_with_the_offsets_and_epoch_given
     """A task stamps its per-partition files from offset 0 at the likely epoch; the
     commit renames them into place and stamps them again where the write differs: an
     append (offsets after the log end), another epoch, a second task's batches."""
-    import pyarrow as pa
-
-    from segmentlog_datasource.writer import write_log
-    from segmentlog_datasource.format.layout import V2_BASE_OFFSET, V2_LEADER_EPOCH
-
     logdir = str(tmp_path / "log")
 
     def batch_fields(directory):
-        fields = []
-        for name in sorted(os.listdir(directory)):
-            if name.endswith(".log"):
-                with open(os.path.join(directory, name), "rb") as handle:
-                    data = handle.read()
-                pos = 0
-                while pos < len(data):
-                    fields.append((
-                        int.from_bytes(data[pos + V2_BASE_OFFSET: pos + V2_BASE_OFFSET + 8], "big"),
-                        int.from_bytes(data[pos + V2_LEADER_EPOCH: pos + V2_LEADER_EPOCH + 4],
-                                       "big", signed=True)))
-                    pos += 12 + int.from_bytes(data[pos + 8: pos + 12], "big")
-        return fields
+        return [(batch["base_offset"], batch["epoch"])
+                for name in sorted(os.listdir(directory)) if name.endswith(".log")
+                for batch in read_batches(os.path.join(directory, name))]
 
     rows = pa.table({"value": [b"v%d" % i for i in range(5000)]})
     write_log(logdir, rows, topic="t", num_partitions=1, batch_size=1024)
