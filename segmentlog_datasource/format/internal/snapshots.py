@@ -20,7 +20,6 @@ from .. import compression
 from ..layout import ATTR_CONTROL, INT64_MAX, V2_ATTRIBUTES, V2_CRC, V2_CRC_START
 from ..scan import iter_segment_batches
 from ..v2 import batch_records_payload, decode_v2_records
-from ..v2_encode import build_record_batch
 from ..crc import crc32c
 from .metadata_records import (decode_control_record, decode_metadata_record,
                                encode_control_record, encode_metadata_record)
@@ -193,6 +192,8 @@ def read_snapshot(snapshot, store: Store = LOCAL, verify_checksums: bool = True)
 def _control_batch(records, base_offset: int, epoch: int, timestamp: int) -> bytes:
     """A control batch of (key, value) records: the project's encoder, then the control
     attribute set and the checksum (which covers the attributes) computed again."""
+    from ..v2_encode import build_record_batch  # here: reading snapshots needs no encoder
+
     batch = bytearray(build_record_batch(
         [(key, value, timestamp, []) for key, value in records], base_offset=base_offset,
         partition_leader_epoch=epoch))
@@ -209,6 +210,8 @@ def encode_snapshot(records: Iterable[Tuple[object, int, dict]], epoch: int, *,
     """A snapshot's bytes, laid out as RecordsSnapshotWriter lays them out, from
     (record type, version, value) metadata records (type by name or api key).
     `kraft_version`: also write a KRaftVersion control record after the header."""
+    from ..v2_encode import build_record_batch  # here: reading snapshots needs no encoder
+
     header = [encode_control_record("SNAPSHOT_HEADER", {
         "version": 0, "lastContainedLogTimestamp": last_contained_log_timestamp})]
     if kraft_version is not None:
