@@ -394,6 +394,10 @@ typedef struct {
     GrowBuf validity;
     Py_ssize_t length;
     Py_ssize_t nulls;
+    /* Whether `validity` holds the bits of the rows so far. Until a column mixes nulls
+     * and values it is not written (all valid, or all null: nulls == length), so that
+     * the usual column costs no bit a row. */
+    int has_bitmap;
 } BinaryColumn;
 
 static int
@@ -401,21 +405,49 @@ column_start(BinaryColumn *col)
 {
     col->length = 0;
     col->nulls = 0;
+    col->has_bitmap = 0;
+    col->validity.len = 0;
     if (growbuf_reserve(&col->offsets, 4) < 0)
         return -1;
     growbuf_put_i32(&col->offsets, 0);
     return 0;
 }
 
-static inline int
-column_set_valid(BinaryColumn *col, int valid)
+/* Write the bits of the column's `rows` rows, all valid or all null so far. */
+static int
+column_write_bitmap(BinaryColumn *col, Py_ssize_t rows)
 {
-    size_t byte = (size_t)col->length >> 3;
+    size_t bytes = ((size_t)rows + 8) >> 3; /* and room for the next row's bit */
+    if (bytes > col->validity.cap && growbuf_reserve_slow(&col->validity, bytes) < 0)
+        return -1;
+    uint8_t *bits = (uint8_t *)col->validity.data;
+    int valid = col->nulls == 0;
+    memset(bits, valid ? 0xFF : 0, (size_t)rows >> 3);
+    if (rows & 7)
+        bits[rows >> 3] = valid ? (uint8_t)((1u << (rows & 7)) - 1) : 0;
+    col->validity.len = ((size_t)rows + 7) >> 3;
+    col->has_bitmap = 1;
+    return 0;
+}
+
+/* Note whether row `row` (the column's next) is valid. */
+static inline int
+column_note_valid(BinaryColumn *col, Py_ssize_t row, int valid)
+{
+    if (!col->has_bitmap) {
+        if (valid ? col->nulls == 0 : col->nulls == row) {
+            col->nulls += !valid;
+            return 0;
+        }
+        if (column_write_bitmap(col, row) < 0) /* the first row unlike those before */
+            return -1;
+    }
+    size_t byte = (size_t)row >> 3;
     if (byte >= col->validity.cap && growbuf_reserve_slow(&col->validity, byte + 1) < 0)
         return -1;
-    uint8_t bit = (uint8_t)(1u << (col->length & 7));
+    uint8_t bit = (uint8_t)(1u << (row & 7));
     uint8_t *bits = (uint8_t *)col->validity.data;
-    if ((col->length & 7) == 0)
+    if ((row & 7) == 0)
         bits[byte] = 0;
     if (valid)
         bits[byte] |= bit;
@@ -423,6 +455,12 @@ column_set_valid(BinaryColumn *col, int valid)
         col->nulls++;
     col->validity.len = byte + 1;
     return 0;
+}
+
+static inline int
+column_set_valid(BinaryColumn *col, int valid)
+{
+    return column_note_valid(col, col->length, valid);
 }
 
 static int
@@ -470,6 +508,8 @@ column_detach(BinaryColumn *col)
 {
     PyObject *validity = NULL, *offsets = NULL, *data = NULL;
     if (col->nulls) {
+        if (!col->has_bitmap && column_write_bitmap(col, col->length) < 0)
+            return NULL; /* all null */
         validity = growbuf_detach(&col->validity);
     } else {
         col->validity.len = 0;
@@ -518,8 +558,10 @@ column_rewind(BinaryColumn *col, const ColumnMark *mark)
     col->data.len = mark->data_len;
     col->length = mark->length;
     col->nulls = mark->nulls;
+    if (!col->has_bitmap)
+        return; /* a bitmap written since holds the right bits for the rows kept */
     col->validity.len = (size_t)(mark->length + 7) >> 3;
-    /* column_set_valid only sets bits: clear those of the rows undone. */
+    /* column_note_valid only sets bits: clear those of the rows undone. */
     if (mark->length & 7)
         ((uint8_t *)col->validity.data)[mark->length >> 3] &=
             (uint8_t)((1u << (mark->length & 7)) - 1);
@@ -784,6 +826,12 @@ read_varint(const uint8_t **pos, const uint8_t *end, int64_t *out)
         *pos = p + 1;
         return VARINT_OK;
     }
+    if (end - p >= 2 && p[1] < 0x80) { /* the rest mostly two (record and value lengths) */
+        uint64_t v = (uint64_t)(p[0] & 0x7F) | ((uint64_t)p[1] << 7);
+        *out = (int64_t)((v >> 1) ^ (0 - (v & 1)));
+        *pos = p + 2;
+        return VARINT_OK;
+    }
     uint64_t result = 0;
     int shift = 0;
     for (;;) {
@@ -846,9 +894,10 @@ as_int64(PyObject *obj, int64_t *out)
 #define PREFETCH_DISTANCE 2048
 
 /* Parse `count` records of `data`; on malformed input fill `reason` and return 1.
- * Returns -1 with a Python error set (memory, int32 overflow), 0 when fine. */
+ * Returns -1 with a Python error set (memory, int32 overflow), 0 when fine. Record by
+ * record, every column checked for room: the general case (decode_records). */
 static int
-decode_records(DecodedColumns *self, const uint8_t *data, size_t size, long long count,
+decode_records_each(DecodedColumns *self, const uint8_t *data, size_t size, long long count,
                int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
                int64_t attributes, const OffsetRange *range, Py_ssize_t *kept_out,
                char *reason)
@@ -980,6 +1029,181 @@ decode_records(DecodedColumns *self, const uint8_t *data, size_t size, long long
     }
     *kept_out = kept;
     return 0;
+}
+
+/* decode_records_each without headers, where the batch cannot overflow a column: the
+ * fixed-width columns and the key and value offsets get room for all `count` rows
+ * first, and are written through local pointers. Same checks, same results. */
+static int
+decode_records_plain(DecodedColumns *self, const uint8_t *data, size_t size, long long count,
+                     int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
+                     int64_t attributes, const OffsetRange *range, Py_ssize_t *kept_out,
+                     char *reason)
+{
+    if (growbuf_reserve(&self->offsets, 8 * (size_t)count) < 0 ||
+        growbuf_reserve(&self->timestamps, 8 * (size_t)count) < 0 ||
+        growbuf_reserve(&self->timestamp_types, 4 * (size_t)count) < 0 ||
+        growbuf_reserve(&self->keys.offsets, 4 * (size_t)count) < 0 ||
+        growbuf_reserve(&self->values.offsets, 4 * (size_t)count) < 0)
+        return -1;
+    const int log_append_time = (attributes & ATTR_TIMESTAMP_TYPE) != 0;
+    const int32_t timestamp_type = log_append_time ? LOG_APPEND_TIME : CREATE_TIME;
+    const uint8_t *p = data;
+    const uint8_t *end = data + size;
+    const uint8_t *prefetched = data;
+    char *out_offsets = self->offsets.data + self->offsets.len;
+    char *out_timestamps = self->timestamps.data + self->timestamps.len;
+    char *out_types = self->timestamp_types.data + self->timestamp_types.len;
+    char *out_key_offsets = self->keys.offsets.data + self->keys.offsets.len;
+    char *out_value_offsets = self->values.offsets.data + self->values.offsets.len;
+    BinaryColumn *keys = &self->keys, *values = &self->values;
+    const Py_ssize_t first_row = self->rows; /* == keys->length == values->length */
+    long long payload = 0;
+    Py_ssize_t kept = 0;
+    int status;
+    int64_t length, timestamp_delta, offset_delta, key_length, value_length, header_count;
+
+#define MALFORMED(...)                                                             \
+    do {                                                                           \
+        snprintf(reason, MAX_REASON, __VA_ARGS__);                                 \
+        return 1;                                                                  \
+    } while (0)
+#define READ_VARINT(field, limit, var)                                             \
+    do {                                                                           \
+        if ((status = read_varint(&p, (limit), &(var))) != VARINT_OK)              \
+            MALFORMED("record %lld: %s varint %s", i, (field), varint_problem[status]); \
+    } while (0)
+
+    for (long long i = 0; i < count; i++) {
+        while (prefetched < p + PREFETCH_DISTANCE && prefetched < end) {
+            __builtin_prefetch(prefetched);
+            prefetched += 64;
+        }
+        READ_VARINT("length", end, length);
+        if (length < 0 || length > end - p)
+            MALFORMED("record %lld: length %lld runs past the batch", i, (long long)length);
+        const uint8_t *record_end = p + length;
+        if (p >= record_end)
+            MALFORMED("record %lld: length %lld leaves no room for its attributes", i,
+                      (long long)length);
+        p++; /* attributes: no record-level attribute is defined */
+        READ_VARINT("timestamp delta", record_end, timestamp_delta);
+        READ_VARINT("offset delta", record_end, offset_delta);
+        int64_t offset = 0;
+        int keep = !__builtin_add_overflow(base_offset, offset_delta, &offset) &&
+                   offset >= range->first && offset <= range->last;
+        READ_VARINT("key length", record_end, key_length);
+        const uint8_t *key = p;
+        if (key_length >= 0) {
+            if (key_length > record_end - p)
+                MALFORMED("record %lld: key of %lld bytes runs past the record", i,
+                          (long long)key_length);
+            p += key_length;
+        }
+        READ_VARINT("value length", record_end, value_length);
+        const uint8_t *value = p;
+        if (value_length >= 0) {
+            if (value_length > record_end - p)
+                MALFORMED("record %lld: value of %lld bytes runs past the record", i,
+                          (long long)value_length);
+            p += value_length;
+        }
+        READ_VARINT("header count", record_end, header_count);
+        for (int64_t h = 0; h < header_count; h++) {
+            int64_t hkey_length, hvalue_length;
+            READ_VARINT("header key length", record_end, hkey_length);
+            if (hkey_length < 0)
+                MALFORMED("record %lld: header key has negative length", i);
+            if (hkey_length > record_end - p)
+                MALFORMED("record %lld: header key of %lld bytes runs past the record", i,
+                          (long long)hkey_length);
+            if (!is_utf8(p, (size_t)hkey_length))
+                MALFORMED("record %lld: header key is not valid UTF-8", i);
+            p += hkey_length;
+            READ_VARINT("header value length", record_end, hvalue_length);
+            if (hvalue_length >= 0) {
+                if (hvalue_length > record_end - p)
+                    MALFORMED("record %lld: header value of %lld bytes runs past the record",
+                              i, (long long)hvalue_length);
+                p += hvalue_length;
+            }
+        }
+        if (p != record_end)
+            MALFORMED("record %lld: fields end %lld bytes %s its length says", i,
+                      (long long)(p > record_end ? p - record_end : record_end - p),
+                      p > record_end ? "after" : "before");
+        if (!keep)
+            continue;
+        Py_ssize_t row = first_row + kept;
+        int32_t end_at;
+        if (key_length >= 0) {
+            if (growbuf_reserve(&keys->data, (size_t)key_length) < 0)
+                return -1;
+            memcpy(keys->data.data + keys->data.len, key, (size_t)key_length);
+            keys->data.len += (size_t)key_length;
+            payload += key_length;
+        }
+        if (column_note_valid(keys, row, key_length >= 0) < 0)
+            return -1;
+        end_at = (int32_t)keys->data.len;
+        memcpy(out_key_offsets + 4 * kept, &end_at, 4);
+        if (value_length >= 0) {
+            if (growbuf_reserve(&values->data, (size_t)value_length) < 0)
+                return -1;
+            memcpy(values->data.data + values->data.len, value, (size_t)value_length);
+            values->data.len += (size_t)value_length;
+            payload += value_length;
+        }
+        if (column_note_valid(values, row, value_length >= 0) < 0)
+            return -1;
+        end_at = (int32_t)values->data.len;
+        memcpy(out_value_offsets + 4 * kept, &end_at, 4);
+        /* Kafka's long arithmetic: a delta past the int64 range wraps. */
+        int64_t timestamp = log_append_time
+                                ? max_timestamp
+                                : (int64_t)((uint64_t)base_timestamp + (uint64_t)timestamp_delta);
+        memcpy(out_offsets + 8 * kept, &offset, 8);
+        memcpy(out_timestamps + 8 * kept, &timestamp, 8);
+        memcpy(out_types + 4 * kept, &timestamp_type, 4);
+        kept++;
+    }
+#undef READ_VARINT
+#undef MALFORMED
+    if (p != end) {
+        snprintf(reason, MAX_REASON, "%lld bytes follow the batch's %lld records",
+                 (long long)(end - p), count);
+        return 1;
+    }
+    self->offsets.len += 8 * (size_t)kept;
+    self->timestamps.len += 8 * (size_t)kept;
+    self->timestamp_types.len += 4 * (size_t)kept;
+    keys->offsets.len += 4 * (size_t)kept;
+    values->offsets.len += 4 * (size_t)kept;
+    keys->length += kept;
+    values->length += kept;
+    self->rows += kept;
+    self->payload_bytes += payload;
+    *kept_out = kept;
+    return 0;
+}
+
+/* Parse `count` records of `data` into the columns (see decode_records_each). */
+static int
+decode_records(DecodedColumns *self, const uint8_t *data, size_t size, long long count,
+               int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
+               int64_t attributes, const OffsetRange *range, Py_ssize_t *kept_out,
+               char *reason)
+{
+    /* A record takes at least 7 bytes, so more records than bytes is malformed; keys and
+     * values of a batch take at most its size. */
+    if (!self->include_headers && !range->none && count > 0 && (size_t)count <= size &&
+        self->rows + count <= INT32_LIMIT &&
+        (long long)self->keys.data.len + (long long)size <= INT32_LIMIT &&
+        (long long)self->values.data.len + (long long)size <= INT32_LIMIT)
+        return decode_records_plain(self, data, size, count, base_offset, base_timestamp,
+                                    max_timestamp, attributes, range, kept_out, reason);
+    return decode_records_each(self, data, size, count, base_offset, base_timestamp,
+                               max_timestamp, attributes, range, kept_out, reason);
 }
 
 PyDoc_STRVAR(decode_v2_doc,
