@@ -852,6 +852,96 @@ read_varint(const uint8_t **pos, const uint8_t *end, int64_t *out)
     return VARINT_OK;
 }
 
+/* CRC32C with the SSE4.2 instruction, on the running (not inverted) value. One dependent
+ * stream runs at about a third of what the `crc32c` package's interleaved code reaches,
+ * but needs no Python call: small batches use it, and the ends of batches whose
+ * checksum is computed beside the parse (crc32c_block); large ones checked apart from a
+ * parse go to the package (crc.crc32c). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_CRC32C_INSTRUCTION 1
+__attribute__((target("sse4.2"))) static uint32_t
+crc32c_update(uint32_t crc32, const uint8_t *p, size_t n)
+{
+    uint64_t crc = crc32;
+    for (; n && ((uintptr_t)p & 7); n--)
+        crc = __builtin_ia32_crc32qi((uint32_t)crc, *p++);
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        crc = __builtin_ia32_crc32di(crc, word);
+    }
+    for (; n; n--)
+        crc = __builtin_ia32_crc32qi((uint32_t)crc, *p++);
+    return (uint32_t)crc;
+}
+
+/* One word into the running value, inline (the instruction needs no target attribute
+ * here; it runs only where have_crc32c_instruction says the CPU has it). */
+static inline uint64_t
+crc32c_word(uint64_t crc, uint64_t word)
+{
+    __asm__("crc32q %1, %0" : "+r"(crc) : "rm"(word));
+    return crc;
+}
+
+/* The checksum beside the parse runs three independent streams over the three
+ * CRC_STRIPE-byte stripes of each block of the batch (one stream would wait on each
+ * instruction's result), then joins them: the value is linear, so a stream's value
+ * carried over CRC_STRIPE more bytes is its value through CRC_STRIPE zero bytes (the
+ * tables: that map of each byte of the value) XOR the next stripe's own. */
+#define CRC_STRIPE 256
+#define CRC_BLOCK (3 * CRC_STRIPE)
+static uint32_t crc_stripe_shift[4][256];
+
+static void
+crc_stripe_shift_init(void)
+{
+    static const uint8_t zeros[CRC_STRIPE];
+    uint32_t bit_image[32];
+    for (int bit = 0; bit < 32; bit++)
+        bit_image[bit] = crc32c_update(1u << bit, zeros, CRC_STRIPE);
+    for (int k = 0; k < 4; k++)
+        for (int v = 0; v < 256; v++) {
+            uint32_t image = 0;
+            for (int bit = 0; bit < 8; bit++)
+                if (v & (1 << bit))
+                    image ^= bit_image[8 * k + bit];
+            crc_stripe_shift[k][v] = image;
+        }
+}
+
+static inline uint64_t
+crc_past_stripe(uint64_t crc)
+{
+    return crc_stripe_shift[0][crc & 0xFF] ^ crc_stripe_shift[1][(crc >> 8) & 0xFF] ^
+           crc_stripe_shift[2][(crc >> 16) & 0xFF] ^ crc_stripe_shift[3][(crc >> 24) & 0xFF];
+}
+
+/* The running value carried over one CRC_BLOCK of bytes at p. */
+static inline uint64_t
+crc32c_block(uint64_t crc, const uint8_t *p)
+{
+    uint64_t b = 0, c = 0;
+    for (int i = 0; i < CRC_STRIPE; i += 8) {
+        uint64_t wa, wb, wc;
+        memcpy(&wa, p + i, 8);
+        memcpy(&wb, p + CRC_STRIPE + i, 8);
+        memcpy(&wc, p + 2 * CRC_STRIPE + i, 8);
+        crc = crc32c_word(crc, wa);
+        b = crc32c_word(b, wb);
+        c = crc32c_word(c, wc);
+    }
+    return crc_past_stripe(crc_past_stripe(crc) ^ b) ^ c;
+}
+
+static uint32_t
+crc32c_instruction(const uint8_t *p, size_t n)
+{
+    return crc32c_update(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu;
+}
+#endif
+static int have_crc32c_instruction;
+
 /* Offsets kept: first <= offset <= last (inclusive bounds fit int64 where the
  * Python arguments may not). */
 typedef struct {
@@ -1031,14 +1121,28 @@ decode_records_each(DecodedColumns *self, const uint8_t *data, size_t size, long
     return 0;
 }
 
+/* Where decode_records is to verify a batch's checksum as it parses: the bytes covered
+ * before the records section, and the checksum stored. */
+typedef struct {
+    const uint8_t *start;
+    uint32_t stored;
+} Checksum;
+
+/* Bytes the checksum is computed ahead of the parse: it is the first read of a mapped
+ * page, and leaves the records in the cache for the parse. */
+#define CHECKSUM_AHEAD 1024
+
 /* decode_records_each without headers, where the batch cannot overflow a column: the
  * fixed-width columns and the key and value offsets get room for all `count` rows
- * first, and are written through local pointers. Same checks, same results. */
+ * first, and are written through local pointers. Same checks, same results. With
+ * `checksum`, the batch's CRC32C is computed in the same pass, a little ahead of the
+ * parse while the bytes are in the cache; a mismatch returns 2 (the caller undoes the
+ * rows and leaves the batch to Python, which reports it). */
 static int
 decode_records_plain(DecodedColumns *self, const uint8_t *data, size_t size, long long count,
                      int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
                      int64_t attributes, const OffsetRange *range, Py_ssize_t *kept_out,
-                     char *reason)
+                     char *reason, const Checksum *checksum)
 {
     if (growbuf_reserve(&self->offsets, 8 * (size_t)count) < 0 ||
         growbuf_reserve(&self->timestamps, 8 * (size_t)count) < 0 ||
@@ -1058,6 +1162,13 @@ decode_records_plain(DecodedColumns *self, const uint8_t *data, size_t size, lon
     char *out_value_offsets = self->values.offsets.data + self->values.offsets.len;
     BinaryColumn *keys = &self->keys, *values = &self->values;
     const Py_ssize_t first_row = self->rows; /* == keys->length == values->length */
+#ifdef HAVE_CRC32C_INSTRUCTION
+    const uint8_t *crc_at = data;
+    const uint8_t *crc_blocks_end = data + size / CRC_BLOCK * CRC_BLOCK;
+    uint64_t crc = 0xFFFFFFFFu;
+    if (checksum != NULL)
+        crc = crc32c_update(crc, checksum->start, (size_t)(data - checksum->start));
+#endif
     long long payload = 0;
     Py_ssize_t kept = 0;
     int status;
@@ -1075,6 +1186,15 @@ decode_records_plain(DecodedColumns *self, const uint8_t *data, size_t size, lon
     } while (0)
 
     for (long long i = 0; i < count; i++) {
+#ifdef HAVE_CRC32C_INSTRUCTION
+        if (checksum != NULL) {
+            /* A block at a time, some way ahead of the parse. */
+            const uint8_t *to = p + CHECKSUM_AHEAD < crc_blocks_end ? p + CHECKSUM_AHEAD
+                                                                    : crc_blocks_end;
+            for (; crc_at < to; crc_at += CRC_BLOCK)
+                crc = crc32c_block(crc, crc_at);
+        }
+#endif
         while (prefetched < p + PREFETCH_DISTANCE && prefetched < end) {
             __builtin_prefetch(prefetched);
             prefetched += 64;
@@ -1174,6 +1294,12 @@ decode_records_plain(DecodedColumns *self, const uint8_t *data, size_t size, lon
                  (long long)(end - p), count);
         return 1;
     }
+#ifdef HAVE_CRC32C_INSTRUCTION
+    if (checksum != NULL &&
+        (crc32c_update((uint32_t)crc, crc_at, (size_t)(end - crc_at)) ^ 0xFFFFFFFFu) !=
+            checksum->stored)
+        return 2;
+#endif
     self->offsets.len += 8 * (size_t)kept;
     self->timestamps.len += 8 * (size_t)kept;
     self->timestamp_types.len += 4 * (size_t)kept;
@@ -1187,12 +1313,14 @@ decode_records_plain(DecodedColumns *self, const uint8_t *data, size_t size, lon
     return 0;
 }
 
-/* Parse `count` records of `data` into the columns (see decode_records_each). */
+/* Parse `count` records of `data` into the columns (see decode_records_each); with
+ * `checksum` (only where the CRC instruction is), verify the batch's checksum too: 2 when
+ * it does not match, nothing added. */
 static int
 decode_records(DecodedColumns *self, const uint8_t *data, size_t size, long long count,
                int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
                int64_t attributes, const OffsetRange *range, Py_ssize_t *kept_out,
-               char *reason)
+               char *reason, const Checksum *checksum)
 {
     /* A record takes at least 7 bytes, so more records than bytes is malformed; keys and
      * values of a batch take at most its size. */
@@ -1201,7 +1329,15 @@ decode_records(DecodedColumns *self, const uint8_t *data, size_t size, long long
         (long long)self->keys.data.len + (long long)size <= INT32_LIMIT &&
         (long long)self->values.data.len + (long long)size <= INT32_LIMIT)
         return decode_records_plain(self, data, size, count, base_offset, base_timestamp,
-                                    max_timestamp, attributes, range, kept_out, reason);
+                                    max_timestamp, attributes, range, kept_out, reason,
+                                    checksum);
+    if (checksum != NULL) {
+#ifdef HAVE_CRC32C_INSTRUCTION
+        if (crc32c_instruction(checksum->start, (size_t)(data + size - checksum->start)) !=
+            checksum->stored)
+            return 2;
+#endif
+    }
     return decode_records_each(self, data, size, count, base_offset, base_timestamp,
                                max_timestamp, attributes, range, kept_out, reason);
 }
@@ -1235,7 +1371,7 @@ DecodedColumns_decode_v2(DecodedColumns *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t kept = 0;
     int status = decode_records(self, (const uint8_t *)view.buf, (size_t)view.len, count,
                                 base_offset, base_timestamp, max_timestamp, attributes, &range,
-                                &kept, reason);
+                                &kept, reason, NULL);
     PyBuffer_Release(&view);
     if (status != 0) {
         columns_rewind(self, &mark);
@@ -1291,28 +1427,6 @@ bound_from(PyObject *obj, Bound *bound)
     return 0;
 }
 
-/* CRC32C with the SSE4.2 instruction. One dependent stream runs at about a third of
- * what the `crc32c` package's interleaved code reaches, but needs no Python call:
- * small batches use it, large ones go to the package (crc.crc32c). */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_CRC32C_INSTRUCTION 1
-__attribute__((target("sse4.2"))) static uint32_t
-crc32c_instruction(const uint8_t *p, size_t n)
-{
-    uint64_t crc = 0xFFFFFFFFu;
-    for (; n && ((uintptr_t)p & 7); n--)
-        crc = __builtin_ia32_crc32qi((uint32_t)crc, *p++);
-    for (; n >= 8; n -= 8, p += 8) {
-        uint64_t word;
-        memcpy(&word, p, 8);
-        crc = __builtin_ia32_crc32di(crc, word);
-    }
-    for (; n; n--)
-        crc = __builtin_ia32_crc32qi((uint32_t)crc, *p++);
-    return (uint32_t)crc ^ 0xFFFFFFFFu;
-}
-#endif
-static int have_crc32c_instruction;
 #define CRC32C_INSTRUCTION_MAX_BYTES 4096
 
 static int
@@ -1474,7 +1588,12 @@ DecodedColumns_decode_run(DecodedColumns *self, PyObject *const *args, Py_ssize_
             (self->stop_at_control && (attributes & ATTR_CONTROL));
         /* Skipping or stopping decides from the header's offsets, so the header is verified
          * first; entries left to Python are verified there, once. */
-        if (crc32c != Py_None && (skip || done || !for_python)) {
+        /* A batch to decode has its checksum verified as it is parsed, where the CRC
+         * instruction is. */
+        int fused = crc32c != Py_None && have_crc32c_instruction && !self->include_headers &&
+                    !skip && !done &&
+                    !for_python && !(attributes & ATTR_CONTROL) && count != 0;
+        if (crc32c != Py_None && !fused && (skip || done || !for_python)) {
             int matches = checksum_matches(crc32c, entry + V2_CRC_START,
                                            (size_t)(entry_size - V2_CRC_START), stored_crc);
             if (matches < 0) {
@@ -1507,17 +1626,19 @@ DecodedColumns_decode_run(DecodedColumns *self, PyObject *const *args, Py_ssize_
         ColumnsMark mark;
         columns_mark(self, &mark);
         Py_ssize_t kept;
+        Checksum checksum = {entry + V2_CRC_START, stored_crc};
         int status = decode_records(self, entry + V2_HEADER_SIZE,
                                     (size_t)(entry_size - V2_HEADER_SIZE), count, base_offset,
                                     base_timestamp, max_timestamp, attributes, &range, &kept,
-                                    reason);
+                                    reason, fused ? &checksum : NULL);
         if (status != 0) {
             columns_rewind(self, &mark);
             if (status < 0) {
                 PyBuffer_Release(&view);
                 return NULL;
             }
-            state = RUN_ENTRY_FOR_PYTHON; /* malformed: add_v2_batch raises the error */
+            /* malformed (add_v2_batch raises the error) or damaged (verify_checksum) */
+            state = RUN_ENTRY_FOR_PYTHON;
             break;
         }
         if (self->track_batches) {
@@ -2380,6 +2501,8 @@ PyInit__fastrecords(void)
 #ifdef HAVE_CRC32C_INSTRUCTION
     __builtin_cpu_init();
     have_crc32c_instruction = __builtin_cpu_supports("sse4.2") != 0;
+    if (have_crc32c_instruction)
+        crc_stripe_shift_init();
 #endif
     PyObject *module = PyModule_Create(&fastrecords_module);
     if (module == NULL)
