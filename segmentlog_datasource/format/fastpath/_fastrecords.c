@@ -13,8 +13,9 @@
  * that fails leaves the columns as they were before it (MalformedRecords is raised).
  *
  * decode_run() walks a mapped segment itself, batch after batch, while the batches are
- * plain (uncompressed magic 2, nothing for a transaction filter to decide); the scan
- * loop pays Python's per-batch cost only for the other entries. Its Python twin is
+ * plain (uncompressed magic 2, nothing for a transaction filter to decide), verifying a
+ * batch's checksum in the same pass as its parse; the scan loop pays Python's per-batch
+ * cost only for the other entries. Its Python twin is
  * pure.RecordAccumulator.decode_run: same stops, positions and rows.
  *
  * FileMapping maps a segment file so that the file may shrink while it is read: see
