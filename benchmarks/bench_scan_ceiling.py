@@ -1,6 +1,8 @@
 """Two builds of segmentlog side by side in one run: the Spark scan of bench_spark_read.py
 (b) against its prebuilt-Arrow ceiling, and the engine's scan alone (no Spark), each
-build in processes of its own that alternate round by round.
+build in processes of its own that alternate round by round. Beside the Spark times, the
+CPU seconds a scan takes in Spark's Python workers and in its JVM (psutil, over all the
+runs): steadier than wall times on a shared machine.
 
 Usage: python benchmarks/bench_scan_ceiling.py --before /tmp/wt-scan-before [--after .]
        [--rounds 2] [--runs 5] [--workdir /tmp/scan-ceiling]
@@ -65,6 +67,10 @@ def run(side, args, env, workdir):
         env=env, capture_output=True, text=True, check=True).stdout
     line = [x for x in spark.splitlines() if x.startswith("(b)")][-1].split()
     segmentlog, ceiling = float(line[2]), float(line[5])
+    # CPU seconds a scan of Spark's Python workers, then of its JVM: segmentlog's, the
+    # ceiling's
+    at = line.index("cpu") if "cpu" in line else None
+    cpu = tuple(float("nan") if at is None else float(line[at + i]) for i in (3, 8, 5, 10))
     engine = subprocess.run(
         [sys.executable, "-c", ENGINE, os.path.join(workdir, "logdir"),
          os.path.join(workdir, "arrow")],
@@ -73,7 +79,7 @@ def run(side, args, env, workdir):
     assert os.path.samefile(loaded, side), f"{side} ran the package in {loaded}"
     figures = {parts[0]: tuple(float(x) for x in parts[1:]) for parts in
                (row.split() for row in engine[1:])}
-    return segmentlog, ceiling, figures
+    return segmentlog, ceiling, cpu, figures
 
 
 def main():
@@ -97,21 +103,24 @@ def main():
         for name, side in sides.items():
             result = run(side, args, env, workdir)
             results[name].append(result)
-            segmentlog, ceiling, figures = result
+            segmentlog, ceiling, cpu, figures = result
             scan, ipc = figures["scan"], figures["ipc"]
             print(f"round {round_number + 1} {name:6s}  Spark: segmentlog {segmentlog:.3f} s, "
-                  f"ceiling {ceiling:.3f} s, ratio {segmentlog / ceiling:.3f}x  | engine scan "
+                  f"ceiling {ceiling:.3f} s, ratio {segmentlog / ceiling:.3f}x, workers' CPU "
+                  f"{cpu[0]:.3f} s against {cpu[1]:.3f} s (JVM {cpu[2]:.3f} s, {cpu[3]:.3f} s)  "
+                  f"| engine scan "
                   f"{scan[0]:.3f} s (user {scan[1]:.3f}, system {scan[2]:.3f}, "
                   f"{int(scan[3]):,} page faults), IPC read {ipc[0]:.3f} s", flush=True)
     print()
-    print("| build | Spark: segmentlog | ceiling | ratio | engine scan | user | system | "
-          "page faults | IPC read |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| build | Spark: segmentlog | ceiling | ratio | workers' CPU: segmentlog | ceiling "
+          "| engine scan | user | system | page faults | IPC read |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, rows in results.items():
-        for segmentlog, ceiling, figures in rows:
+        for segmentlog, ceiling, cpu, figures in rows:
             scan, ipc = figures["scan"], figures["ipc"]
             print(f"| {name} | {segmentlog:.3f} s | {ceiling:.3f} s | "
-                  f"**{segmentlog / ceiling:.3f}x** | {scan[0]:.3f} s | {scan[1]:.3f} s | "
+                  f"**{segmentlog / ceiling:.3f}x** | {cpu[0]:.3f} s | {cpu[1]:.3f} s | "
+                  f"{scan[0]:.3f} s | {scan[1]:.3f} s | "
                   f"{scan[2]:.3f} s | {int(scan[3]):,} | {ipc[0]:.3f} s |")
 
 

@@ -136,6 +136,27 @@ def best_of(runs, fn):
     return min(times), result
 
 
+def cpu_seconds():
+    """(Spark's Python workers, its JVM): CPU seconds so far of this process's descendants,
+    exited workers included (their daemon reaped them); None without psutil."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    python = jvm = 0.0
+    for process in psutil.Process().children(recursive=True):
+        try:
+            name, times = process.name(), process.cpu_times()
+        except psutil.Error:
+            continue
+        total = times.user + times.system + times.children_user + times.children_system
+        if name.startswith("python"):
+            python += total
+        elif name == "java":
+            jvm += total
+    return python, jvm
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=4_000_000)
@@ -184,13 +205,24 @@ def main():
                 *aggregate.split(", ")).first()
 
         scan(fmt="segmentlog", path=logdir)()  # warm up workers
+        scan(fmt="prebuilt_arrow", path=arrow_dir)()
+        cpu_before = cpu_seconds()
         t_segmentlog, r_segmentlog = best_of(args.runs, scan("segmentlog", logdir))
+        cpu_between = cpu_seconds()
         t_ceiling, r_ceiling = best_of(args.runs, scan("prebuilt_arrow", arrow_dir))
+        cpu_after = cpu_seconds()
         assert tuple(r_segmentlog) == tuple(r_ceiling), (r_segmentlog, r_ceiling)
         if args.skip_lookup:
+            cpu = ""
+            if cpu_before is not None:  # per scan: Python workers, then the JVM
+                per_scan = [(b - a) / args.runs for pair in
+                            ((cpu_before, cpu_between), (cpu_between, cpu_after))
+                            for a, b in zip(*pair)]
+                cpu = (" cpu segmentlog python {:.3f} jvm {:.3f} ceiling python {:.3f} jvm "
+                       "{:.3f}".format(*per_scan))
             print(f"(b) segmentlog {t_segmentlog:.3f} s  ceiling {t_ceiling:.3f} s  ratio "
                   f"{t_segmentlog / t_ceiling:.3f}x  ({r_segmentlog.n:,} records, best of "
-                  f"{args.runs})")
+                  f"{args.runs}){cpu}")
             spark.stop()
             return
 

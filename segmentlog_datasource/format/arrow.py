@@ -104,9 +104,8 @@ def finish_batch(topic, partition, offsets, timestamps_ms, timestamp_types, keys
     columns = [
         keys if isinstance(keys, pa.Array) else pa.array(keys, pa.binary()),
         values if isinstance(values, pa.Array) else pa.array(values, pa.binary()),
-        constant_string_array(topic, length),
-        pa.Array.from_buffers(pa.int32(), length,
-                              [None, pa.py_buffer(np.full(length, partition, dtype=np.int32))]),
+        _repeated_string(topic, length),
+        _repeated_int32(partition, length),
         offsets,
         timestamps,
         timestamp_types if isinstance(timestamp_types, pa.Array)
@@ -193,8 +192,15 @@ def _fixed(arrow_type, values: np.ndarray, dtype, valid=None) -> pa.Array:
 
 @functools.lru_cache(maxsize=16)
 def _repeated_string(text: str, length: int) -> pa.Array:
-    """constant_string_array, kept: a scan's batches mostly have one length and segment."""
+    """constant_string_array, kept: a scan's batches mostly have one length and topic (or
+    segment). Arrow arrays are immutable, so batches can share them."""
     return constant_string_array(text, length)
+
+
+@functools.lru_cache(maxsize=16)
+def _repeated_int32(value: int, length: int) -> pa.Array:
+    return pa.Array.from_buffers(pa.int32(), length,
+                                 [None, pa.py_buffer(np.full(length, value, dtype=np.int32))])
 
 
 @functools.lru_cache(maxsize=16)

@@ -313,3 +313,28 @@ def test_both_accumulators_note_the_same_batch_entries(segment, include_control_
         assert compiled_taken == pure_taken, settings
         for rows, batch_entries in pure_taken:  # every row is covered, once
             assert (batch_entries[-1][0] if batch_entries else 0) == len(rows)
+
+
+@pytest.mark.parametrize("include_headers", [False, True])
+def test_a_damaged_byte_anywhere_a_checksum_covers_stops_the_run_at_its_batch(include_headers):
+    # The compiled run computes a plain batch's checksum beside its parse, a block of three
+    # stripes at a time, the rest of the batch after them: a byte flipped in any of them
+    # (or in the header fields from the attributes on) must stop the run before the batch,
+    # its rows undone, as the pure twin's separate check does.
+    entries = [batch(0, 4), batch(4, 80, seed=5), batch(84, 3, seed=6)]
+    big = entries[1]
+    assert len(big) > 4 * 768  # several blocks, and a tail
+    size = sum(map(len, entries))
+    settings = dict(start=0, end_position=size, size=size, checksum=crc32c, min_offset=0,
+                    end_offset=MAX_OFFSET, max_rows=10_000, max_bytes=64 << 20,
+                    transactions=False)
+    steps, _ = assert_same_walks(entries, include_headers, **settings)
+    assert [step[:3] for step in steps] == [(size, RUN_END, 87)]  # undamaged: no stop
+    positions = sorted(set(range(V2_CRC_START, len(big), 7)) |
+                       set(range(len(big) - 40, len(big))))
+    for position in positions:
+        damaged = bytearray(big)
+        damaged[position] ^= 0x10
+        steps, _ = assert_same_walks([entries[0], bytes(damaged), entries[2]], include_headers,
+                                     **settings)
+        assert steps[0][:3] == (len(entries[0]), RUN_ENTRY_FOR_PYTHON, 4), position

@@ -13,8 +13,9 @@
  * that fails leaves the columns as they were before it (MalformedRecords is raised).
  *
  * decode_run() walks a mapped segment itself, batch after batch, while the batches are
- * plain (uncompressed magic 2, nothing for a transaction filter to decide); the scan
- * loop pays Python's per-batch cost only for the other entries. Its Python twin is
+ * plain (uncompressed magic 2, nothing for a transaction filter to decide), verifying a
+ * batch's checksum in the same pass as its parse; the scan loop pays Python's per-batch
+ * cost only for the other entries. Its Python twin is
  * pure.RecordAccumulator.decode_run: same stops, positions and rows.
  *
  * FileMapping maps a segment file so that the file may shrink while it is read: see
@@ -394,6 +395,10 @@ typedef struct {
     GrowBuf validity;
     Py_ssize_t length;
     Py_ssize_t nulls;
+    /* Whether `validity` holds the bits of the rows so far. Until a column mixes nulls
+     * and values it is not written (all valid, or all null: nulls == length), so that
+     * the usual column costs no bit a row. */
+    int has_bitmap;
 } BinaryColumn;
 
 static int
@@ -401,21 +406,49 @@ column_start(BinaryColumn *col)
 {
     col->length = 0;
     col->nulls = 0;
+    col->has_bitmap = 0;
+    col->validity.len = 0;
     if (growbuf_reserve(&col->offsets, 4) < 0)
         return -1;
     growbuf_put_i32(&col->offsets, 0);
     return 0;
 }
 
-static inline int
-column_set_valid(BinaryColumn *col, int valid)
+/* Write the bits of the column's `rows` rows, all valid or all null so far. */
+static int
+column_write_bitmap(BinaryColumn *col, Py_ssize_t rows)
 {
-    size_t byte = (size_t)col->length >> 3;
+    size_t bytes = ((size_t)rows + 8) >> 3; /* and room for the next row's bit */
+    if (bytes > col->validity.cap && growbuf_reserve_slow(&col->validity, bytes) < 0)
+        return -1;
+    uint8_t *bits = (uint8_t *)col->validity.data;
+    int valid = col->nulls == 0;
+    memset(bits, valid ? 0xFF : 0, (size_t)rows >> 3);
+    if (rows & 7)
+        bits[rows >> 3] = valid ? (uint8_t)((1u << (rows & 7)) - 1) : 0;
+    col->validity.len = ((size_t)rows + 7) >> 3;
+    col->has_bitmap = 1;
+    return 0;
+}
+
+/* Note whether row `row` (the column's next) is valid. */
+static inline int
+column_note_valid(BinaryColumn *col, Py_ssize_t row, int valid)
+{
+    if (!col->has_bitmap) {
+        if (valid ? col->nulls == 0 : col->nulls == row) {
+            col->nulls += !valid;
+            return 0;
+        }
+        if (column_write_bitmap(col, row) < 0) /* the first row unlike those before */
+            return -1;
+    }
+    size_t byte = (size_t)row >> 3;
     if (byte >= col->validity.cap && growbuf_reserve_slow(&col->validity, byte + 1) < 0)
         return -1;
-    uint8_t bit = (uint8_t)(1u << (col->length & 7));
+    uint8_t bit = (uint8_t)(1u << (row & 7));
     uint8_t *bits = (uint8_t *)col->validity.data;
-    if ((col->length & 7) == 0)
+    if ((row & 7) == 0)
         bits[byte] = 0;
     if (valid)
         bits[byte] |= bit;
@@ -423,6 +456,12 @@ column_set_valid(BinaryColumn *col, int valid)
         col->nulls++;
     col->validity.len = byte + 1;
     return 0;
+}
+
+static inline int
+column_set_valid(BinaryColumn *col, int valid)
+{
+    return column_note_valid(col, col->length, valid);
 }
 
 static int
@@ -470,6 +509,8 @@ column_detach(BinaryColumn *col)
 {
     PyObject *validity = NULL, *offsets = NULL, *data = NULL;
     if (col->nulls) {
+        if (!col->has_bitmap && column_write_bitmap(col, col->length) < 0)
+            return NULL; /* all null */
         validity = growbuf_detach(&col->validity);
     } else {
         col->validity.len = 0;
@@ -518,8 +559,10 @@ column_rewind(BinaryColumn *col, const ColumnMark *mark)
     col->data.len = mark->data_len;
     col->length = mark->length;
     col->nulls = mark->nulls;
+    if (!col->has_bitmap)
+        return; /* a bitmap written since holds the right bits for the rows kept */
     col->validity.len = (size_t)(mark->length + 7) >> 3;
-    /* column_set_valid only sets bits: clear those of the rows undone. */
+    /* column_note_valid only sets bits: clear those of the rows undone. */
     if (mark->length & 7)
         ((uint8_t *)col->validity.data)[mark->length >> 3] &=
             (uint8_t)((1u << (mark->length & 7)) - 1);
@@ -784,6 +827,12 @@ read_varint(const uint8_t **pos, const uint8_t *end, int64_t *out)
         *pos = p + 1;
         return VARINT_OK;
     }
+    if (end - p >= 2 && p[1] < 0x80) { /* the rest mostly two (record and value lengths) */
+        uint64_t v = (uint64_t)(p[0] & 0x7F) | ((uint64_t)p[1] << 7);
+        *out = (int64_t)((v >> 1) ^ (0 - (v & 1)));
+        *pos = p + 2;
+        return VARINT_OK;
+    }
     uint64_t result = 0;
     int shift = 0;
     for (;;) {
@@ -803,6 +852,96 @@ read_varint(const uint8_t **pos, const uint8_t *end, int64_t *out)
     *pos = p;
     return VARINT_OK;
 }
+
+/* CRC32C with the SSE4.2 instruction, on the running (not inverted) value. One dependent
+ * stream runs at about a third of what the `crc32c` package's interleaved code reaches,
+ * but needs no Python call: small batches use it, and the ends of batches whose
+ * checksum is computed beside the parse (crc32c_block); large ones checked apart from a
+ * parse go to the package (crc.crc32c). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_CRC32C_INSTRUCTION 1
+__attribute__((target("sse4.2"))) static uint32_t
+crc32c_update(uint32_t crc32, const uint8_t *p, size_t n)
+{
+    uint64_t crc = crc32;
+    for (; n && ((uintptr_t)p & 7); n--)
+        crc = __builtin_ia32_crc32qi((uint32_t)crc, *p++);
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        crc = __builtin_ia32_crc32di(crc, word);
+    }
+    for (; n; n--)
+        crc = __builtin_ia32_crc32qi((uint32_t)crc, *p++);
+    return (uint32_t)crc;
+}
+
+/* One word into the running value, inline (the instruction needs no target attribute
+ * here; it runs only where have_crc32c_instruction says the CPU has it). */
+static inline uint64_t
+crc32c_word(uint64_t crc, uint64_t word)
+{
+    __asm__("crc32q %1, %0" : "+r"(crc) : "rm"(word));
+    return crc;
+}
+
+/* The checksum beside the parse runs three independent streams over the three
+ * CRC_STRIPE-byte stripes of each block of the batch (one stream would wait on each
+ * instruction's result), then joins them: the value is linear, so a stream's value
+ * carried over CRC_STRIPE more bytes is its value through CRC_STRIPE zero bytes (the
+ * tables: that map of each byte of the value) XOR the next stripe's own. */
+#define CRC_STRIPE 256
+#define CRC_BLOCK (3 * CRC_STRIPE)
+static uint32_t crc_stripe_shift[4][256];
+
+static void
+crc_stripe_shift_init(void)
+{
+    static const uint8_t zeros[CRC_STRIPE];
+    uint32_t bit_image[32];
+    for (int bit = 0; bit < 32; bit++)
+        bit_image[bit] = crc32c_update(1u << bit, zeros, CRC_STRIPE);
+    for (int k = 0; k < 4; k++)
+        for (int v = 0; v < 256; v++) {
+            uint32_t image = 0;
+            for (int bit = 0; bit < 8; bit++)
+                if (v & (1 << bit))
+                    image ^= bit_image[8 * k + bit];
+            crc_stripe_shift[k][v] = image;
+        }
+}
+
+static inline uint64_t
+crc_past_stripe(uint64_t crc)
+{
+    return crc_stripe_shift[0][crc & 0xFF] ^ crc_stripe_shift[1][(crc >> 8) & 0xFF] ^
+           crc_stripe_shift[2][(crc >> 16) & 0xFF] ^ crc_stripe_shift[3][(crc >> 24) & 0xFF];
+}
+
+/* The running value carried over one CRC_BLOCK of bytes at p. */
+static inline uint64_t
+crc32c_block(uint64_t crc, const uint8_t *p)
+{
+    uint64_t b = 0, c = 0;
+    for (int i = 0; i < CRC_STRIPE; i += 8) {
+        uint64_t wa, wb, wc;
+        memcpy(&wa, p + i, 8);
+        memcpy(&wb, p + CRC_STRIPE + i, 8);
+        memcpy(&wc, p + 2 * CRC_STRIPE + i, 8);
+        crc = crc32c_word(crc, wa);
+        b = crc32c_word(b, wb);
+        c = crc32c_word(c, wc);
+    }
+    return crc_past_stripe(crc_past_stripe(crc) ^ b) ^ c;
+}
+
+static uint32_t
+crc32c_instruction(const uint8_t *p, size_t n)
+{
+    return crc32c_update(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu;
+}
+#endif
+static int have_crc32c_instruction;
 
 /* Offsets kept: first <= offset <= last (inclusive bounds fit int64 where the
  * Python arguments may not). */
@@ -846,9 +985,10 @@ as_int64(PyObject *obj, int64_t *out)
 #define PREFETCH_DISTANCE 2048
 
 /* Parse `count` records of `data`; on malformed input fill `reason` and return 1.
- * Returns -1 with a Python error set (memory, int32 overflow), 0 when fine. */
+ * Returns -1 with a Python error set (memory, int32 overflow), 0 when fine. Record by
+ * record, every column checked for room: the general case (decode_records). */
 static int
-decode_records(DecodedColumns *self, const uint8_t *data, size_t size, long long count,
+decode_records_each(DecodedColumns *self, const uint8_t *data, size_t size, long long count,
                int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
                int64_t attributes, const OffsetRange *range, Py_ssize_t *kept_out,
                char *reason)
@@ -982,6 +1122,227 @@ decode_records(DecodedColumns *self, const uint8_t *data, size_t size, long long
     return 0;
 }
 
+/* Where decode_records is to verify a batch's checksum as it parses: the bytes covered
+ * before the records section, and the checksum stored. */
+typedef struct {
+    const uint8_t *start;
+    uint32_t stored;
+} Checksum;
+
+/* Bytes the checksum is computed ahead of the parse: it is the first read of a mapped
+ * page, and leaves the records in the cache for the parse. */
+#define CHECKSUM_AHEAD 1024
+
+/* decode_records_each without headers, where the batch cannot overflow a column: the
+ * fixed-width columns and the key and value offsets get room for all `count` rows
+ * first, and are written through local pointers. Same checks, same results. With
+ * `checksum`, the batch's CRC32C is computed in the same pass, a little ahead of the
+ * parse while the bytes are in the cache; a mismatch returns 2 (the caller undoes the
+ * rows and leaves the batch to Python, which reports it). */
+static int
+decode_records_plain(DecodedColumns *self, const uint8_t *data, size_t size, long long count,
+                     int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
+                     int64_t attributes, const OffsetRange *range, Py_ssize_t *kept_out,
+                     char *reason, const Checksum *checksum)
+{
+    if (growbuf_reserve(&self->offsets, 8 * (size_t)count) < 0 ||
+        growbuf_reserve(&self->timestamps, 8 * (size_t)count) < 0 ||
+        growbuf_reserve(&self->timestamp_types, 4 * (size_t)count) < 0 ||
+        growbuf_reserve(&self->keys.offsets, 4 * (size_t)count) < 0 ||
+        growbuf_reserve(&self->values.offsets, 4 * (size_t)count) < 0)
+        return -1;
+    const int log_append_time = (attributes & ATTR_TIMESTAMP_TYPE) != 0;
+    const int32_t timestamp_type = log_append_time ? LOG_APPEND_TIME : CREATE_TIME;
+    const uint8_t *p = data;
+    const uint8_t *end = data + size;
+    const uint8_t *prefetched = data;
+    char *out_offsets = self->offsets.data + self->offsets.len;
+    char *out_timestamps = self->timestamps.data + self->timestamps.len;
+    char *out_types = self->timestamp_types.data + self->timestamp_types.len;
+    char *out_key_offsets = self->keys.offsets.data + self->keys.offsets.len;
+    char *out_value_offsets = self->values.offsets.data + self->values.offsets.len;
+    BinaryColumn *keys = &self->keys, *values = &self->values;
+    const Py_ssize_t first_row = self->rows; /* == keys->length == values->length */
+#ifdef HAVE_CRC32C_INSTRUCTION
+    const uint8_t *crc_at = data;
+    const uint8_t *crc_blocks_end = data + size / CRC_BLOCK * CRC_BLOCK;
+    uint64_t crc = 0xFFFFFFFFu;
+    if (checksum != NULL)
+        crc = crc32c_update(crc, checksum->start, (size_t)(data - checksum->start));
+#endif
+    long long payload = 0;
+    Py_ssize_t kept = 0;
+    int status;
+    int64_t length, timestamp_delta, offset_delta, key_length, value_length, header_count;
+
+#define MALFORMED(...)                                                             \
+    do {                                                                           \
+        snprintf(reason, MAX_REASON, __VA_ARGS__);                                 \
+        return 1;                                                                  \
+    } while (0)
+#define READ_VARINT(field, limit, var)                                             \
+    do {                                                                           \
+        if ((status = read_varint(&p, (limit), &(var))) != VARINT_OK)              \
+            MALFORMED("record %lld: %s varint %s", i, (field), varint_problem[status]); \
+    } while (0)
+
+    for (long long i = 0; i < count; i++) {
+#ifdef HAVE_CRC32C_INSTRUCTION
+        if (checksum != NULL) {
+            /* A block at a time, some way ahead of the parse. */
+            const uint8_t *to = p + CHECKSUM_AHEAD < crc_blocks_end ? p + CHECKSUM_AHEAD
+                                                                    : crc_blocks_end;
+            for (; crc_at < to; crc_at += CRC_BLOCK)
+                crc = crc32c_block(crc, crc_at);
+        }
+#endif
+        while (prefetched < p + PREFETCH_DISTANCE && prefetched < end) {
+            __builtin_prefetch(prefetched);
+            prefetched += 64;
+        }
+        READ_VARINT("length", end, length);
+        if (length < 0 || length > end - p)
+            MALFORMED("record %lld: length %lld runs past the batch", i, (long long)length);
+        const uint8_t *record_end = p + length;
+        if (p >= record_end)
+            MALFORMED("record %lld: length %lld leaves no room for its attributes", i,
+                      (long long)length);
+        p++; /* attributes: no record-level attribute is defined */
+        READ_VARINT("timestamp delta", record_end, timestamp_delta);
+        READ_VARINT("offset delta", record_end, offset_delta);
+        int64_t offset = 0;
+        int keep = !__builtin_add_overflow(base_offset, offset_delta, &offset) &&
+                   offset >= range->first && offset <= range->last;
+        READ_VARINT("key length", record_end, key_length);
+        const uint8_t *key = p;
+        if (key_length >= 0) {
+            if (key_length > record_end - p)
+                MALFORMED("record %lld: key of %lld bytes runs past the record", i,
+                          (long long)key_length);
+            p += key_length;
+        }
+        READ_VARINT("value length", record_end, value_length);
+        const uint8_t *value = p;
+        if (value_length >= 0) {
+            if (value_length > record_end - p)
+                MALFORMED("record %lld: value of %lld bytes runs past the record", i,
+                          (long long)value_length);
+            p += value_length;
+        }
+        READ_VARINT("header count", record_end, header_count);
+        for (int64_t h = 0; h < header_count; h++) {
+            int64_t hkey_length, hvalue_length;
+            READ_VARINT("header key length", record_end, hkey_length);
+            if (hkey_length < 0)
+                MALFORMED("record %lld: header key has negative length", i);
+            if (hkey_length > record_end - p)
+                MALFORMED("record %lld: header key of %lld bytes runs past the record", i,
+                          (long long)hkey_length);
+            if (!is_utf8(p, (size_t)hkey_length))
+                MALFORMED("record %lld: header key is not valid UTF-8", i);
+            p += hkey_length;
+            READ_VARINT("header value length", record_end, hvalue_length);
+            if (hvalue_length >= 0) {
+                if (hvalue_length > record_end - p)
+                    MALFORMED("record %lld: header value of %lld bytes runs past the record",
+                              i, (long long)hvalue_length);
+                p += hvalue_length;
+            }
+        }
+        if (p != record_end)
+            MALFORMED("record %lld: fields end %lld bytes %s its length says", i,
+                      (long long)(p > record_end ? p - record_end : record_end - p),
+                      p > record_end ? "after" : "before");
+        if (!keep)
+            continue;
+        Py_ssize_t row = first_row + kept;
+        int32_t end_at;
+        if (key_length >= 0) {
+            if (growbuf_reserve(&keys->data, (size_t)key_length) < 0)
+                return -1;
+            memcpy(keys->data.data + keys->data.len, key, (size_t)key_length);
+            keys->data.len += (size_t)key_length;
+            payload += key_length;
+        }
+        if (column_note_valid(keys, row, key_length >= 0) < 0)
+            return -1;
+        end_at = (int32_t)keys->data.len;
+        memcpy(out_key_offsets + 4 * kept, &end_at, 4);
+        if (value_length >= 0) {
+            if (growbuf_reserve(&values->data, (size_t)value_length) < 0)
+                return -1;
+            memcpy(values->data.data + values->data.len, value, (size_t)value_length);
+            values->data.len += (size_t)value_length;
+            payload += value_length;
+        }
+        if (column_note_valid(values, row, value_length >= 0) < 0)
+            return -1;
+        end_at = (int32_t)values->data.len;
+        memcpy(out_value_offsets + 4 * kept, &end_at, 4);
+        /* Kafka's long arithmetic: a delta past the int64 range wraps. */
+        int64_t timestamp = log_append_time
+                                ? max_timestamp
+                                : (int64_t)((uint64_t)base_timestamp + (uint64_t)timestamp_delta);
+        memcpy(out_offsets + 8 * kept, &offset, 8);
+        memcpy(out_timestamps + 8 * kept, &timestamp, 8);
+        memcpy(out_types + 4 * kept, &timestamp_type, 4);
+        kept++;
+    }
+#undef READ_VARINT
+#undef MALFORMED
+    if (p != end) {
+        snprintf(reason, MAX_REASON, "%lld bytes follow the batch's %lld records",
+                 (long long)(end - p), count);
+        return 1;
+    }
+#ifdef HAVE_CRC32C_INSTRUCTION
+    if (checksum != NULL &&
+        (crc32c_update((uint32_t)crc, crc_at, (size_t)(end - crc_at)) ^ 0xFFFFFFFFu) !=
+            checksum->stored)
+        return 2;
+#endif
+    self->offsets.len += 8 * (size_t)kept;
+    self->timestamps.len += 8 * (size_t)kept;
+    self->timestamp_types.len += 4 * (size_t)kept;
+    keys->offsets.len += 4 * (size_t)kept;
+    values->offsets.len += 4 * (size_t)kept;
+    keys->length += kept;
+    values->length += kept;
+    self->rows += kept;
+    self->payload_bytes += payload;
+    *kept_out = kept;
+    return 0;
+}
+
+/* Parse `count` records of `data` into the columns (see decode_records_each); with
+ * `checksum` (only where the CRC instruction is), verify the batch's checksum too: 2 when
+ * it does not match, nothing added. */
+static int
+decode_records(DecodedColumns *self, const uint8_t *data, size_t size, long long count,
+               int64_t base_offset, int64_t base_timestamp, int64_t max_timestamp,
+               int64_t attributes, const OffsetRange *range, Py_ssize_t *kept_out,
+               char *reason, const Checksum *checksum)
+{
+    /* A record takes at least 7 bytes, so more records than bytes is malformed; keys and
+     * values of a batch take at most its size. */
+    if (!self->include_headers && !range->none && count > 0 && (size_t)count <= size &&
+        self->rows + count <= INT32_LIMIT &&
+        (long long)self->keys.data.len + (long long)size <= INT32_LIMIT &&
+        (long long)self->values.data.len + (long long)size <= INT32_LIMIT)
+        return decode_records_plain(self, data, size, count, base_offset, base_timestamp,
+                                    max_timestamp, attributes, range, kept_out, reason,
+                                    checksum);
+    if (checksum != NULL) {
+#ifdef HAVE_CRC32C_INSTRUCTION
+        if (crc32c_instruction(checksum->start, (size_t)(data + size - checksum->start)) !=
+            checksum->stored)
+            return 2;
+#endif
+    }
+    return decode_records_each(self, data, size, count, base_offset, base_timestamp,
+                               max_timestamp, attributes, range, kept_out, reason);
+}
+
 PyDoc_STRVAR(decode_v2_doc,
 "decode_v2(data, count, base_offset, base_timestamp, max_timestamp, attributes,\n"
 "          min_offset, end_offset) -> rows kept\n\n"
@@ -1011,7 +1372,7 @@ DecodedColumns_decode_v2(DecodedColumns *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t kept = 0;
     int status = decode_records(self, (const uint8_t *)view.buf, (size_t)view.len, count,
                                 base_offset, base_timestamp, max_timestamp, attributes, &range,
-                                &kept, reason);
+                                &kept, reason, NULL);
     PyBuffer_Release(&view);
     if (status != 0) {
         columns_rewind(self, &mark);
@@ -1067,28 +1428,6 @@ bound_from(PyObject *obj, Bound *bound)
     return 0;
 }
 
-/* CRC32C with the SSE4.2 instruction. One dependent stream runs at about a third of
- * what the `crc32c` package's interleaved code reaches, but needs no Python call:
- * small batches use it, large ones go to the package (crc.crc32c). */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_CRC32C_INSTRUCTION 1
-__attribute__((target("sse4.2"))) static uint32_t
-crc32c_instruction(const uint8_t *p, size_t n)
-{
-    uint64_t crc = 0xFFFFFFFFu;
-    for (; n && ((uintptr_t)p & 7); n--)
-        crc = __builtin_ia32_crc32qi((uint32_t)crc, *p++);
-    for (; n >= 8; n -= 8, p += 8) {
-        uint64_t word;
-        memcpy(&word, p, 8);
-        crc = __builtin_ia32_crc32di(crc, word);
-    }
-    for (; n; n--)
-        crc = __builtin_ia32_crc32qi((uint32_t)crc, *p++);
-    return (uint32_t)crc ^ 0xFFFFFFFFu;
-}
-#endif
-static int have_crc32c_instruction;
 #define CRC32C_INSTRUCTION_MAX_BYTES 4096
 
 static int
@@ -1250,7 +1589,12 @@ DecodedColumns_decode_run(DecodedColumns *self, PyObject *const *args, Py_ssize_
             (self->stop_at_control && (attributes & ATTR_CONTROL));
         /* Skipping or stopping decides from the header's offsets, so the header is verified
          * first; entries left to Python are verified there, once. */
-        if (crc32c != Py_None && (skip || done || !for_python)) {
+        /* A batch to decode has its checksum verified as it is parsed, where the CRC
+         * instruction is. */
+        int fused = crc32c != Py_None && have_crc32c_instruction && !self->include_headers &&
+                    !skip && !done &&
+                    !for_python && !(attributes & ATTR_CONTROL) && count != 0;
+        if (crc32c != Py_None && !fused && (skip || done || !for_python)) {
             int matches = checksum_matches(crc32c, entry + V2_CRC_START,
                                            (size_t)(entry_size - V2_CRC_START), stored_crc);
             if (matches < 0) {
@@ -1283,17 +1627,19 @@ DecodedColumns_decode_run(DecodedColumns *self, PyObject *const *args, Py_ssize_
         ColumnsMark mark;
         columns_mark(self, &mark);
         Py_ssize_t kept;
+        Checksum checksum = {entry + V2_CRC_START, stored_crc};
         int status = decode_records(self, entry + V2_HEADER_SIZE,
                                     (size_t)(entry_size - V2_HEADER_SIZE), count, base_offset,
                                     base_timestamp, max_timestamp, attributes, &range, &kept,
-                                    reason);
+                                    reason, fused ? &checksum : NULL);
         if (status != 0) {
             columns_rewind(self, &mark);
             if (status < 0) {
                 PyBuffer_Release(&view);
                 return NULL;
             }
-            state = RUN_ENTRY_FOR_PYTHON; /* malformed: add_v2_batch raises the error */
+            /* malformed (add_v2_batch raises the error) or damaged (verify_checksum) */
+            state = RUN_ENTRY_FOR_PYTHON;
             break;
         }
         if (self->track_batches) {
@@ -2156,6 +2502,8 @@ PyInit__fastrecords(void)
 #ifdef HAVE_CRC32C_INSTRUCTION
     __builtin_cpu_init();
     have_crc32c_instruction = __builtin_cpu_supports("sse4.2") != 0;
+    if (have_crc32c_instruction)
+        crc_stripe_shift_init();
 #endif
     PyObject *module = PyModule_Create(&fastrecords_module);
     if (module == NULL)

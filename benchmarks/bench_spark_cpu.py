@@ -1,0 +1,81 @@
+"""Where a Spark scan's CPU goes, by process: bench_spark_read.py's (b) scan of segmentlog
+and of its prebuilt-Arrow ceiling, CPU seconds a scan of Spark's JVM and of its Python
+workers by kind (task workers, the planner's), exited workers counted through the daemon
+that reaped them.
+
+Usage: python benchmarks/bench_spark_cpu.py --workdir DIR [--runs 4]
+DIR is a bench_spark_read.py --workdir that holds its log and prebuilt Arrow files
+(`logdir`, `arrow`). Run from outside the checkout (cd /tmp), PYTHONPATH picking the build.
+"""
+import argparse
+import collections
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# The ceiling's source is pickled by reference: Spark's workers import it from here.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [HERE] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+import psutil  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
+
+import segmentlog_datasource  # noqa: E402
+from bench_spark_read import PrebuiltArrowSource  # noqa: E402
+
+
+def cpu_by_process():
+    """{process kind: CPU seconds so far} over this process's descendants."""
+    found = collections.Counter()
+    for process in psutil.Process().children(recursive=True):
+        try:
+            name, command, times = process.name(), process.cmdline(), process.cpu_times()
+        except psutil.Error:
+            continue
+        kind = " ".join(a for a in command if a.startswith("pyspark")) \
+            if name.startswith("python") else name
+        found[kind] += times.user + times.system + times.children_user + times.children_system
+    return found
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--runs", type=int, default=4)
+    args = parser.parse_args()
+    spark = (SparkSession.builder.master("local[2]").appName("segmentlog-cpu")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "4g").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    segmentlog_datasource.register(spark, enable_filter_pushdown=False)
+    spark.dataSource.register(PrebuiltArrowSource)
+    aggregate = "count(*) AS n, sum(offset) AS offsets, sum(length(value)) AS bytes".split(", ")
+    paths = {"segmentlog": os.path.join(args.workdir, "logdir"),
+             "prebuilt_arrow": os.path.join(args.workdir, "arrow")}
+
+    def scan(fmt):
+        return spark.read.format(fmt).load(paths[fmt]).selectExpr(*aggregate).first()
+
+    for fmt in paths:  # warm up the workers
+        scan(fmt)
+        scan(fmt)
+    for fmt in list(paths) * 2:
+        before = cpu_by_process()
+        start = time.perf_counter()
+        for _ in range(args.runs):
+            scan(fmt)
+        took = (time.perf_counter() - start) / args.runs
+        after = cpu_by_process()
+        print(f"{fmt}: {took:.3f} s a scan (mean of {args.runs}); CPU seconds a scan:")
+        for kind in sorted(set(before) | set(after)):
+            spent = (after[kind] - before[kind]) / args.runs
+            if spent >= 0.005:
+                print(f"    {spent:7.3f}  {kind}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
