@@ -10,7 +10,15 @@ with schemas from the log's `_schemas` topic (or option `schemas`): the rows gai
 `keyDecoded` / `valueDecoded` typed by the subject's latest schema (value_formats.py).
 """
 from .options import DecodeOptions, parse_decode_options
-from .internal_topics import InternalTopicColumns
 from .reads import DecodedRead
+
+
+def __getattr__(name):
+    # Imported when first asked for: a plain read's Spark workers do without it.
+    if name == "InternalTopicColumns":
+        from .internal_topics import InternalTopicColumns
+
+        return InternalTopicColumns
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["DecodeOptions", "DecodedRead", "InternalTopicColumns", "parse_decode_options"]

@@ -9,13 +9,10 @@ import pyarrow as pa
 from ..errors import InvalidOptionError
 from ..format.arrow import arrow_schema
 from ..format.scan import ScanOptions
-from ..read.cluster_metadata import is_snapshot_fragment, plan_metadata_read
 from ..read.fragments import Fragment, scan_fragments
 from ..read.planning import Constraints, plan_fragments
 from ..read.options import ReadOptions, TopicSelection, parse_bool, parse_read_options
-from .internal_topics import InternalTopicColumns
 from .options import DecodeOptions, parse_decode_options
-from .value_formats import FramedColumns
 
 
 class DecodedRead:
@@ -26,10 +23,18 @@ class DecodedRead:
 
     def __init__(self, options):
         self.decode: DecodeOptions = parse_decode_options(options)
-        self.columns = InternalTopicColumns(self.decode.topic, self.decode.permissive) \
-            if self.decode.decoding else None
-        self.framed = FramedColumns(self.decode, parse_read_options(options)) \
-            if self.decode.framed else None
+        # Each decoder is imported by the reads that use it: a plain read's Spark workers
+        # (a fresh process for each planning step) do without their modules.
+        self.columns = None
+        if self.decode.decoding:
+            from .internal_topics import InternalTopicColumns
+
+            self.columns = InternalTopicColumns(self.decode.topic, self.decode.permissive)
+        self.framed = None
+        if self.decode.framed:
+            from .value_formats import FramedColumns
+
+            self.framed = FramedColumns(self.decode, parse_read_options(options))
 
     def read_options(self, read: ReadOptions) -> ReadOptions:
         """`read` reading only the decoded topic: it alone when no topic is selected (an
@@ -74,6 +79,8 @@ class DecodedRead:
         """The read's fragments; a whole read of a topic with snapshot files (KRaft's
         metadata log) starts with them."""
         if self.columns is not None and self.decode.topic.has_snapshots:
+            from ..read.cluster_metadata import plan_metadata_read
+
             return plan_metadata_read(read, constraints)
         return plan_fragments(read, constraints)
 
@@ -87,6 +94,8 @@ class DecodedRead:
         if self.columns is None:
             yield from scan_fragments(fragments, options)
             return
+        from ..read.cluster_metadata import is_snapshot_fragment
+
         for fragment in fragments:
             snapshot = os.path.basename(fragment.log_path) \
                 if is_snapshot_fragment(fragment) else None
