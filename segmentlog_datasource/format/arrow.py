@@ -135,6 +135,15 @@ def as_binary(array) -> pa.Array:
     raise TypeError(f"expected a binary or string column, got {array.type}")
 
 
+def as_binary_chunks(array) -> list:
+    """A binary (or string, ...) column, chunked or not, as a list of plain binary arrays
+    (its chunks as they are, no copy for binary ones)."""
+    if isinstance(array, pa.ChunkedArray):
+        chunks = [as_binary(chunk) for chunk in array.chunks]
+        return chunks or [pa.array([], pa.binary())]
+    return [as_binary(array)]
+
+
 def binary_offsets(array: pa.Array) -> np.ndarray:
     """The n+1 value offsets of a binary array (int64, indexes into its data buffer)."""
     dtype = np.int64 if pa.types.is_large_binary(array.type) else np.int32
