@@ -144,6 +144,14 @@ def as_binary_chunks(array) -> list:
     return [as_binary(array)]
 
 
+def as_binary_column(array):
+    """as_binary, except that a column of several chunks stays chunked (each chunk a plain
+    binary array, not copied): for readers of the chunks in place (v2_encode.encode_groups)."""
+    if isinstance(array, pa.ChunkedArray) and array.num_chunks > 1:
+        return pa.chunked_array(as_binary_chunks(array), pa.binary())
+    return as_binary(array)
+
+
 def binary_offsets(array: pa.Array) -> np.ndarray:
     """The n+1 value offsets of a binary array (int64, indexes into its data buffer)."""
     dtype = np.int64 if pa.types.is_large_binary(array.type) else np.int32

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import compression
-from .arrow import HEADER_TYPE, as_binary, as_binary_chunks, binary_lengths, binary_offsets
+from .arrow import HEADER_TYPE, as_binary, as_binary_column, binary_lengths, binary_offsets
 from .layout import (
     ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD,
     NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, V2_CRC_COVERED,
@@ -66,8 +66,8 @@ class RecordColumns:
     def __post_init__(self):
         # Keys and values of several chunks stay chunked: encode_groups reads them in
         # place; everything else takes them combined (`combined`).
-        self.keys = _binary_column(self.keys)
-        self.values = _binary_column(self.values)
+        self.keys = as_binary_column(self.keys)
+        self.values = as_binary_column(self.values)
         self.timestamps = np.ascontiguousarray(self.timestamps, dtype=np.int64)
         if isinstance(self.headers, pa.ChunkedArray):
             self.headers = self.headers.combine_chunks()
@@ -117,12 +117,6 @@ class RecordColumns:
             np.array(timestamps, dtype=np.int64),
             pa.array(headers, HEADER_TYPE) if any_headers else None,
         )
-
-
-def _binary_column(column):
-    if isinstance(column, pa.ChunkedArray) and column.num_chunks > 1:
-        return pa.chunked_array(as_binary_chunks(column), pa.binary())
-    return as_binary(column)
 
 
 class _EncodedHeaders:
