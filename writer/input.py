@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..format.arrow import as_binary
+from ..format.arrow import as_binary_column
 from ..format.layout import INT32_MAX
 from ..errors import did_you_mean
 from .errors import InvalidInputError
@@ -116,8 +116,8 @@ class InputLayout:
 class NormalizedRows:
     """One chunk of input as the encoder takes it."""
 
-    keys: pa.Array  # binary
-    values: pa.Array  # binary
+    keys: pa.Array  # binary (a pa.ChunkedArray of binary chunks when the input had several)
+    values: pa.Array  # binary (likewise)
     timestamps: np.ndarray  # int64 ms
     headers: Optional[pa.Array]
     partitions: Optional[np.ndarray]  # int64, -1 where not given; None without the column
@@ -138,8 +138,9 @@ def normalize(table, layout: InputLayout, write_time_ms: int,
               topic_option: Optional[str]) -> NormalizedRows:
     """Columns of a pa.Table or RecordBatch turned into the encoder's form."""
     n = table.num_rows
-    values = as_binary(_column(table, "value"))
-    keys = as_binary(_column(table, "key")) if layout.has_key else pa.nulls(n, pa.binary())
+    # Keys and values keep their chunks (Spark's batches): the encoder reads them in place.
+    values = as_binary_column(table.column("value"))
+    keys = as_binary_column(table.column("key")) if layout.has_key else pa.nulls(n, pa.binary())
     if layout.has_timestamp:
         timestamps = timestamps_ms(_column(table, "timestamp"), write_time_ms)
     else:

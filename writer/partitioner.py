@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 import pyarrow as pa
 
-from ..format.arrow import as_binary, binary_offsets
+from ..format.arrow import as_binary, as_binary_column, binary_offsets
 from ..format.fastpath import compiled_key_hasher
 
 SEED = 0x9747B28C
@@ -154,7 +154,7 @@ def assign_partitions(keys: pa.Array, explicit: Optional[np.ndarray], num_partit
     need = result < 0
     if not need.any():
         return result
-    keys = as_binary(keys)
+    keys = as_binary_column(keys)
     has_key = np.asarray(keys.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
     by_key = need & has_key
     if by_key.any():

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..format.v2_encode import (
-    RecordColumns, RecordTooLargeError, encode_batches, patch_batch_headers,
+    RecordColumns, RecordTooLargeError, check_batch_sizes, encode_groups, patch_batch_headers,
 )
 
 from .errors import InvalidInputError, WriteAbortedError, WriteError, raise_out_of_space
@@ -265,26 +265,22 @@ class TaskWriter:
                 for t, topic in enumerate(topics):
                     index = np.nonzero(topic_ids == t)[0]
                     partitions[index] = self._assign(topic, take_rows(rows, index))
-        group = partitions if topic_ids is None else (topic_ids << 32) | partitions
-        columns = RecordColumns(rows.keys, rows.values, rows.timestamps, rows.headers)
-        if n and (group == group[0]).all():
-            key = int(group[0])
-            self._encode(*self._topic_partition(topics, topic_ids, key), columns, None)
-            return
-        if topic_ids is None and int(group.max()) < 1 << 16:
-            # Few partitions: numpy's stable sort of 16-bit keys is a radix sort.
-            order = np.argsort(group.astype(np.uint16), kind="stable")
+        if topic_ids is None and n and int(partitions.max()) < 1 << 16:
+            groups, group_count = partitions, int(partitions.max()) + 1
+            group_keys = None  # group g is partition g
         else:
-            order = np.argsort(group, kind="stable")
-        group_sorted = group[order]
-        cuts = np.flatnonzero(np.diff(group_sorted)) + 1
-        starts = np.concatenate(([0], cuts)).astype(np.int64)
-        ends = np.concatenate((cuts, [n])).astype(np.int64)
-        for start, end in zip(starts.tolist(), ends.tolist()):
-            key = int(group_sorted[start])
-            # The encoder reads each partition's rows in place, in input order.
-            self._encode(*self._topic_partition(topics, topic_ids, key), columns,
-                         order[start:end])
+            combined = partitions if topic_ids is None else (topic_ids << 32) | partitions
+            group_keys, groups = np.unique(combined, return_inverse=True)
+            groups = groups.reshape(-1)
+            group_count = len(group_keys)
+        columns = RecordColumns(rows.keys, rows.values, rows.timestamps, rows.headers)
+        # Every partition's rows in one pass over the input, in input order.
+        encoded = self._encode(columns, groups, group_count)
+        for g, batches in enumerate(encoded):
+            if batches is None:
+                continue
+            key = g if group_keys is None else int(group_keys[g])
+            self._stage(*self._topic_partition(topics, topic_ids, key), batches)
 
     @staticmethod
     def _topic_partition(topics, topic_ids, key: int):
@@ -293,17 +289,25 @@ class TaskWriter:
         return topics[key >> 32], key & 0xFFFFFFFF
 
     # ----------------------------------------------------------------- encoding
-    def _encode(self, topic: str, partition: int, columns: RecordColumns,
-                rows: Optional[np.ndarray]) -> None:
-        """Encode the records at `rows` of `columns` (all of them: None) into batches."""
+    def _encode(self, columns: RecordColumns, groups: np.ndarray, group_count: int) -> list:
+        """Each group's records (`groups`: one per row) as batches, None for empty ones."""
         options = self.spec.options
         try:
-            encoded = encode_batches(
-                columns, codec=options.compression, batch_size=options.batch_size,
-                timestamp_type=options.timestamp_type, log_append_time=self.spec.write_time_ms,
+            return encode_groups(
+                columns, groups, group_count, codec=options.compression,
+                batch_size=options.batch_size, timestamp_type=options.timestamp_type,
+                log_append_time=self.spec.write_time_ms,
                 compression_level=options.compression_level,
-                max_batch_bytes=options.max_batch_bytes, rows=rows,
             )
+        except ValueError as exc:  # e.g. a null header key
+            raise InvalidInputError(f"column 'headers': {exc}") from None
+
+    def _stage(self, topic: str, partition: int, encoded) -> None:
+        """Append one partition's encoded batches to its staging file."""
+        options = self.spec.options
+        try:
+            check_batch_sizes(encoded.sizes, encoded.record_counts, encoded.first_rows,
+                              options.max_batch_bytes)
         except RecordTooLargeError as exc:
             limit = "max.message.bytes" if options.max_message_bytes <= options.segment_bytes \
                 else "segment.bytes"
@@ -313,8 +317,6 @@ class TaskWriter:
                 f"segment.bytes={options.segment_bytes} rejects it; raise the '{limit}' option "
                 f"to write records this large"
             ) from None
-        except ValueError as exc:  # e.g. a null header key
-            raise InvalidInputError(f"column 'headers': {exc}") from None
         if self.file_per_partition:
             position = self._append_to_partition_file((topic, partition), encoded)
         else:

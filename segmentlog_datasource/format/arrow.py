@@ -134,6 +134,23 @@ def as_binary(array) -> pa.Array:
     raise TypeError(f"expected a binary or string column, got {array.type}")
 
 
+def as_binary_chunks(array) -> list:
+    """A binary (or string, ...) column, chunked or not, as a list of plain binary arrays
+    (its chunks as they are, no copy for binary ones)."""
+    if isinstance(array, pa.ChunkedArray):
+        chunks = [as_binary(chunk) for chunk in array.chunks]
+        return chunks or [pa.array([], pa.binary())]
+    return [as_binary(array)]
+
+
+def as_binary_column(array):
+    """as_binary, except that a column of several chunks stays chunked (each chunk a plain
+    binary array, not copied): for readers of the chunks in place (v2_encode.encode_groups)."""
+    if isinstance(array, pa.ChunkedArray) and array.num_chunks > 1:
+        return pa.chunked_array(as_binary_chunks(array), pa.binary())
+    return as_binary(array)
+
+
 def binary_offsets(array: pa.Array) -> np.ndarray:
     """The n+1 value offsets of a binary array (int64, indexes into its data buffer)."""
     dtype = np.int64 if pa.types.is_large_binary(array.type) else np.int32

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import compression
-from .arrow import HEADER_TYPE, as_binary, binary_lengths, binary_offsets
+from .arrow import HEADER_TYPE, as_binary, as_binary_column, binary_lengths, binary_offsets
 from .layout import (
     ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD,
     NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, V2_CRC_COVERED,
@@ -64,8 +64,10 @@ class RecordColumns:
                                                           compare=False)
 
     def __post_init__(self):
-        self.keys = as_binary(self.keys)
-        self.values = as_binary(self.values)
+        # Keys and values of several chunks stay chunked: encode_groups reads them in
+        # place; everything else takes them combined (`combined`).
+        self.keys = as_binary_column(self.keys)
+        self.values = as_binary_column(self.values)
         self.timestamps = np.ascontiguousarray(self.timestamps, dtype=np.int64)
         if isinstance(self.headers, pa.ChunkedArray):
             self.headers = self.headers.combine_chunks()
@@ -82,6 +84,14 @@ class RecordColumns:
         if self._encoded_headers is None:
             self._encoded_headers = _EncodedHeaders(self.headers, len(self))
         return self._encoded_headers
+
+    def combined(self) -> "RecordColumns":
+        """These columns with keys and values each in one array (a copy only if chunked)."""
+        if not isinstance(self.keys, pa.ChunkedArray) and \
+                not isinstance(self.values, pa.ChunkedArray):
+            return self
+        return RecordColumns(as_binary(self.keys), as_binary(self.values), self.timestamps,
+                             self.headers, self._encoded_headers)
 
     def take(self, rows: np.ndarray) -> "RecordColumns":
         """The records at `rows`, in that order."""
@@ -279,6 +289,49 @@ def encode_batches(columns: RecordColumns, *, codec: int = compression.NONE,
         max_batch_bytes=max_batch_bytes, batch_starts=batch_starts, rows=rows)
 
 
+def encode_groups(columns: RecordColumns, groups: np.ndarray, group_count: int, *,
+                  codec: int = compression.NONE, batch_size: int = 16384,
+                  timestamp_type: int = CREATE_TIME, log_append_time: Optional[int] = None,
+                  compression_level=None, use_fast_path: bool = True) -> list:
+    """The records of each group (`groups`: a group number in [0, group_count) per row)
+    encoded as `encode_batches` encodes them with `rows` = that group's rows in order:
+    a list of EncodedBatches per group, None for a group without rows. Batch sizes are not
+    checked against a limit here (`check_batch_sizes`). The compiled encoder reads the
+    rows once, in order, chunked keys and values in place; else the pure twin."""
+    from .fastpath import batch_encoder
+
+    return batch_encoder(use_fast_path, grouped=True)(
+        columns, groups, group_count, codec=codec, batch_size=batch_size,
+        timestamp_type=timestamp_type, log_append_time=log_append_time,
+        compression_level=compression_level)
+
+
+def encode_groups_python(columns: RecordColumns, groups: np.ndarray, group_count: int,
+                         **options) -> list:
+    """encode_groups one group at a time: the compiled encode_groups' pure twin."""
+    groups = np.asarray(groups, dtype=np.int64)
+    if len(groups) != len(columns):
+        raise ValueError("groups must hold one group number per record")
+    if len(groups) and (groups.min() < 0 or groups.max() >= group_count):
+        raise ValueError("a group number is out of range")
+    columns = columns.combined()
+    order = np.argsort(groups, kind="stable")
+    cuts = np.searchsorted(groups[order], np.arange(group_count + 1))
+    return [encode_batches_python(columns, rows=order[cuts[g]:cuts[g + 1]], **options)
+            if cuts[g + 1] > cuts[g] else None for g in range(group_count)]
+
+
+def check_batch_sizes(sizes: np.ndarray, counts: np.ndarray, first_rows: np.ndarray,
+                      max_batch_bytes: Optional[int]) -> None:
+    """RecordTooLargeError for the first batch larger than `max_batch_bytes` (None: none)."""
+    if max_batch_bytes is not None:
+        over = np.flatnonzero(sizes > max_batch_bytes)
+        if len(over):
+            b = int(over[0])
+            raise too_large(int(sizes[b]), int(counts[b]), int(first_rows[b]),
+                            max_batch_bytes)
+
+
 def batch_attributes(codec: int, timestamp_type: int, log_append_time: Optional[int]) -> int:
     """The attributes of the batches a write encodes (checking LogAppendTime's time)."""
     if timestamp_type == LOG_APPEND_TIME:
@@ -302,6 +355,7 @@ def encode_batches_python(columns: RecordColumns, *, codec: int = compression.NO
                           batch_starts: Optional[np.ndarray] = None,
                           rows: Optional[np.ndarray] = None) -> EncodedBatches:
     """encode_batches in Python and numpy: the compiled encoder's pure twin."""
+    columns = columns.combined()
     if rows is not None:
         columns = columns.take(rows)
     n = len(columns)

@@ -4,8 +4,9 @@ twin (v2_encode.encode_batches_python): both must give the same bytes and metada
 Inputs: generated record columns (null, empty and large keys and values, headers with
 null values and null lists, sliced and string columns, any timestamps, some rows in an
 order of their own), every codec, both timestamp types, producer-filled and given batch
-cuts; Kafka's key hash of generated keys (the partitioner's compiled murmur2); and the records of every
-Kafka-written magic-2 fixture batch, re-encoded with both, whose bytes must be Kafka's
+cuts; every partition of a write encoded at once from chunked columns (encode_groups);
+Kafka's key hash of generated keys (the partitioner's compiled murmur2); and the records
+of every Kafka-written magic-2 fixture batch, re-encoded with both, whose bytes must be Kafka's
 where the writer's conventions allow (contiguous offsets; the producer fields, which a
 non-idempotent writer leaves at -1, are set to the batch's before comparing).
 """
@@ -27,8 +28,8 @@ from segmentlog_datasource.format.layout import (
     V2_PRODUCER_ID,
 )
 from segmentlog_datasource.format.v2_encode import (
-    RecordColumns, RecordTooLargeError, encode_batches, encode_batches_python,
-    patch_batch_headers,
+    RecordColumns, RecordTooLargeError, encode_batches, encode_batches_python, encode_groups,
+    encode_groups_python, patch_batch_headers,
 )
 from segmentlog_datasource.writer.partitioner import key_hashes, murmur2_array
 from support.compiled import ENCODER_NOT_BUILT, NOT_BUILT, compiled_encode
@@ -50,6 +51,8 @@ def test_the_compiled_encoder_is_built_where_ci_requires_it():
     assert compiled_encode is not None, f"_fastencode does not import: {ENCODER_NOT_BUILT}"
     assert batch_encoder() is compiled_encode.encode_batches_compiled
     assert batch_encoder(use_fast_path=False) is encode_batches_python
+    assert batch_encoder(grouped=True) is compiled_encode.encode_groups_compiled
+    assert batch_encoder(use_fast_path=False, grouped=True) is encode_groups_python
     assert NOT_BUILT is None  # the decoder, which the same build makes
 
 
@@ -108,6 +111,65 @@ def test_generated_records_encode_alike(rows, codec, batch_size, timestamp_type,
         cuts = np.unique(np.concatenate(([0], np.arange(0, count, 7))))
     assert_twins(columns, codec=codec, batch_size=batch_size, timestamp_type=timestamp_type,
                  log_append_time=T0 + 99, batch_starts=cuts, rows=order)
+
+
+def chunked(array, cuts):
+    """`array` as a ChunkedArray cut at `cuts` (positions), empty chunks included."""
+    bounds = [0] + sorted(min(c, len(array)) for c in cuts) + [len(array)]
+    return pa.chunked_array([array.slice(a, b - a) for a, b in zip(bounds, bounds[1:])],
+                            array.type)
+
+
+@settings(max_examples=120, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(records, st.sampled_from(CODECS), st.sampled_from([0, 100, 700, 16384]),
+       st.sampled_from([CREATE_TIME, LOG_APPEND_TIME]), st.integers(1, 6),
+       st.randoms(use_true_random=False), st.booleans())
+def test_grouped_records_encode_alike(rows, codec, batch_size, timestamp_type, group_count,
+                                      pick, chunk_keys_alike):
+    """encode_groups: every group's records in one pass over chunked columns, as
+    encode_batches gives each group's rows."""
+    keys = pa.array([k for k, _, _, _ in rows], pa.binary())
+    values = pa.array([v for _, v, _, _ in rows], pa.binary())
+    headers = None
+    if any(h for _, _, _, h in rows):
+        headers = pa.array([None if h is None else [{"key": k, "value": v} for k, v in h]
+                            for _, _, _, h in rows], HEADER_TYPE)
+    timestamps = T0 + np.array([t for _, _, t, _ in rows], dtype=np.int64)
+    n = len(rows)
+    cuts = [pick.randint(0, n) for _ in range(pick.randint(0, 4))]
+    key_cuts = cuts if chunk_keys_alike else [pick.randint(0, n)]
+    columns = RecordColumns(chunked(keys, key_cuts), chunked(values, cuts), timestamps,
+                            headers)
+    groups = np.array([pick.randrange(group_count) for _ in range(n)], dtype=np.int64)
+    options = dict(codec=codec, batch_size=batch_size, timestamp_type=timestamp_type,
+                   log_append_time=T0 + 99)
+    fast = compiled_encode.encode_groups_compiled(columns, groups, group_count, **options)
+    pure = encode_groups_python(columns, groups, group_count, **options)
+    assert len(fast) == len(pure) == group_count
+    plain = RecordColumns(keys, values, timestamps, headers)
+    for g in range(group_count):
+        rows_of_g = np.flatnonzero(groups == g)
+        if not len(rows_of_g):
+            assert fast[g] is None and pure[g] is None
+            continue
+        alone = encode_batches_python(plain, rows=rows_of_g, **options)
+        for encoded in (fast[g], pure[g]):
+            assert bytes(encoded.data) == bytes(alone.data)
+            for field in ("sizes", "record_counts", "max_timestamps", "first_rows"):
+                assert np.array_equal(getattr(encoded, field), getattr(alone, field)), field
+    chosen = encode_groups(columns, groups, group_count, use_fast_path=False, **options)
+    assert [None if e is None else bytes(e.data) for e in chosen] == \
+        [None if e is None else bytes(e.data) for e in pure]
+
+
+def test_grouped_encoding_refuses_bad_group_numbers():
+    columns = RecordColumns(pa.array([b"k"] * 3), pa.array([b"v"] * 3), np.full(3, T0))
+    for encode in (encode_groups_python, compiled_encode.encode_groups_compiled):
+        with pytest.raises(ValueError, match="out of range"):
+            encode(columns, np.array([0, 2, 1]), 2)
+        with pytest.raises(ValueError, match="one group number per record"):
+            encode(columns, np.array([0, 1]), 2)
 
 
 @settings(max_examples=60, derandomize=True, deadline=None, database=None)

@@ -583,3 +583,26 @@ def test_chunking_does_not_change_the_log(tmp_path):
         job.commit([task.finish()])
         logs.append(decode_logdir(path))
     assert logs[0] == logs[1]
+
+
+@pytest.mark.parametrize("codec", ["none", "lz4"])
+def test_many_small_batches_write_the_bytes_of_one_table(tmp_path, codec):
+    """Rows handed over as many record batches (as Spark does), whose keys and values the
+    encoder reads chunk by chunk in place, give the same segment bytes as one table."""
+    table = to_table(make_rows(2000, seed=4), False)
+    batches = table.combine_chunks().to_batches(max_chunksize=70)
+    assert len(batches) > 20
+    written = []
+    for name, data in (("whole", table.combine_chunks()), ("batches", batches)):
+        path = str(tmp_path / name)
+        write_log(path, data, topic="t", num_partitions=3, compression=codec,
+                  batch_size=1500, write_time_ms=WRITE_TIME)
+        logs = {}
+        for partition in range(3):
+            directory = os.path.join(path, f"t-{partition}")
+            for entry in sorted(os.listdir(directory)):
+                if entry.endswith(".log"):
+                    with open(os.path.join(directory, entry), "rb") as f:
+                        logs[(partition, entry)] = f.read()
+        written.append(logs)
+    assert written[0] == written[1] and sum(map(len, written[0].values())) > 100_000

@@ -126,15 +126,17 @@ def _compiled_encoder():
     return _encoder_module or None
 
 
-def batch_encoder(use_fast_path: bool = True):
-    """encode(columns, **options) -> EncodedBatches (v2_encode.encode_batches): the
-    compiled encoder when built and wanted, else its pure-Python twin (warned once)."""
+def batch_encoder(use_fast_path: bool = True, grouped: bool = False):
+    """encode(columns, **options) -> EncodedBatches (v2_encode.encode_batches), or with
+    `grouped` encode(columns, groups, group_count, **options) -> [EncodedBatches or None]
+    (v2_encode.encode_groups): the compiled encoder when built and wanted, else its
+    pure-Python twin (warned once)."""
     compiled = _compiled_encoder() if use_fast_path else None
     if compiled is not None:
-        return compiled.encode_batches_compiled
-    from ..v2_encode import encode_batches_python
+        return compiled.encode_groups_compiled if grouped else compiled.encode_batches_compiled
+    from ..v2_encode import encode_batches_python, encode_groups_python
 
-    return encode_batches_python
+    return encode_groups_python if grouped else encode_batches_python
 
 
 def compiled_key_hasher(use_fast_path: bool = True):

@@ -620,6 +620,373 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------- grouped encoding */
+
+/* The batches of one group (a topic-partition) as encode_groups() plans and writes them. */
+typedef struct {
+    int64_t *starts, *counts, *bytes, *max_ts, *base_ts;
+    int64_t batches, capacity;
+    int64_t records;  /* the group's records so far */
+    int64_t open_start;  /* the open batch's first record (group numbering); -1: none */
+    int64_t open_base_ts, open_max_ts, open_bytes;
+    /* writing */
+    PyObject *out;
+    Py_buffer view;
+    uint8_t *p, *batch_begin;
+    int64_t b, k;
+} Group;
+
+static void
+groups_free(Group *groups, int64_t count)
+{
+    for (int64_t g = 0; groups && g < count; g++) {
+        Group *G = &groups[g];
+        PyMem_RawFree(G->starts);
+        PyMem_RawFree(G->counts);
+        PyMem_RawFree(G->bytes);
+        PyMem_RawFree(G->max_ts);
+        PyMem_RawFree(G->base_ts);
+        if (G->view.obj)
+            PyBuffer_Release(&G->view);
+        Py_XDECREF(G->out);
+    }
+    PyMem_RawFree(groups);
+}
+
+static const char *
+group_close_batch(Group *G)
+{
+    if (G->open_bytes > (int64_t)INT32_MAX - V2_HEADER_SIZE)
+        return "a record batch would be larger than 2 GiB";
+    if (G->batches == G->capacity) {
+        int64_t capacity = G->capacity ? 2 * G->capacity : 16;
+        int64_t **arrays[] = {&G->starts, &G->counts, &G->bytes, &G->max_ts, &G->base_ts};
+        for (int a = 0; a < 5; a++) {
+            int64_t *grown = PyMem_RawRealloc(*arrays[a], sizeof(int64_t) * capacity);
+            if (!grown)
+                return "out of memory";
+            *arrays[a] = grown;
+        }
+        G->capacity = capacity;
+    }
+    int64_t b = G->batches++;
+    G->starts[b] = G->open_start;
+    G->counts[b] = G->records - G->open_start;
+    G->bytes[b] = G->open_bytes;
+    G->max_ts[b] = G->open_max_ts;
+    G->base_ts[b] = G->open_base_ts;
+    G->open_start = -1;
+    return NULL;
+}
+
+/* Several groups' records encoded in one pass over the rows, in their order: the rows
+ * arrive in chunks (keys[c], values[c] of chunk_rows[c] rows each); timestamps, group
+ * numbers and headers are indexed by the row's place in the whole input. */
+typedef struct {
+    Column *keys, *values, header_blob;
+    Py_ssize_t chunks;
+    int64_t *chunk_rows;
+    Py_buffer timestamps, groups, header_counts;
+    int have_headers;
+    int64_t rows, group_count;
+} GroupedInputs;
+
+static void
+grouped_release(GroupedInputs *in)
+{
+    for (Py_ssize_t c = 0; c < in->chunks; c++) {
+        if (in->keys)
+            column_release(&in->keys[c]);
+        if (in->values)
+            column_release(&in->values[c]);
+    }
+    PyMem_Free(in->keys);
+    PyMem_Free(in->values);
+    PyMem_Free(in->chunk_rows);
+    column_release(&in->header_blob);
+    if (in->timestamps.obj)
+        PyBuffer_Release(&in->timestamps);
+    if (in->groups.obj)
+        PyBuffer_Release(&in->groups);
+    if (in->header_counts.obj)
+        PyBuffer_Release(&in->header_counts);
+}
+
+static inline int64_t
+row_fixed_size(const GroupedInputs *in, const Column *K, const Column *V, int64_t r, int64_t i)
+{
+    int64_t k = column_length(K, r), v = column_length(V, r);
+    int64_t size = 1 + varint_size(k) + (k > 0 ? k : 0) + varint_size(v) + (v > 0 ? v : 0);
+    if (in->have_headers)
+        size += varint_size(((const int64_t *)in->header_counts.buf)[i]) +
+                column_length(&in->header_blob, i);
+    else
+        size += 1;
+    return size;
+}
+
+/* Cut every group's batches as plan_batches does for one, measuring each row. */
+static const char *
+plan_groups(const GroupedInputs *in, int64_t batch_size, Group *groups, int64_t *bodies)
+{
+    const int64_t *ts = (const int64_t *)in->timestamps.buf;
+    const int64_t *group_of = (const int64_t *)in->groups.buf;
+    int64_t limit = batch_size - V2_HEADER_SIZE, i = 0;
+    const char *problem;
+    for (Py_ssize_t c = 0; c < in->chunks; c++) {
+        const Column *K = &in->keys[c], *V = &in->values[c];
+        for (int64_t r = 0; r < in->chunk_rows[c]; r++, i++) {
+            int64_t g = group_of[i];
+            if (g < 0 || g >= in->group_count)
+                return "a group number is out of range";
+            Group *G = &groups[g];
+            int64_t fixed = row_fixed_size(in, K, V, r, i);
+            if (G->open_start < 0) {
+                G->open_start = G->records;
+                G->open_base_ts = G->open_max_ts = ts[i];
+                G->open_bytes = 0;
+            }
+            int64_t delta = G->records - G->open_start;
+            int64_t body = fixed + varint_size(ts[i] - G->open_base_ts) + varint_size(delta);
+            int64_t size = body + varint_size(body);
+            if (delta > 0 && (batch_size <= 0 || G->open_bytes + size > limit)) {
+                if ((problem = group_close_batch(G)) != NULL)
+                    return problem;
+                G->open_start = G->records;
+                G->open_base_ts = G->open_max_ts = ts[i];
+                G->open_bytes = 0;
+                body = fixed + varint_size(0) + varint_size(0);
+                size = body + varint_size(body);
+            }
+            G->open_bytes += size;
+            bodies[i] = body;
+            if (ts[i] > G->open_max_ts)
+                G->open_max_ts = ts[i];
+            G->records++;
+        }
+    }
+    for (int64_t g = 0; g < in->group_count; g++)
+        if (groups[g].open_start >= 0 && (problem = group_close_batch(&groups[g])) != NULL)
+            return problem;
+    return NULL;
+}
+
+/* Every row into its group's output, batch headers and CRCs as each batch fills. */
+static void
+write_groups(const GroupedInputs *in, Group *groups, const int64_t *bodies, int attributes,
+             int framed)
+{
+    const int64_t *ts = (const int64_t *)in->timestamps.buf;
+    const int64_t *group_of = (const int64_t *)in->groups.buf;
+    const int64_t *hcounts = in->have_headers ? (const int64_t *)in->header_counts.buf : NULL;
+    int64_t i = 0;
+    for (Py_ssize_t c = 0; c < in->chunks; c++) {
+        const Column *K = &in->keys[c], *V = &in->values[c];
+        for (int64_t r = 0; r < in->chunk_rows[c]; r++, i++) {
+            Group *G = &groups[group_of[i]];
+            if (G->k == 0) {
+                G->batch_begin = G->p;
+                if (framed)
+                    G->p += V2_HEADER_SIZE;
+            }
+            uint8_t *p = G->p;
+            p = put_varint(p, bodies[i]);
+            *p++ = 0;  /* record attributes */
+            p = put_varint(p, ts[i] - G->base_ts[G->b]);
+            p = put_varint(p, G->k);
+            p = put_bytes(p, K, r, column_length(K, r));
+            p = put_bytes(p, V, r, column_length(V, r));
+            if (hcounts) {
+                p = put_varint(p, hcounts[i]);
+                int64_t blob = column_length(&in->header_blob, i);
+                memcpy(p, column_bytes(&in->header_blob, i), (size_t)blob);
+                p += blob;
+            } else {
+                *p++ = 0;  /* no headers */
+            }
+            G->p = p;
+            if (++G->k == G->counts[G->b]) {
+                if (framed) {
+                    uint8_t *batch = G->batch_begin;
+                    int64_t size = p - batch;
+                    write_header(batch, size, attributes, G->k, G->base_ts[G->b],
+                                 G->max_ts[G->b]);
+                    put_be32(batch + V2_CRC,
+                             crc32c(batch + V2_CRC_START, (size_t)(size - V2_CRC_START)));
+                    G->bytes[G->b] = size;  /* handed back as the batch's size */
+                }
+                G->b++;
+                G->k = 0;
+            }
+        }
+    }
+}
+
+static int
+chunk_columns(PyObject *list, Column **out, Py_ssize_t chunks, const int64_t *chunk_rows,
+              const char *name)
+{
+    *out = PyMem_Calloc(chunks ? chunks : 1, sizeof(Column));
+    if (!*out) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t c = 0; c < chunks; c++)
+        if (column_from(PyList_GET_ITEM(list, c), &(*out)[c], chunk_rows[c], name) < 0)
+            return -1;
+    return 0;
+}
+
+static PyObject *
+encode_groups(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {"keys", "values", "timestamps", "headers", "groups", "group_count",
+                            "batch_size", "attributes", "log_append_time", "framed",
+                            "allocate", NULL};
+    PyObject *keys, *values, *timestamps, *headers, *group_obj, *log_append_time;
+    PyObject *allocate = Py_None, *result = NULL;
+    long long group_count, batch_size;
+    int attributes, framed;
+    GroupedInputs in;
+    Group *groups = NULL;
+    int64_t *bodies = NULL;
+    memset(&in, 0, sizeof(in));
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O!OOOLLiOp|O", names, &PyList_Type,
+                                     &keys, &PyList_Type, &values, &timestamps, &headers,
+                                     &group_obj, &group_count, &batch_size, &attributes,
+                                     &log_append_time, &framed, &allocate))
+        return NULL;
+    if (PyList_GET_SIZE(keys) != PyList_GET_SIZE(values)) {
+        PyErr_SetString(PyExc_ValueError, "keys and values must come in as many chunks");
+        return NULL;
+    }
+    if (group_count < 0) {
+        PyErr_SetString(PyExc_ValueError, "group_count must not be negative");
+        return NULL;
+    }
+    if (int64_buffer(timestamps, &in.timestamps, -1, "timestamps") < 0)
+        goto done;
+    in.rows = in.timestamps.len / 8;
+    in.group_count = group_count;
+    if (int64_buffer(group_obj, &in.groups, in.rows, "groups") < 0)
+        goto done;
+    /* Each chunk's rows: its keys' offsets, less one. */
+    in.chunks = PyList_GET_SIZE(keys);
+    in.chunk_rows = PyMem_Calloc(in.chunks ? in.chunks : 1, sizeof(int64_t));
+    if (!in.chunk_rows) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t total_rows = 0;
+    for (Py_ssize_t c = 0; c < in.chunks; c++) {
+        PyObject *spec = PyList_GET_ITEM(keys, c);
+        PyObject *first = PyTuple_Check(spec) && PyTuple_GET_SIZE(spec) > 0 ?
+                          PyTuple_GET_ITEM(spec, 0) : NULL;
+        Py_ssize_t length = first ? PyObject_Length(first) : -1;
+        if (length < 1) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "keys: offsets needed");
+            goto done;
+        }
+        in.chunk_rows[c] = length - 1;
+        total_rows += length - 1;
+    }
+    if (total_rows != in.rows) {
+        PyErr_Format(PyExc_ValueError, "the chunks hold %lld rows, the timestamps %lld",
+                     (long long)total_rows, (long long)in.rows);
+        goto done;
+    }
+    if (chunk_columns(keys, &in.keys, in.chunks, in.chunk_rows, "keys") < 0 ||
+        chunk_columns(values, &in.values, in.chunks, in.chunk_rows, "values") < 0)
+        goto done;
+    if (headers != Py_None) {
+        PyObject *counts, *blob;
+        if (!PyArg_ParseTuple(headers, "OO", &counts, &blob) ||
+            int64_buffer(counts, &in.header_counts, in.rows, "header counts") < 0 ||
+            column_from(blob, &in.header_blob, in.rows, "header bytes") < 0)
+            goto done;
+        in.have_headers = 1;
+        const int64_t *hc = (const int64_t *)in.header_counts.buf;
+        for (Py_ssize_t i = 0; i < in.rows; i++) {
+            if (hc[i] < 0 || column_length(&in.header_blob, i) < 0) {
+                PyErr_Format(PyExc_ValueError, "headers of row %zd are malformed", i);
+                goto done;
+            }
+        }
+    }
+    int have_append_time = log_append_time != Py_None;
+    int64_t append_time = 0;
+    if (have_append_time) {
+        append_time = PyLong_AsLongLong(log_append_time);
+        if (append_time == -1 && PyErr_Occurred())
+            goto done;
+    }
+    groups = PyMem_RawCalloc(group_count ? group_count : 1, sizeof(Group));
+    bodies = PyMem_RawMalloc(sizeof(int64_t) * (in.rows ? in.rows : 1));
+    if (!groups || !bodies) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int64_t g = 0; g < group_count; g++)
+        groups[g].open_start = -1;
+    const char *problem;
+    Py_BEGIN_ALLOW_THREADS
+    problem = plan_groups(&in, batch_size, groups, bodies);
+    Py_END_ALLOW_THREADS
+    if (problem) {
+        if (strcmp(problem, "out of memory") == 0)
+            PyErr_NoMemory();
+        else
+            PyErr_SetString(PyExc_ValueError, problem);
+        goto done;
+    }
+    for (int64_t g = 0; g < group_count; g++) {
+        Group *G = &groups[g];
+        if (!G->batches)
+            continue;
+        int64_t total = 0;
+        for (int64_t b = 0; b < G->batches; b++) {
+            total += G->bytes[b] + (framed ? V2_HEADER_SIZE : 0);
+            if (have_append_time)
+                G->max_ts[b] = append_time;
+        }
+        G->out = allocate_output(allocate, total, &G->view);
+        if (!G->out)
+            goto done;
+        G->p = (uint8_t *)G->view.buf;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    write_groups(&in, groups, bodies, attributes, framed);
+    Py_END_ALLOW_THREADS
+    result = PyList_New((Py_ssize_t)group_count);
+    if (!result)
+        goto done;
+    for (int64_t g = 0; g < group_count; g++) {
+        Group *G = &groups[g];
+        PyObject *item;
+        if (!G->batches) {
+            Py_INCREF(Py_None);
+            item = Py_None;
+        } else {
+            item = Py_BuildValue("(ONNNNN)", G->out, int64_bytes(G->starts, G->batches),
+                                 int64_bytes(G->counts, G->batches),
+                                 int64_bytes(G->bytes, G->batches),
+                                 int64_bytes(G->max_ts, G->batches),
+                                 int64_bytes(G->base_ts, G->batches));
+            if (!item) {
+                Py_CLEAR(result);
+                goto done;
+            }
+        }
+        PyList_SET_ITEM(result, (Py_ssize_t)g, item);
+    }
+done:
+    groups_free(groups, group_count);
+    PyMem_RawFree(bodies);
+    grouped_release(&in);
+    return result;
+}
+
 /* Headers and CRCs around records sections compressed elsewhere. */
 static PyObject *
 frame(PyObject *self, PyObject *args)
@@ -798,6 +1165,13 @@ static PyMethodDef methods[] = {
      "back (sizes are theirs). rows: the columns' rows to encode, in order (timestamps "
      "given in that order). allocate(size): the output (default a bytearray). The int64 "
      "arrays come back as bytes."},
+    {"encode_groups", (PyCFunction)(void (*)(void))encode_groups, METH_VARARGS | METH_KEYWORDS,
+     "encode_groups(keys, values, timestamps, headers, groups, group_count, batch_size, "
+     "attributes, log_append_time, framed, allocate=None) -> [None or (data, starts, counts, "
+     "sizes, max_timestamps, base_timestamps)] per group\n\n"
+     "Each group's rows (groups: int64 per row) encoded as encode() encodes rows=, all in one "
+     "pass over the rows. keys, values: lists of chunks (offsets, data, validity, bit "
+     "offset) with the same rows each; timestamps, groups, headers: for all rows."},
     {"frame", frame, METH_VARARGS,
      "frame(payloads, counts, base_timestamps, max_timestamps, attributes, allocate=None) "
      "-> (data, sizes)"},

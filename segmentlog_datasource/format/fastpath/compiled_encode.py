@@ -17,9 +17,9 @@ import numpy as np
 import pyarrow as pa
 
 from .. import compression
-from ..arrow import as_binary
+from ..arrow import as_binary, as_binary_chunks
 from ..layout import CREATE_TIME, LOG_APPEND_TIME
-from ..v2_encode import EncodedBatches, RecordColumns, batch_attributes, too_large
+from ..v2_encode import EncodedBatches, RecordColumns, batch_attributes, check_batch_sizes
 from .buildinfo import ENCODER_C_SOURCE
 from .loading import load_extension
 
@@ -55,6 +55,7 @@ def encode_batches_compiled(columns: RecordColumns, *, codec: int = compression.
                             max_batch_bytes=None, batch_starts=None,
                             rows=None) -> EncodedBatches:
     """v2_encode.encode_batches, in C."""
+    columns = columns.combined()
     n = len(columns) if rows is None else len(rows)
     attributes = batch_attributes(codec, timestamp_type, log_append_time)
     if n == 0:
@@ -78,17 +79,69 @@ def encode_batches_compiled(columns: RecordColumns, *, codec: int = compression.
     starts, counts, sizes = _int64(starts), _int64(counts), _int64(sizes)
     max_timestamps = _int64(max_timestamps)
     if not framed:
-        compress = compression.compressor(codec, compression_level)
-        ends = np.cumsum(sizes)
-        records = memoryview(data)
-        payloads = [compress(records[start:end])
-                    for start, end in zip((ends - sizes).tolist(), ends.tolist())]
-        data, sizes = _fastencode.frame(payloads, counts, timestamps[starts],
-                                        max_timestamps, attributes, pa.allocate_buffer)
-        sizes = _int64(sizes)
-    if max_batch_bytes is not None:
-        over = np.flatnonzero(sizes > max_batch_bytes)
-        if len(over):
-            b = int(over[0])
-            raise too_large(int(sizes[b]), int(counts[b]), int(starts[b]), max_batch_bytes)
+        data, sizes = _compress_and_frame(data, sizes, counts, timestamps[starts],
+                                          max_timestamps, codec, compression_level, attributes)
+    check_batch_sizes(sizes, counts, starts, max_batch_bytes)
     return EncodedBatches(data, sizes, counts, max_timestamps, starts)
+
+
+def _compress_and_frame(records, sizes, counts, base_timestamps, max_timestamps, codec,
+                        compression_level, attributes):
+    """Records sections back to back, compressed one by one and framed as batches."""
+    compress = compression.compressor(codec, compression_level)
+    ends = np.cumsum(sizes)
+    view = memoryview(records)
+    payloads = [compress(view[start:end])
+                for start, end in zip((ends - sizes).tolist(), ends.tolist())]
+    data, sizes = _fastencode.frame(payloads, counts, base_timestamps, max_timestamps,
+                                    attributes, pa.allocate_buffer)
+    return data, _int64(sizes)
+
+
+def _chunk_columns(keys, values) -> tuple:
+    """Keys and values as lists of chunks with the same rows each, as encode_groups takes
+    them: the values' chunks (no copy), keys cut alike (copied only when chunked otherwise)."""
+    values = as_binary_chunks(values)
+    keys = as_binary_chunks(keys)
+    lengths = [len(chunk) for chunk in values]
+    if [len(chunk) for chunk in keys] != lengths:
+        whole = as_binary(pa.chunked_array(keys, pa.binary()))
+        starts = np.cumsum([0] + lengths[:-1]).tolist()
+        keys = [whole.slice(start, length) for start, length in zip(starts, lengths)]
+    return [_column(chunk) for chunk in keys], [_column(chunk) for chunk in values]
+
+
+def encode_groups_compiled(columns: RecordColumns, groups: np.ndarray, group_count: int, *,
+                           codec: int = compression.NONE, batch_size: int = 16384,
+                           timestamp_type: int = CREATE_TIME, log_append_time=None,
+                           compression_level=None) -> list:
+    """v2_encode.encode_groups, in C: every group's records in one pass over the rows."""
+    attributes = batch_attributes(codec, timestamp_type, log_append_time)
+    groups = np.ascontiguousarray(groups, dtype=np.int64)
+    if len(groups) != len(columns):
+        raise ValueError("groups must hold one group number per record")
+    if not len(groups):
+        return [None] * group_count
+    headers = columns.encoded_headers()
+    header_parts = None if headers.blob is None else (
+        np.ascontiguousarray(headers.counts, dtype=np.int64), _column(headers.blob))
+    keys, values = _chunk_columns(columns.keys, columns.values)
+    framed = codec == compression.NONE
+    encoded = _fastencode.encode_groups(
+        keys, values, columns.timestamps, header_parts, groups, group_count, batch_size,
+        attributes, log_append_time if timestamp_type == LOG_APPEND_TIME else None, framed,
+        pa.allocate_buffer)
+    results = []
+    for group in encoded:
+        if group is None:
+            results.append(None)
+            continue
+        data, starts, counts, sizes, max_timestamps, base_timestamps = group
+        starts, counts, sizes = _int64(starts), _int64(counts), _int64(sizes)
+        max_timestamps = _int64(max_timestamps)
+        if not framed:
+            data, sizes = _compress_and_frame(data, sizes, counts, _int64(base_timestamps),
+                                              max_timestamps, codec, compression_level,
+                                              attributes)
+        results.append(EncodedBatches(data, sizes, counts, max_timestamps, starts))
+    return results
