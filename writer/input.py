@@ -8,9 +8,8 @@ from typing import Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ..format.arrow import as_binary_column
+from ..format.arrow import as_binary_column, binary_lengths, int64_array, int64_values, validity
 from ..format.layout import INT32_MAX
 from ..errors import did_you_mean
 from .errors import InvalidInputError
@@ -157,9 +156,8 @@ def normalize(table, layout: InputLayout, write_time_ms: int,
             partitions = np.full(n, -1, dtype=np.int64)
         else:
             raw = column.cast(pa.int64())
-            partitions = np.asarray(raw.fill_null(-1).to_numpy(zero_copy_only=False),
-                                    dtype=np.int64)
-            valid = np.asarray(raw.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+            partitions = int64_values(raw, -1)
+            valid = validity(raw)
             bad = valid & ((partitions < 0) | (partitions > INT32_MAX))
             if bad.any():
                 raise InvalidInputError(
@@ -185,14 +183,13 @@ def timestamps_ms(column: pa.Array, write_time_ms: int) -> np.ndarray:
         return np.full(n, write_time_ms, dtype=np.int64)
     multiply, divide = _UNIT_TO_MS[column.type.unit]
     raw = column.cast(pa.int64())
-    values = np.asarray(raw.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    values = int64_values(raw, 0)
     if divide != 1:
         values = np.floor_divide(values, divide)
     elif multiply != 1:
         values = values * multiply
     if raw.null_count:
-        valid = np.asarray(raw.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-        values = np.where(valid, values, write_time_ms)
+        values = np.where(validity(raw), values, write_time_ms)
     if n and values.min() < 0:
         first = int(values[values < 0][0])
         raise InvalidInputError(
@@ -204,16 +201,14 @@ def timestamps_ms(column: pa.Array, write_time_ms: int) -> np.ndarray:
 
 def approximate_sizes(rows: NormalizedRows) -> np.ndarray:
     """Rough record sizes for spreading keyless rows (key + value bytes + overhead)."""
-    sizes = pc.binary_length(rows.values).fill_null(0).to_numpy(zero_copy_only=False)
-    sizes = np.asarray(sizes, dtype=np.int64) + 8
+    sizes = np.maximum(binary_lengths(rows.values), 0) + 8
     if rows.keys.null_count != len(rows.keys):
-        key_sizes = pc.binary_length(rows.keys).fill_null(0).to_numpy(zero_copy_only=False)
-        sizes += np.asarray(key_sizes, dtype=np.int64)
+        sizes += np.maximum(binary_lengths(rows.keys), 0)
     return sizes
 
 
 def take_rows(rows: NormalizedRows, indices: np.ndarray) -> NormalizedRows:
-    index = pa.array(indices, pa.int64())
+    index = int64_array(indices)
     return NormalizedRows(
         rows.keys.take(index), rows.values.take(index), rows.timestamps[indices],
         rows.headers.take(index) if rows.headers is not None else None,

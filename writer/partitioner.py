@@ -11,7 +11,7 @@ from typing import Optional
 import numpy as np
 import pyarrow as pa
 
-from ..format.arrow import as_binary, as_binary_column, binary_offsets
+from ..format.arrow import as_binary, as_binary_column, binary_offsets, int64_array, validity
 from ..format.fastpath import compiled_key_hasher
 
 SEED = 0x9747B28C
@@ -58,7 +58,7 @@ def murmur2_array(keys: pa.Array) -> np.ndarray:
         np.zeros(0, dtype=np.uint8)
     lengths = offsets[1:] - offsets[:-1]
     if keys.null_count:
-        lengths = np.where(np.asarray(keys.is_valid().to_numpy(zero_copy_only=False)), lengths, 0)
+        lengths = np.where(validity(keys), lengths, 0)
     starts = offsets[:-1]
     h = (np.uint32(SEED) ^ lengths.astype(np.uint32)).astype(np.uint32)
     long_rows = np.nonzero(lengths > _VECTOR_MAX_KEY)[0]
@@ -155,14 +155,14 @@ def assign_partitions(keys: pa.Array, explicit: Optional[np.ndarray], num_partit
     if not need.any():
         return result
     keys = as_binary_column(keys)
-    has_key = np.asarray(keys.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    has_key = validity(keys)
     by_key = need & has_key
     if by_key.any():
         if by_key.all():
             result = partitions_for_keys(keys, num_partitions)
         else:
             rows = np.nonzero(by_key)[0]
-            result[rows] = partitions_for_keys(keys.take(pa.array(rows)), num_partitions)
+            result[rows] = partitions_for_keys(keys.take(int64_array(rows)), num_partitions)
     keyless = need & ~has_key
     if keyless.any():
         rows = np.nonzero(keyless)[0]

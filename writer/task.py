@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..format.arrow import int64_values
 from ..format.v2_encode import (
     RecordColumns, RecordTooLargeError, check_batch_sizes, encode_groups, patch_batch_headers,
 )
@@ -257,7 +258,7 @@ class TaskWriter:
         else:
             encoded = pc.dictionary_encode(rows.topics)
             topics = encoded.dictionary.to_pylist()
-            topic_ids = np.asarray(encoded.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+            topic_ids = int64_values(encoded.indices, -1)  # no nulls: refused by the input
             partitions = np.empty(n, dtype=np.int64)
             if len(topics) == 1:
                 partitions[:] = self._assign(topics[0], rows)

@@ -158,12 +158,61 @@ def binary_offsets(array: pa.Array) -> np.ndarray:
     return raw[array.offset : array.offset + len(array) + 1].astype(np.int64)
 
 
-def binary_lengths(array: pa.Array) -> np.ndarray:
-    """int64 byte lengths of a binary array, -1 for nulls."""
-    import pyarrow.compute as pc  # costs a fresh Spark worker time; only writes need it
+def binary_lengths(array) -> np.ndarray:
+    """int64 byte lengths of a binary array (or chunked column), -1 for nulls."""
+    if isinstance(array, pa.ChunkedArray):
+        return _per_chunk(binary_lengths, array)
+    array = as_binary(array)
+    offsets = binary_offsets(array)
+    lengths = offsets[1:] - offsets[:-1]
+    return np.where(validity(array), lengths, -1) if array.null_count else lengths
 
-    lengths = pc.binary_length(array).fill_null(-1)
-    return np.asarray(lengths.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+# Arrays a Spark worker reads or builds go through their buffers, not through pyarrow's
+# conversions of Python and numpy values (pa.array, pa.scalar, fill_null with a Python
+# value, to_numpy(zero_copy_only=False)): those import pandas where it is installed, a
+# second of a fresh worker's first task.
+
+def _per_chunk(function, column, *args) -> np.ndarray:
+    parts = [function(chunk, *args) for chunk in column.chunks]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def validity(array) -> np.ndarray:
+    """Booleans: whether each value of an array (or chunked column) is set."""
+    if isinstance(array, pa.ChunkedArray):
+        return _per_chunk(validity, array).astype(bool)
+    n = len(array)
+    if array.null_count == 0:
+        return np.ones(n, dtype=bool)
+    if pa.types.is_null(array.type) or array.null_count == n:
+        return np.zeros(n, dtype=bool)
+    bits = np.unpackbits(np.frombuffer(array.buffers()[0], dtype=np.uint8), bitorder="little")
+    return bits[array.offset : array.offset + n].astype(bool)
+
+
+def int64_values(array, null_value: int) -> np.ndarray:
+    """An integer array's (or chunked column's) values as int64, `null_value` where null."""
+    if isinstance(array, pa.ChunkedArray):
+        return _per_chunk(int64_values, array, null_value)
+    n = len(array)
+    if pa.types.is_null(array.type):
+        return np.full(n, null_value, dtype=np.int64)
+    if not pa.types.is_integer(array.type):
+        raise TypeError(f"expected an integer column, got {array.type}")
+    dtype = np.dtype(f"{'i' if pa.types.is_signed_integer(array.type) else 'u'}"
+                     f"{array.type.bit_width // 8}")
+    data = array.buffers()[1]
+    raw = np.frombuffer(data, dtype=dtype) if data is not None else np.zeros(0, dtype=dtype)
+    values = raw[array.offset : array.offset + n].astype(np.int64)
+    return np.where(validity(array), values, null_value) if array.null_count else values
+
+
+def int64_array(values) -> pa.Array:
+    """An int64 array of these values (a numpy array or a sequence of ints)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)],
+                                 null_count=0)
 
 
 _INT32_RANGE = 1 << 32

@@ -11,6 +11,7 @@ from typing import FrozenSet, Iterable, Iterator, Optional
 
 import pyarrow as pa
 
+from ..format.arrow import int64_array
 from ..format.scan import ScanOptions, SegmentRange, scan_segment
 
 
@@ -53,17 +54,18 @@ def filter_rows(batch: pa.RecordBatch, fragment: Fragment) -> pa.RecordBatch:
         return batch
     import pyarrow.compute as pc  # only reads with row constraints need it
 
+    # values as int64 arrays, not Python ints (format/arrow.py: no pandas in a worker)
     mask = None
     if fragment.offset_values is not None:
         mask = pc.is_in(batch.column("offset"),
-                        pa.array(sorted(fragment.offset_values), pa.int64()))
+                        value_set=int64_array(sorted(fragment.offset_values)))
     timestamps = None
     if fragment.timestamp_low_us is not None or fragment.timestamp_high_us is not None:
         timestamps = batch.column("timestamp").cast(pa.int64())
     if fragment.timestamp_low_us is not None:
-        part = pc.greater_equal(timestamps, fragment.timestamp_low_us)
+        part = pc.greater_equal(timestamps, int64_array([fragment.timestamp_low_us])[0])
         mask = part if mask is None else pc.and_(mask, part)
     if fragment.timestamp_high_us is not None:
-        part = pc.less(timestamps, fragment.timestamp_high_us)
+        part = pc.less(timestamps, int64_array([fragment.timestamp_high_us])[0])
         mask = part if mask is None else pc.and_(mask, part)
     return batch.filter(mask)

@@ -39,3 +39,57 @@ def test_the_check_sees_what_the_writer_imports():
     # the writer's Spark adapter does import the encoder and the compute kernels
     assert {"pyarrow.compute", "segmentlog_datasource.format.v2_encode",
             "segmentlog_datasource.writer"} <= set(imported_by(["segmentlog_datasource.spark.write"]))
+
+
+# A Spark task's work, as its worker does it: batches arrive as Arrow IPC, are written by a
+# write task and committed; a lookup and a time-bounded scan read the fixtures.
+TASKS_WITHOUT_PANDAS = """
+import json, os, sys, tempfile
+import pyarrow as pa
+from segmentlog_datasource.format import ScanOptions
+from segmentlog_datasource.read.fragments import scan_fragments
+from segmentlog_datasource.read.options import parse_read_options
+from segmentlog_datasource.read.planning import Constraints, plan_fragments
+from segmentlog_datasource.writer import WriteJob, WriteOptions
+
+fixtures, batches = sys.argv[1], sys.argv[2]
+seen = {}
+for name in sorted(os.listdir(batches)):
+    table = pa.ipc.open_file(os.path.join(batches, name)).read_all()
+    job = WriteJob(tempfile.mkdtemp(), mode="append", topic="t",
+                   options=WriteOptions(num_partitions=3)).start()
+    task = job.task_writer(0)
+    for batch in table.to_batches(max_chunksize=100):
+        task.write(batch)
+    job.commit([task.finish()])
+    seen["write " + name] = "pandas" in sys.modules
+read = parse_read_options({"path": fixtures})
+for what, constraints in [("lookup", Constraints(offset_values=frozenset({3, 5}))),
+                          ("time bounds", Constraints(timestamp_low_us=1, timestamp_high_us=2**62))]:
+    rows = sum(b.num_rows for b in scan_fragments(plan_fragments(read, constraints), ScanOptions()))
+    assert rows > 0, what
+    seen[what] = "pandas" in sys.modules
+print(json.dumps(seen))
+"""
+
+
+def test_a_write_task_and_a_lookup_scan_import_no_pandas(kafka_logdir, tmp_path):
+    # pyarrow's conversions of Python values import pandas where it is installed (here it
+    # is): a second of each fresh worker's first task
+    import pyarrow as pa
+
+    rows = 1000
+    keyed = pa.table({"key": [b"k%d" % (i % 17) for i in range(rows)],
+                      "value": [b"v" * 50] * rows})
+    placed = pa.table({"value": [b"v%d" % i for i in range(rows)],
+                       "partition": pa.array([i % 3 for i in range(rows)], pa.int32()),
+                       "timestamp": pa.array([None if i % 5 == 0 else i * 1000 for i in range(rows)],
+                                             pa.timestamp("us", tz="UTC"))})
+    for name, table in [("keyed.arrow", keyed), ("placed.arrow", placed)]:
+        with pa.ipc.new_file(str(tmp_path / name), table.schema) as out:
+            out.write_table(table)
+    done = subprocess.run([sys.executable, "-c", TASKS_WITHOUT_PANDAS, kafka_logdir,
+                           str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == {"write keyed.arrow": False, "write placed.arrow": False,
+                                       "lookup": False, "time bounds": False}
