@@ -314,6 +314,27 @@ int64_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t length, const char *name
     return 0;
 }
 
+/* The (counts, blob) pair of encoded headers for `rows` rows, checked row by row. On
+ * error the views taken so far are left for the caller's release. */
+static int
+headers_from(PyObject *headers, Py_buffer *counts_view, Column *blob_column, Py_ssize_t rows)
+{
+    PyObject *counts, *blob;
+    if (!PyArg_ParseTuple(headers, "OO", &counts, &blob) ||
+        int64_buffer(counts, counts_view, rows, "header counts") < 0 ||
+        column_from(blob, blob_column, rows, "header bytes") < 0)
+        return -1;
+    const int64_t *hc = (const int64_t *)counts_view->buf;
+    for (Py_ssize_t i = 0; i < rows; i++) {
+        if (hc[i] < 0 || column_length(blob_column, i) < 0) {
+            PyErr_Format(PyExc_ValueError, "headers of row %zd are malformed", i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
 /* The bytes of record j apart from its timestamp and offset deltas. */
 static inline int64_t
 fixed_size(const Inputs *in, int64_t j, const int64_t *hcounts)
@@ -542,19 +563,9 @@ encode(PyObject *self, PyObject *args, PyObject *kwargs)
         }
     }
     if (headers != Py_None) {
-        PyObject *counts, *blob;
-        if (!PyArg_ParseTuple(headers, "OO", &counts, &blob) ||
-            int64_buffer(counts, &in.header_counts, in.column_rows, "header counts") < 0 ||
-            column_from(blob, &in.header_blob, in.column_rows, "header bytes") < 0)
+        if (headers_from(headers, &in.header_counts, &in.header_blob, in.column_rows) < 0)
             goto done;
         in.have_headers = 1;
-        const int64_t *hc = (const int64_t *)in.header_counts.buf;
-        for (Py_ssize_t i = 0; i < in.column_rows; i++) {
-            if (hc[i] < 0 || column_length(&in.header_blob, i) < 0) {
-                PyErr_Format(PyExc_ValueError, "headers of row %zd are malformed", i);
-                goto done;
-            }
-        }
     }
     if (starts != Py_None) {
         if (int64_buffer(starts, &in.given_starts, -1, "batch_starts") < 0)
@@ -900,19 +911,9 @@ encode_groups(PyObject *self, PyObject *args, PyObject *kwargs)
         chunk_columns(values, &in.values, in.chunks, in.chunk_rows, "values") < 0)
         goto done;
     if (headers != Py_None) {
-        PyObject *counts, *blob;
-        if (!PyArg_ParseTuple(headers, "OO", &counts, &blob) ||
-            int64_buffer(counts, &in.header_counts, in.rows, "header counts") < 0 ||
-            column_from(blob, &in.header_blob, in.rows, "header bytes") < 0)
+        if (headers_from(headers, &in.header_counts, &in.header_blob, in.rows) < 0)
             goto done;
         in.have_headers = 1;
-        const int64_t *hc = (const int64_t *)in.header_counts.buf;
-        for (Py_ssize_t i = 0; i < in.rows; i++) {
-            if (hc[i] < 0 || column_length(&in.header_blob, i) < 0) {
-                PyErr_Format(PyExc_ValueError, "headers of row %zd are malformed", i);
-                goto done;
-            }
-        }
     }
     int have_append_time = log_append_time != Py_None;
     int64_t append_time = 0;
