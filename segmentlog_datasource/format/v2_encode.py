@@ -40,11 +40,7 @@ from .layout import (
 )
 from .varint import positive_varint_sizes, signed_varint_sizes, varint_concat, varint_sizes
 
-try:  # the crc32c package can continue a checksum; crcmod's function cannot
-    from crc32c import crc32c as _crc32c_continue
-except ImportError:  # pragma: no cover - exercised only without the crc32c package
-    _crc32c_continue = None
-from .crc import crc32c as _crc32c
+from .crc import crc32c as _crc32c, crc32c_continuing
 
 
 @dataclass
@@ -406,6 +402,7 @@ def encode_batches_python(columns: RecordColumns, *, codec: int = compression.NO
     head_pack = V2_HEAD.pack
     tail_pack = V2_CRC_COVERED.pack
     compress = compression.compressor(codec, compression_level)
+    continuing = crc32c_continuing()  # crcmod alone cannot continue: the bytes are joined
     for b, (start, end, count, base_ts, max_ts) in enumerate(zip(
             byte_starts.tolist(), byte_ends.tolist(), counts.tolist(),
             base_timestamps.tolist(), max_timestamps.tolist())):
@@ -414,8 +411,8 @@ def encode_batches_python(columns: RecordColumns, *, codec: int = compression.NO
             payload = compress(payload)
         tail_bytes = tail_pack(attributes, count - 1, base_ts, max_ts, NO_PRODUCER_ID,
                                NO_PRODUCER_EPOCH, NO_SEQUENCE, count)
-        if _crc32c_continue is not None:
-            crc = _crc32c_continue(payload, _crc32c_continue(tail_bytes))
+        if continuing is not None:
+            crc = continuing(payload, continuing(tail_bytes))
         else:
             crc = _crc32c(tail_bytes + bytes(payload))
         length = V2_LENGTH_OVERHEAD + len(payload)

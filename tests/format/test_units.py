@@ -514,17 +514,57 @@ def test_lz4_frame_header_is_the_one_kafka_writes(kafka_logdir):
     assert compression.compress(compression.LZ4, b"x" * 100)[:7] == kafka_frame_header
 
 
-def test_crc32c_falls_back_to_crcmod(monkeypatch):
+def compiled_crc32c():
+    from segmentlog_datasource.format.fastpath import _compiled
+
+    compiled = _compiled(warn=False)
+    return compiled.crc32c if compiled is not None else None
+
+
+@pytest.mark.parametrize("available, backend", [
+    ({"compiled", "package"}, "compiled"), ({"package"}, "crc32c"), (set(), "crcmod")])
+def test_crc32c_takes_the_first_implementation_there(monkeypatch, available, backend):
     import sys
 
     from segmentlog_datasource.format import crc as crc_module
 
-    monkeypatch.setitem(sys.modules, "crc32c", None)  # as if the package were absent
-    monkeypatch.setattr(crc_module, "_crc32c_impl", None)
-    monkeypatch.setattr(crc_module, "_backend", None)
-    assert crc_module.crc32c_backend() == "crcmod"
+    if "compiled" in available and compiled_crc32c() is None:
+        pytest.skip("this CPU has no CRC32C instruction")
+    if "compiled" not in available:
+        monkeypatch.setattr(crc_module, "_compiled_crc32c", lambda: None)
+    if "package" not in available:
+        monkeypatch.setitem(sys.modules, "crc32c", None)  # as if the package were absent
+    for name in ("_crc32c_impl", "_crc32c_continue", "_backend"):
+        monkeypatch.setattr(crc_module, name, None)
+    assert crc_module.crc32c_backend() == backend
     assert crc_module.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
     assert crc_module.crc32c(memoryview(b"123456789")) == 0xE3069283
+    continuing = crc_module.crc32c_continuing()
+    if backend == "crcmod":
+        assert continuing is None
+    else:
+        assert continuing(b"56789", continuing(b"1234")) == 0xE3069283
+
+
+def test_compiled_crc32c_equals_crcmod_at_every_length_and_alignment():
+    """The compiled checksum's three-stream blocks, its ends and its continuation, against
+    crcmod's table-driven code (independent of the CRC instruction)."""
+    import crcmod.predefined
+
+    crc32c = compiled_crc32c()
+    if crc32c is None:
+        pytest.skip("no compiled decoder, or a CPU without the CRC32C instruction")
+    table_driven = crcmod.predefined.mkPredefinedCrcFun("crc-32c")
+    rng = random.Random(5)
+    data = bytes(rng.getrandbits(8) for _ in range(3 * 768 * 4 + 64))
+    for size in [0, 1, 7, 8, 767, 768, 769, 2303, 2304, 2305, 3 * 768 * 4]:
+        for start in (0, 1, 5):
+            piece = memoryview(data)[start:start + size]
+            expected = table_driven(bytes(piece))
+            assert crc32c(piece) == expected, (size, start)
+            cut = rng.randrange(size + 1)
+            assert crc32c(piece[cut:], crc32c(piece[:cut])) == expected
+    assert crc32c(bytes(1 << 17)) == table_driven(bytes(1 << 17))  # GIL released
 
 
 @pytest.mark.parametrize("libdeflate", [True, False])

@@ -29,6 +29,8 @@ _fastrecords = load_extension("_fastrecords", C_SOURCE)
 MalformedRecords, DecodedColumns = _fastrecords.MalformedRecords, _fastrecords.DecodedColumns
 v2_batch_headers = _fastrecords.v2_batch_headers
 FileMapping, set_run_hook = _fastrecords.FileMapping, _fastrecords.set_run_hook
+# CRC32C on the CPU's instruction (format/crc.py); None where the CPU has none.
+crc32c = _fastrecords.crc32c if _fastrecords.CRC32C_INSTRUCTION else None
 
 _HEADER_ENTRY_FIELDS = list(HEADER_TYPE.value_type)
 _HEADER_KEY_TYPE = HEADER_TYPE.value_type.field("key").type
