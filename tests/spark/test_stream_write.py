@@ -1,7 +1,6 @@
 """df.writeStream.format("segmentlog"): real streaming queries over a directory of JSON
 files, read back with spark.read.format("segmentlog"); restarts, AvailableNow, a failing
 micro-batch, and a driver killed while committing."""
-import functools
 import json
 import os
 import signal
@@ -186,45 +185,49 @@ def test_bad_sink_settings_are_named(spark, tmp_path):
     assert not os.path.exists(os.path.join(logdir, f"{TOPIC}-0"))
 
 
-def start_killed_driver(step, request):
-    """The input, then a driver (support/stream_sink_job.py) killed inside batch 1's
-    commit at `step`, run beside the suite (support/background.py)."""
-    work = request.getfixturevalue("tmp_path_factory").mktemp(f"killed-{step}")
-    input_dir, checkpoint, logdir = (str(work / n) for n in ("in", "checkpoint", "log"))
-    written = [row for n in range(3) for row in add_file(input_dir, n, rows=40)]
+KILL_STEPS = ("after_publish", "after_sink_commit")
+
+
+def start_killed_driver(request):
+    """Each step's input, then one driver (support/stream_sink_job.py) running a query per
+    step, killed once each query stopped inside batch 1's commit at its step; run beside
+    the suite (support/background.py)."""
+    work = request.getfixturevalue("tmp_path_factory").mktemp("killed")
     script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                           "support", "stream_sink_job.py")
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    meeting = work / "meeting"
+    meeting.mkdir()
+    queries = {}
+    for step in KILL_STEPS:
+        input_dir, checkpoint, logdir = (str(work / step / n) for n in ("in", "checkpoint", "log"))
+        written = [row for n in range(3) for row in add_file(input_dir, n, rows=40)]
+        queries[step] = input_dir, checkpoint, logdir, written
 
     def program():
-        process = subprocess.Popen([sys.executable, script, input_dir, checkpoint, logdir, "1",
-                                    step], cwd=str(work), env=env, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, script, "1", str(meeting)]
+            + [f"{step}={','.join(paths[:3])}" for step, paths in queries.items()],
+            cwd=str(work), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            start_new_session=True)
         try:
             _, stderr = process.communicate(timeout=400)
         finally:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
-        return input_dir, checkpoint, logdir, written, stderr
+        return {step: (*paths, stderr) for step, paths in queries.items()}
 
     return program
 
 
-KILLED_DRIVERS = {step: functools.partial(start_killed_driver, step)
-                  for step in ("after_publish", "after_sink_commit")}
-
-
 @pytest.mark.parametrize("step, record_after_kill", [
-    # in the log, not yet in the sink's record
-    pytest.param("after_publish", "pending",
-                 marks=pytest.mark.background(starter=KILLED_DRIVERS["after_publish"])),
-    # in the sink's record, not in Spark's commit log
-    pytest.param("after_sink_commit", "committed",
-                 marks=pytest.mark.background(starter=KILLED_DRIVERS["after_sink_commit"])),
+    ("after_publish", "pending"),  # in the log, not yet in the sink's record
+    ("after_sink_commit", "committed"),  # in the sink's record, not in Spark's commit log
 ])
+@pytest.mark.background(starter=start_killed_driver)
 def test_a_driver_killed_in_a_commit_restarts_without_duplicates(spark, background, step,
                                                                  record_after_kill):
-    input_dir, checkpoint, logdir, written, stderr = background.result(KILLED_DRIVERS[step])
+    input_dir, checkpoint, logdir, written, stderr = background.result(start_killed_driver)[step]
     # the driver died inside batch 1's commit: Spark has not recorded batch 1
     assert committed_by_spark(checkpoint) == [0], stderr.decode()[-3000:]
     record = only_record(logdir)
