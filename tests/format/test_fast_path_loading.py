@@ -62,6 +62,9 @@ with warnings.catch_warnings(record=True) as caught:
     from segmentlog_datasource.format.scan import ScanOptions, SegmentRange, scan_segment
 
     if drop_installed:  # as if the package were not installed at all
+        # Its dependencies stay importable: they share the site with the installed copy.
+        import crc32c, crcmod.predefined  # noqa: F401  (format/crc.py loads one at first use)
+
         sys.path[:] = [entry for entry in sys.path if not is_installed_site(entry)]
     pure = make_accumulator(False, use_fast_path=False)
     segment = os.path.join(copy, "00000000000000000000.log")
