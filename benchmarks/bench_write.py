@@ -63,13 +63,22 @@ def pin_to_one_core() -> str:
     return "not pinned (no sched_setaffinity)"
 
 
+def timed(run) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
 def best_of(repeat: int, run) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
+    return min(timed(run) for _ in range(repeat))
+
+
+def alternating(repeat: int, first, second):
+    """Best times of `first` and `second` run in turns, and the median of each turn's ratio
+    first/second: the machine's load drifts, and runs in turns see the same drift."""
+    pairs = [(timed(first), timed(second)) for _ in range(repeat)]
+    ratios = sorted(a / b for a, b in pairs)
+    return min(a for a, _ in pairs), min(b for _, b in pairs), ratios[len(ratios) // 2]
 
 
 PARQUET_CODECS = {"none": "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4",
@@ -96,7 +105,7 @@ def bench_engine(rows: int, partitions: int, workdir: str, repeat: int, codecs) 
     print(f"\n== one core ({pinned}): {rows:,} records, {mb:.1f} MB of keys+values, "
           f"{len(sections):,} batches, best of {repeat} ==")
     print(f"{'codec':<8}{'engine s':>9}{'records/s':>12}{'encoder s':>10}{'records/s':>12}"
-          f"{'library s':>10}{'parquet s':>10}{'engine/pq':>10}{'on disk MB':>11}")
+          f"{'library s':>10}{'parquet s':>10}{'engine/pq':>10}{'median':>8}{'on disk MB':>11}")
     for codec in codecs:
         target = os.path.join(workdir, f"engine-{codec}")
         codec_id = compression.CODEC_IDS[codec]
@@ -122,15 +131,15 @@ def bench_engine(rows: int, partitions: int, workdir: str, repeat: int, codecs) 
             pq.write_table(table, os.path.join(workdir, "table.parquet"),
                            compression=PARQUET_CODECS[codec])
 
-        engine_s = best_of(repeat, engine)
+        # engine and Parquet in turns: "median" is the median of the turns' ratios
+        engine_s, parquet_s, median = alternating(repeat, engine, parquet)
         on_disk = dir_size(target)
         shutil.rmtree(target, ignore_errors=True)
         encoder_s = best_of(repeat, encoder)
         library_s = best_of(repeat, library) if codec != "none" else float("nan")
-        parquet_s = best_of(repeat, parquet)
         print(f"{codec:<8}{engine_s:>9.3f}{rows / engine_s:>12,.0f}{encoder_s:>10.3f}"
               f"{rows / encoder_s:>12,.0f}{library_s:>10.3f}{parquet_s:>10.3f}"
-              f"{engine_s / parquet_s:>9.2f}x{on_disk / 1e6:>11.1f}")
+              f"{engine_s / parquet_s:>9.2f}x{median:>7.2f}x{on_disk / 1e6:>11.1f}")
 
 
 def floor_source():
