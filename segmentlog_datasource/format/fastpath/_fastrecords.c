@@ -994,6 +994,121 @@ as_int64(PyObject *obj, int64_t *out)
 #define MAX_REASON 200
 #define PREFETCH_DISTANCE 2048
 
+/* One record's fields, as read_record finds them. */
+typedef struct {
+    int64_t offset; /* the batch's base offset plus the record's delta, when kept */
+    int64_t timestamp_delta;
+    const uint8_t *key, *value;
+    int64_t key_length, value_length; /* -1: null */
+    int keep;                         /* its offset is in the range asked for */
+} RecordFields;
+
+#define MALFORMED(...)                                                             \
+    do {                                                                           \
+        snprintf(reason, MAX_REASON, __VA_ARGS__);                                 \
+        return 1;                                                                  \
+    } while (0)
+#define READ_VARINT(field, limit, var)                                             \
+    do {                                                                           \
+        if ((status = read_varint(&p, (limit), &(var))) != VARINT_OK)              \
+            MALFORMED("record %lld: %s varint %s", i, (field), varint_problem[status]); \
+    } while (0)
+
+/* Read record `i` of a batch at *pos (the records end at `end`) into `record`, and move
+ * *pos past it: the checks of both record loops below, in one place. Every field is
+ * checked against the record's length, header keys must be UTF-8. A record is kept when
+ * its offset is in `range`, never when `none` (the range's, or 0 where the caller knows
+ * it). With `headers`, a kept record's headers are appended to the header columns (a
+ * constant 0 where it is inlined leaves that code out). Returns 1 with `reason` filled
+ * when the record is malformed, -1 with a Python error set, 0 when it was read. */
+static inline __attribute__((always_inline)) int
+read_record(DecodedColumns *self, const uint8_t **pos, const uint8_t *end, long long i,
+            int64_t base_offset, const OffsetRange *range, const int none, const int headers,
+            RecordFields *record, char *reason)
+{
+    const uint8_t *p = *pos;
+    int status;
+    int64_t length, offset_delta, key_length, value_length, header_count;
+    READ_VARINT("length", end, length);
+    if (length < 0 || length > end - p)
+        MALFORMED("record %lld: length %lld runs past the batch", i, (long long)length);
+    const uint8_t *record_end = p + length;
+    if (p >= record_end)
+        MALFORMED("record %lld: length %lld leaves no room for its attributes", i,
+                  (long long)length);
+    p++; /* attributes: no record-level attribute is defined */
+    READ_VARINT("timestamp delta", record_end, record->timestamp_delta);
+    READ_VARINT("offset delta", record_end, offset_delta);
+
+    int64_t offset = 0;
+    const int keep = !none && !__builtin_add_overflow(base_offset, offset_delta, &offset) &&
+                     offset >= range->first && offset <= range->last;
+
+    READ_VARINT("key length", record_end, key_length);
+    const uint8_t *key = p;
+    if (key_length >= 0) {
+        if (key_length > record_end - p)
+            MALFORMED("record %lld: key of %lld bytes runs past the record", i,
+                      (long long)key_length);
+        p += key_length;
+    }
+    READ_VARINT("value length", record_end, value_length);
+    const uint8_t *value = p;
+    if (value_length >= 0) {
+        if (value_length > record_end - p)
+            MALFORMED("record %lld: value of %lld bytes runs past the record", i,
+                      (long long)value_length);
+        p += value_length;
+    }
+    READ_VARINT("header count", record_end, header_count);
+    /* As in the pure decoder, a negative count means no headers. */
+    for (int64_t h = 0; h < header_count; h++) {
+        int64_t hkey_length, hvalue_length;
+        READ_VARINT("header key length", record_end, hkey_length);
+        if (hkey_length < 0)
+            MALFORMED("record %lld: header key has negative length", i);
+        if (hkey_length > record_end - p)
+            MALFORMED("record %lld: header key of %lld bytes runs past the record", i,
+                      (long long)hkey_length);
+        const uint8_t *hkey = p;
+        if (!is_utf8(hkey, (size_t)hkey_length))
+            MALFORMED("record %lld: header key is not valid UTF-8", i);
+        p += hkey_length;
+        READ_VARINT("header value length", record_end, hvalue_length);
+        const uint8_t *hvalue = p;
+        if (hvalue_length >= 0) {
+            if (hvalue_length > record_end - p)
+                MALFORMED("record %lld: header value of %lld bytes runs past the record",
+                          i, (long long)hvalue_length);
+            p += hvalue_length;
+        }
+        if (headers && keep) {
+            if (column_append(&self->header_keys, (const char *)hkey, (size_t)hkey_length,
+                              "header keys") < 0)
+                return -1;
+            if ((hvalue_length >= 0
+                     ? column_append(&self->header_values, (const char *)hvalue,
+                                     (size_t)hvalue_length, "header values")
+                     : column_append_null(&self->header_values)) < 0)
+                return -1;
+        }
+    }
+    if (p != record_end)
+        MALFORMED("record %lld: fields end %lld bytes %s its length says", i,
+                  (long long)(p > record_end ? p - record_end : record_end - p),
+                  p > record_end ? "after" : "before");
+    record->offset = offset;
+    record->key = key;
+    record->key_length = key_length;
+    record->value = value;
+    record->value_length = value_length;
+    record->keep = keep;
+    *pos = p;
+    return 0;
+}
+#undef READ_VARINT
+#undef MALFORMED
+
 /* Parse `count` records of `data`; on malformed input fill `reason` and return 1.
  * Returns -1 with a Python error set (memory, int32 overflow), 0 when fine. Record by
  * record, every column checked for room: the general case (decode_records). */
@@ -1011,19 +1126,6 @@ decode_records_each(DecodedColumns *self, const uint8_t *data, size_t size, long
     const uint8_t *prefetched = data;
     const int headers = self->include_headers;
     Py_ssize_t kept = 0;
-    int status;
-    int64_t length, timestamp_delta, offset_delta, key_length, value_length, header_count;
-
-#define MALFORMED(...)                                                             \
-    do {                                                                           \
-        snprintf(reason, MAX_REASON, __VA_ARGS__);                                 \
-        return 1;                                                                  \
-    } while (0)
-#define READ_VARINT(field, limit, var)                                             \
-    do {                                                                           \
-        if ((status = read_varint(&p, (limit), &(var))) != VARINT_OK)              \
-            MALFORMED("record %lld: %s varint %s", i, (field), varint_problem[status]); \
-    } while (0)
 
     for (long long i = 0; i < count; i++) {
         /* Records are read once, front to back, from memory that is rarely cached:
@@ -1032,97 +1134,34 @@ decode_records_each(DecodedColumns *self, const uint8_t *data, size_t size, long
             __builtin_prefetch(prefetched);
             prefetched += 64;
         }
-        READ_VARINT("length", end, length);
-        if (length < 0 || length > end - p)
-            MALFORMED("record %lld: length %lld runs past the batch", i, (long long)length);
-        const uint8_t *record_end = p + length;
-        if (p >= record_end)
-            MALFORMED("record %lld: length %lld leaves no room for its attributes", i,
-                      (long long)length);
-        p++; /* attributes: no record-level attribute is defined */
-        READ_VARINT("timestamp delta", record_end, timestamp_delta);
-        READ_VARINT("offset delta", record_end, offset_delta);
-
-        int64_t offset = 0;
-        int keep = !range->none && !__builtin_add_overflow(base_offset, offset_delta, &offset) &&
-                   offset >= range->first && offset <= range->last;
-
-        READ_VARINT("key length", record_end, key_length);
-        const uint8_t *key = p;
-        if (key_length >= 0) {
-            if (key_length > record_end - p)
-                MALFORMED("record %lld: key of %lld bytes runs past the record", i,
-                          (long long)key_length);
-            p += key_length;
-        }
-        READ_VARINT("value length", record_end, value_length);
-        const uint8_t *value = p;
-        if (value_length >= 0) {
-            if (value_length > record_end - p)
-                MALFORMED("record %lld: value of %lld bytes runs past the record", i,
-                          (long long)value_length);
-            p += value_length;
-        }
-        READ_VARINT("header count", record_end, header_count);
-        /* As in the pure decoder, a negative count means no headers. */
-        for (int64_t h = 0; h < header_count; h++) {
-            int64_t hkey_length, hvalue_length;
-            READ_VARINT("header key length", record_end, hkey_length);
-            if (hkey_length < 0)
-                MALFORMED("record %lld: header key has negative length", i);
-            if (hkey_length > record_end - p)
-                MALFORMED("record %lld: header key of %lld bytes runs past the record", i,
-                          (long long)hkey_length);
-            const uint8_t *hkey = p;
-            if (!is_utf8(hkey, (size_t)hkey_length))
-                MALFORMED("record %lld: header key is not valid UTF-8", i);
-            p += hkey_length;
-            READ_VARINT("header value length", record_end, hvalue_length);
-            const uint8_t *hvalue = p;
-            if (hvalue_length >= 0) {
-                if (hvalue_length > record_end - p)
-                    MALFORMED("record %lld: header value of %lld bytes runs past the record",
-                              i, (long long)hvalue_length);
-                p += hvalue_length;
-            }
-            if (keep && headers) {
-                if (column_append(&self->header_keys, (const char *)hkey, (size_t)hkey_length,
-                                  "header keys") < 0)
-                    return -1;
-                if ((hvalue_length >= 0
-                         ? column_append(&self->header_values, (const char *)hvalue,
-                                         (size_t)hvalue_length, "header values")
-                         : column_append_null(&self->header_values)) < 0)
-                    return -1;
-            }
-        }
-        if (p != record_end)
-            MALFORMED("record %lld: fields end %lld bytes %s its length says", i,
-                      (long long)(p > record_end ? p - record_end : record_end - p),
-                      p > record_end ? "after" : "before");
-        if (!keep)
+        RecordFields record;
+        int status = read_record(self, &p, end, i, base_offset, range, range->none, headers,
+                                 &record, reason);
+        if (status != 0)
+            return status;
+        if (!record.keep)
             continue;
         if (columns_reserve_row(self) < 0)
             return -1;
-        if ((key_length >= 0 ? column_append(&self->keys, (const char *)key, (size_t)key_length,
-                                             "keys")
-                             : column_append_null(&self->keys)) < 0)
+        if ((record.key_length >= 0
+                 ? column_append(&self->keys, (const char *)record.key,
+                                 (size_t)record.key_length, "keys")
+                 : column_append_null(&self->keys)) < 0)
             return -1;
-        if ((value_length >= 0 ? column_append(&self->values, (const char *)value,
-                                               (size_t)value_length, "values")
-                               : column_append_null(&self->values)) < 0)
+        if ((record.value_length >= 0
+                 ? column_append(&self->values, (const char *)record.value,
+                                 (size_t)record.value_length, "values")
+                 : column_append_null(&self->values)) < 0)
             return -1;
-        self->payload_bytes += (key_length > 0 ? key_length : 0) +
-                               (value_length > 0 ? value_length : 0);
+        self->payload_bytes += (record.key_length > 0 ? record.key_length : 0) +
+                               (record.value_length > 0 ? record.value_length : 0);
         /* Kafka's long arithmetic: a delta past the int64 range wraps. */
-        int64_t timestamp = log_append_time
-                                ? max_timestamp
-                                : (int64_t)((uint64_t)base_timestamp + (uint64_t)timestamp_delta);
-        columns_put_row(self, offset, timestamp, timestamp_type);
+        int64_t timestamp = log_append_time ? max_timestamp
+                                            : (int64_t)((uint64_t)base_timestamp +
+                                                        (uint64_t)record.timestamp_delta);
+        columns_put_row(self, record.offset, timestamp, timestamp_type);
         kept++;
     }
-#undef READ_VARINT
-#undef MALFORMED
     if (p != end) {
         snprintf(reason, MAX_REASON, "%lld bytes follow the batch's %lld records",
                  (long long)(end - p), count);
@@ -1145,7 +1184,8 @@ typedef struct {
 
 /* decode_records_each without headers, where the batch cannot overflow a column: the
  * fixed-width columns and the key and value offsets get room for all `count` rows
- * first, and are written through local pointers. Same checks, same results. With
+ * first, and are written through local pointers. The same checks (read_record), the
+ * same results. With
  * `checksum`, the batch's CRC32C is computed in the same pass, a little ahead of the
  * parse while the bytes are in the cache; a mismatch returns 2 (the caller undoes the
  * rows and leaves the batch to Python, which reports it). */
@@ -1182,19 +1222,6 @@ decode_records_plain(DecodedColumns *self, const uint8_t *data, size_t size, lon
 #endif
     long long payload = 0;
     Py_ssize_t kept = 0;
-    int status;
-    int64_t length, timestamp_delta, offset_delta, key_length, value_length, header_count;
-
-#define MALFORMED(...)                                                             \
-    do {                                                                           \
-        snprintf(reason, MAX_REASON, __VA_ARGS__);                                 \
-        return 1;                                                                  \
-    } while (0)
-#define READ_VARINT(field, limit, var)                                             \
-    do {                                                                           \
-        if ((status = read_varint(&p, (limit), &(var))) != VARINT_OK)              \
-            MALFORMED("record %lld: %s varint %s", i, (field), varint_problem[status]); \
-    } while (0)
 
     for (long long i = 0; i < count; i++) {
 #ifdef HAVE_CRC32C_INSTRUCTION
@@ -1210,67 +1237,19 @@ decode_records_plain(DecodedColumns *self, const uint8_t *data, size_t size, lon
             __builtin_prefetch(prefetched);
             prefetched += 64;
         }
-        READ_VARINT("length", end, length);
-        if (length < 0 || length > end - p)
-            MALFORMED("record %lld: length %lld runs past the batch", i, (long long)length);
-        const uint8_t *record_end = p + length;
-        if (p >= record_end)
-            MALFORMED("record %lld: length %lld leaves no room for its attributes", i,
-                      (long long)length);
-        p++; /* attributes: no record-level attribute is defined */
-        READ_VARINT("timestamp delta", record_end, timestamp_delta);
-        READ_VARINT("offset delta", record_end, offset_delta);
-        int64_t offset = 0;
-        int keep = !__builtin_add_overflow(base_offset, offset_delta, &offset) &&
-                   offset >= range->first && offset <= range->last;
-        READ_VARINT("key length", record_end, key_length);
-        const uint8_t *key = p;
-        if (key_length >= 0) {
-            if (key_length > record_end - p)
-                MALFORMED("record %lld: key of %lld bytes runs past the record", i,
-                          (long long)key_length);
-            p += key_length;
-        }
-        READ_VARINT("value length", record_end, value_length);
-        const uint8_t *value = p;
-        if (value_length >= 0) {
-            if (value_length > record_end - p)
-                MALFORMED("record %lld: value of %lld bytes runs past the record", i,
-                          (long long)value_length);
-            p += value_length;
-        }
-        READ_VARINT("header count", record_end, header_count);
-        for (int64_t h = 0; h < header_count; h++) {
-            int64_t hkey_length, hvalue_length;
-            READ_VARINT("header key length", record_end, hkey_length);
-            if (hkey_length < 0)
-                MALFORMED("record %lld: header key has negative length", i);
-            if (hkey_length > record_end - p)
-                MALFORMED("record %lld: header key of %lld bytes runs past the record", i,
-                          (long long)hkey_length);
-            if (!is_utf8(p, (size_t)hkey_length))
-                MALFORMED("record %lld: header key is not valid UTF-8", i);
-            p += hkey_length;
-            READ_VARINT("header value length", record_end, hvalue_length);
-            if (hvalue_length >= 0) {
-                if (hvalue_length > record_end - p)
-                    MALFORMED("record %lld: header value of %lld bytes runs past the record",
-                              i, (long long)hvalue_length);
-                p += hvalue_length;
-            }
-        }
-        if (p != record_end)
-            MALFORMED("record %lld: fields end %lld bytes %s its length says", i,
-                      (long long)(p > record_end ? p - record_end : record_end - p),
-                      p > record_end ? "after" : "before");
-        if (!keep)
+        RecordFields record;
+        int status = read_record(self, &p, end, i, base_offset, range, 0, 0, &record, reason);
+        if (status != 0)
+            return status;
+        if (!record.keep)
             continue;
+        const int64_t key_length = record.key_length, value_length = record.value_length;
         Py_ssize_t row = first_row + kept;
         int32_t end_at;
         if (key_length >= 0) {
             if (growbuf_reserve(&keys->data, (size_t)key_length) < 0)
                 return -1;
-            memcpy(keys->data.data + keys->data.len, key, (size_t)key_length);
+            memcpy(keys->data.data + keys->data.len, record.key, (size_t)key_length);
             keys->data.len += (size_t)key_length;
             payload += key_length;
         }
@@ -1281,7 +1260,7 @@ decode_records_plain(DecodedColumns *self, const uint8_t *data, size_t size, lon
         if (value_length >= 0) {
             if (growbuf_reserve(&values->data, (size_t)value_length) < 0)
                 return -1;
-            memcpy(values->data.data + values->data.len, value, (size_t)value_length);
+            memcpy(values->data.data + values->data.len, record.value, (size_t)value_length);
             values->data.len += (size_t)value_length;
             payload += value_length;
         }
@@ -1290,16 +1269,14 @@ decode_records_plain(DecodedColumns *self, const uint8_t *data, size_t size, lon
         end_at = (int32_t)values->data.len;
         memcpy(out_value_offsets + 4 * kept, &end_at, 4);
         /* Kafka's long arithmetic: a delta past the int64 range wraps. */
-        int64_t timestamp = log_append_time
-                                ? max_timestamp
-                                : (int64_t)((uint64_t)base_timestamp + (uint64_t)timestamp_delta);
-        memcpy(out_offsets + 8 * kept, &offset, 8);
+        int64_t timestamp = log_append_time ? max_timestamp
+                                            : (int64_t)((uint64_t)base_timestamp +
+                                                        (uint64_t)record.timestamp_delta);
+        memcpy(out_offsets + 8 * kept, &record.offset, 8);
         memcpy(out_timestamps + 8 * kept, &timestamp, 8);
         memcpy(out_types + 4 * kept, &timestamp_type, 4);
         kept++;
     }
-#undef READ_VARINT
-#undef MALFORMED
     if (p != end) {
         snprintf(reason, MAX_REASON, "%lld bytes follow the batch's %lld records",
                  (long long)(end - p), count);
