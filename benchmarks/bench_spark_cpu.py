@@ -20,10 +20,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 import psutil  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
 
-import segmentlog_datasource  # noqa: E402
-from bench_spark_read import PrebuiltArrowSource  # noqa: E402
+from bench_spark_read import SCAN_AGGREGATE, bench_session  # noqa: E402
 
 
 def cpu_by_process():
@@ -45,19 +43,12 @@ def main():
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--runs", type=int, default=4)
     args = parser.parse_args()
-    spark = (SparkSession.builder.master("local[2]").appName("segmentlog-cpu")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", "4g").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    segmentlog_datasource.register(spark, enable_filter_pushdown=False)
-    spark.dataSource.register(PrebuiltArrowSource)
-    aggregate = "count(*) AS n, sum(offset) AS offsets, sum(length(value)) AS bytes".split(", ")
+    spark = bench_session("segmentlog-cpu")
     paths = {"segmentlog": os.path.join(args.workdir, "logdir"),
              "prebuilt_arrow": os.path.join(args.workdir, "arrow")}
 
     def scan(fmt):
-        return spark.read.format(fmt).load(paths[fmt]).selectExpr(*aggregate).first()
+        return spark.read.format(fmt).load(paths[fmt]).selectExpr(*SCAN_AGGREGATE).first()
 
     for fmt in paths:  # warm up the workers
         scan(fmt)

@@ -126,6 +126,27 @@ def lookup_batch(logdir, options) -> pa.RecordBatch:
     return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
+# The (b) scan: every row's offset and value read, one row back.
+SCAN_AGGREGATE = ["count(*) AS n", "sum(offset) AS offsets", "sum(length(value)) AS bytes"]
+
+
+def bench_session(app_name):
+    """The benchmarks' local[2] session, segmentlog and the prebuilt-Arrow ceiling
+    registered."""
+    from pyspark.sql import SparkSession
+
+    import segmentlog_datasource
+
+    spark = (SparkSession.builder.master("local[2]").appName(app_name)
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "4g").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    segmentlog_datasource.register(spark, enable_filter_pushdown=False)
+    spark.dataSource.register(PrebuiltArrowSource)
+    return spark
+
+
 def best_of(runs, fn):
     times = []
     result = None
@@ -169,8 +190,6 @@ def main():
     args = parser.parse_args()
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
-
     import segmentlog_datasource
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="segmentlog-bench-")
@@ -189,20 +208,11 @@ def main():
         partitions = prebuild_arrow(logdir, arrow_dir)
         print(f"log: {log_bytes / 1e6:.1f} MB in .log files, {partitions} Spark partitions")
 
-        spark = (SparkSession.builder.master("local[2]").appName("segmentlog-bench")
-                 .config("spark.ui.enabled", "false")
-                 .config("spark.ui.showConsoleProgress", "false")
-                 .config("spark.driver.memory", "4g").getOrCreate())
-        spark.sparkContext.setLogLevel("ERROR")
-        segmentlog_datasource.register(spark, enable_filter_pushdown=False)
-        spark.dataSource.register(PrebuiltArrowSource)
+        spark = bench_session("segmentlog-bench")
         spark.dataSource.register(OneRowSource)
 
-        aggregate = "count(*) AS n, sum(offset) AS offsets, sum(length(value)) AS bytes"
-
         def scan(fmt, path):
-            return lambda: spark.read.format(fmt).load(path).selectExpr(
-                *aggregate.split(", ")).first()
+            return lambda: spark.read.format(fmt).load(path).selectExpr(*SCAN_AGGREGATE).first()
 
         scan(fmt="segmentlog", path=logdir)()  # warm up workers
         scan(fmt="prebuilt_arrow", path=arrow_dir)()

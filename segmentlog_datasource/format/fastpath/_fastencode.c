@@ -334,6 +334,29 @@ headers_from(PyObject *headers, Py_buffer *counts_view, Column *blob_column, Py_
     return 0;
 }
 
+/* The LogAppendTime every batch gets as its max timestamp, when `log_append_time` is not
+ * None: *have set, *value read. -1 with a Python error. */
+static int
+append_time_from(PyObject *log_append_time, int *have, int64_t *value)
+{
+    *have = log_append_time != Py_None;
+    *value = 0;
+    if (!*have)
+        return 0;
+    *value = PyLong_AsLongLong(log_append_time);
+    return *value == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* A planning problem as the Python error it stands for. */
+static void
+raise_plan_problem(const char *problem)
+{
+    if (strcmp(problem, "out of memory") == 0)
+        PyErr_NoMemory();
+    else
+        PyErr_SetString(PyExc_ValueError, problem);
+}
+
 
 /* The bytes of record j apart from its timestamp and offset deltas. */
 static inline int64_t
@@ -572,23 +595,17 @@ encode(PyObject *self, PyObject *args, PyObject *kwargs)
             goto done;
         in.have_starts = 1;
     }
-    int have_append_time = log_append_time != Py_None;
-    int64_t append_time = 0;
-    if (have_append_time) {
-        append_time = PyLong_AsLongLong(log_append_time);
-        if (append_time == -1 && PyErr_Occurred())
-            goto done;
-    }
+    int have_append_time;
+    int64_t append_time;
+    if (append_time_from(log_append_time, &have_append_time, &append_time) < 0)
+        goto done;
 
     const char *problem;
     Py_BEGIN_ALLOW_THREADS
     problem = plan_batches(&in, batch_size, &plan);
     Py_END_ALLOW_THREADS
     if (problem) {
-        if (strcmp(problem, "out of memory") == 0)
-            PyErr_NoMemory();
-        else
-            PyErr_SetString(PyExc_ValueError, problem);
+        raise_plan_problem(problem);
         goto done;
     }
     if (have_append_time)
@@ -915,13 +932,10 @@ encode_groups(PyObject *self, PyObject *args, PyObject *kwargs)
             goto done;
         in.have_headers = 1;
     }
-    int have_append_time = log_append_time != Py_None;
-    int64_t append_time = 0;
-    if (have_append_time) {
-        append_time = PyLong_AsLongLong(log_append_time);
-        if (append_time == -1 && PyErr_Occurred())
-            goto done;
-    }
+    int have_append_time;
+    int64_t append_time;
+    if (append_time_from(log_append_time, &have_append_time, &append_time) < 0)
+        goto done;
     groups = PyMem_RawCalloc(group_count ? group_count : 1, sizeof(Group));
     bodies = PyMem_RawMalloc(sizeof(int64_t) * (in.rows ? in.rows : 1));
     if (!groups || !bodies) {
@@ -935,10 +949,7 @@ encode_groups(PyObject *self, PyObject *args, PyObject *kwargs)
     problem = plan_groups(&in, batch_size, groups, bodies);
     Py_END_ALLOW_THREADS
     if (problem) {
-        if (strcmp(problem, "out of memory") == 0)
-            PyErr_NoMemory();
-        else
-            PyErr_SetString(PyExc_ValueError, problem);
+        raise_plan_problem(problem);
         goto done;
     }
     for (int64_t g = 0; g < group_count; g++) {
