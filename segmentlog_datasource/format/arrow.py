@@ -123,7 +123,8 @@ def finish_batch(topic, partition, offsets, timestamps_ms, timestamp_types, keys
 def as_binary(array) -> pa.Array:
     """A binary (or string, large, fixed-size, null) column as a plain binary array."""
     if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
+        # combine_chunks copies even a lone chunk
+        array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
     if pa.types.is_binary(array.type):
         return array
     if pa.types.is_null(array.type):
