@@ -19,7 +19,7 @@ from ..format.log import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_fi
 from ..format.v2_encode import patch_batch_headers
 
 from .errors import WriteError, raise_out_of_space
-from .fsops import read_at
+from .fsops import preallocate, read_at
 from .segments import SegmentPlan
 from .task import PartitionBatches
 
@@ -125,6 +125,7 @@ def write_segment(directory: str, plan: SegmentPlan, staging_dir: str, batches: 
                                offsets, epoch, None, file_names[leading])
             written = int(positions[taken - 1] + sizes[taken - 1])
             first = taken
+        preallocate(out, written, int(sizes[first:end].sum()))
         for run_start, run_end in contiguous_runs(file_ids[first:end], positions[first:end],
                                                   sizes[first:end]):
             run_start += first

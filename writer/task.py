@@ -26,6 +26,7 @@ from ..format.v2_encode import (
 
 from .errors import InvalidInputError, WriteAbortedError, WriteError, raise_out_of_space
 from .framed import FramingPlan, encode_framed
+from .fsops import preallocate
 from .input import InputLayout, NormalizedRows, approximate_sizes, normalize, take_rows
 from .logdir import check_num_partitions, partition_count, validate_topic_name
 from .options import WriteOptions
@@ -362,7 +363,7 @@ class TaskWriter:
             staged.fd = self._open_staging(path, flags)
             self._open_files.append(staged)
         position = staged.position
-        self._write_all(staged.fd, data, path)
+        self._write_all(staged.fd, data, path, position)
         staged.position += len(memoryview(data))
         self._file_pos += len(memoryview(data))
         return position
@@ -380,10 +381,12 @@ class TaskWriter:
             raise
 
     @staticmethod
-    def _write_all(fd: int, data, path: str) -> None:
+    def _write_all(fd: int, data, path: str, position: int) -> None:
+        """Write `data` at `position`, the file's end (the file's blocks reserved first)."""
         view = memoryview(data)
         written = 0
         try:
+            preallocate(fd, position, view.nbytes)
             while written < len(view):
                 written += os.write(fd, view[written:])
         except OSError as exc:
@@ -398,7 +401,7 @@ class TaskWriter:
                                           os.O_CREAT | os.O_EXCL | os.O_WRONLY)
         path = os.path.join(self.spec.staging_dir, self._file_name)
         position = self._file_pos
-        self._write_all(self._fd, data, path)
+        self._write_all(self._fd, data, path, position)
         self._file_pos += len(memoryview(data))
         return position
 

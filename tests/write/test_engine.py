@@ -386,8 +386,8 @@ def _tree_bytes(root):
     return files
 
 
-def test_without_copy_file_range_or_renameat2_the_log_is_the_same(tmp_path, monkeypatch):
-    """The fallbacks (read, patch and write the batches; two renames instead of an
+def test_without_fallocate_or_renameat2_the_log_is_the_same(tmp_path, monkeypatch):
+    """The fallbacks (writes that allocate as they go; two renames instead of an
     exchange) give the bytes the kernel calls give."""
     from segmentlog_datasource.writer import fsops
 
@@ -404,14 +404,42 @@ def test_without_copy_file_range_or_renameat2_the_log_is_the_same(tmp_path, monk
         write_log(path, to_table(rows[:300]), topic="u", mode="overwrite", **common)
         return _tree_bytes(path)
 
+    reserved = []
+    fallocate = fsops._libc_function("fallocate", lambda c: [c.c_int, c.c_int, c.c_int64,
+                                                             c.c_int64])
+    assert fallocate is not None  # Linux
+
+    def counted(fd, mode, position, length):
+        reserved.append(length)
+        return fallocate(fd, mode, position, length)
+
+    monkeypatch.setattr(fsops, "PREALLOCATE_MIN", 1)  # every staged write and segment
+    monkeypatch.setattr(fsops, "_FALLOCATE", [counted])
     kernel = write(str(tmp_path / "kernel"))
-    monkeypatch.setattr(fsops, "_COPY_FILE_RANGE", [False])
+    # each task's staged batches and each copy into a segment reserved its bytes
+    assert len(reserved) >= 4 and sum(reserved) > 1500 * 50
+    monkeypatch.setattr(fsops, "_FALLOCATE", [None])
     monkeypatch.setattr(fsops, "_RENAMEAT2", [None])
     fallback = write(str(tmp_path / "fallback"))
     assert sorted(fallback) == sorted(kernel)
     assert fallback == kernel
     assert sum(len(records) for records in decode_logdir(str(tmp_path / "fallback")).values()) \
         == 1500 + 300
+
+
+def test_preallocate_reserves_the_blocks_and_keeps_the_size(tmp_path):
+    from segmentlog_datasource.writer import fsops
+
+    fd = os.open(tmp_path / "staged", os.O_CREAT | os.O_WRONLY, 0o644)
+    try:
+        os.write(fd, b"x" * 10)
+        fsops.preallocate(fd, 10, fsops.PREALLOCATE_MIN - 1)  # small: nothing reserved
+        assert os.fstat(fd).st_blocks * 512 < fsops.PREALLOCATE_MIN
+        fsops.preallocate(fd, 10, 4 << 20)
+        stat = os.fstat(fd)
+        assert stat.st_size == 10 and stat.st_blocks * 512 >= 4 << 20
+    finally:
+        os.close(fd)
 
 
 def test_log_append_time_and_default_timestamps(logdir):

@@ -399,6 +399,37 @@ def test_a_write_fails_cleanly_whichever_inode_runs_out(small_fs, writer_process
                            "checkpoint lock"}, stages
 
 
+def test_a_large_staged_write_reserves_its_blocks_before_writing(small_fs):
+    """Staged batches of PREALLOCATE_MIN bytes and more have their blocks reserved first
+    (fsops.preallocate): on a full disk the reservation is what fails, before a byte of
+    them is written, with the same OutOfSpaceError, and the log dir stays as it was."""
+    import traceback
+
+    from segmentlog_datasource.writer import OutOfSpaceError
+    from segmentlog_datasource.writer.fsops import PREALLOCATE_MIN
+
+    if small_fs.kind == "rlimit":
+        pytest.fail("no tmpfs could be mounted here (neither directly nor in a user "
+                    "namespace)")
+    logdir = os.path.join(small_fs.root, "log")
+    seed(logdir)
+    before = snapshot(logdir)
+    small_fs.fill_bytes(PREALLOCATE_MIN // 2)  # room for the lock, not for the batches
+    large = pa.table({"value": [b"v" * 1000] * (PREALLOCATE_MIN // 1000 + 100),
+                      "partition": pa.array([0] * (PREALLOCATE_MIN // 1000 + 100), pa.int32())})
+    with pytest.raises(OutOfSpaceError) as caught:
+        write_log(logdir, large, topic="t")
+    assert caught.value.errno == errno.ENOSPC
+    assert caught.value.filename.startswith(logdir + os.sep)
+    assert caught.value.filename.endswith(".batches"), caught.value
+    assert traceback.extract_tb(caught.value.__cause__.__traceback__)[-1].name == "preallocate"
+    assert snapshot(logdir) == before
+    small_fs.free_filler()
+    write_log(logdir, large, topic="t")
+    assert values_by_partition(logdir)[("t", 0)] == job_values(OLD)[("t", 0)] + \
+        large.column("value").to_pylist()
+
+
 # ---------------------------------------------------------------- streaming sink
 
 def test_a_full_disk_never_loses_or_doubles_a_micro_batch(small_fs, writer_process):
