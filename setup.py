@@ -38,7 +38,7 @@ if os.path.exists(FAST_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
             # copy's build only when it was built from the checkout's source and values.
             define_macros=buildinfo["define_macros"](FASTPATH),
             depends=[os.path.normpath(os.path.join(FASTPATH, relative))
-                     for relative in buildinfo["COMPILED_CONSTANTS"]],
+                     for relative in (*buildinfo["COMPILED_CONSTANTS"], *buildinfo["C_HEADERS"])],
             extra_compile_args=["-O3"],
         )
     )
@@ -55,7 +55,7 @@ if os.path.exists(ENCODER_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON
             sources=[ENCODER_SOURCE],
             define_macros=buildinfo["define_macros"](FASTPATH, encoder),
             depends=[os.path.normpath(os.path.join(FASTPATH, relative))
-                     for relative in buildinfo["ENCODER_CONSTANTS"]],
+                     for relative in (*buildinfo["ENCODER_CONSTANTS"], *buildinfo["C_HEADERS"])],
             extra_compile_args=["-O3"],
         )
     )

@@ -26,82 +26,16 @@
 
 /* ------------------------------------------------------------------ CRC32C */
 
-static uint32_t crc_table[8][256];
+#include "crc32c.h"
 
-static void
-crc_tables(void)
-{
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
-        crc_table[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; i++)
-        for (int t = 1; t < 8; t++)
-            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
-}
-
-/* Slice-by-8: where the CPU has no CRC32 instruction. */
-static uint32_t
-crc32c_tables(uint32_t crc, const uint8_t *p, size_t n)
-{
-    while (n && ((uintptr_t)p & 7)) {
-        crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xFF];
-        n--;
-    }
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    while (n >= 8) {
-        uint64_t word;
-        memcpy(&word, p, 8);
-        word ^= crc;  /* the word's first byte is its low byte */
-        crc = crc_table[7][word & 0xFF] ^ crc_table[6][(word >> 8) & 0xFF] ^
-              crc_table[5][(word >> 16) & 0xFF] ^ crc_table[4][(word >> 24) & 0xFF] ^
-              crc_table[3][(word >> 32) & 0xFF] ^ crc_table[2][(word >> 40) & 0xFF] ^
-              crc_table[1][(word >> 48) & 0xFF] ^ crc_table[0][word >> 56];
-        p += 8;
-        n -= 8;
-    }
-#endif
-    while (n--)
-        crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xFF];
-    return crc;
-}
-
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
-    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define HAVE_CRC_INSTRUCTION_CHECK 1
-#include <nmmintrin.h>
-/* Three independent streams would go faster still; one already outruns the copy. */
-__attribute__((target("sse4.2"))) static uint32_t
-crc32c_instruction(uint32_t crc, const uint8_t *p, size_t n)
-{
-    uint64_t c = crc;
-    while (n && ((uintptr_t)p & 7)) {
-        c = _mm_crc32_u8((uint32_t)c, *p++);
-        n--;
-    }
-    while (n >= 8) {
-        uint64_t word;
-        memcpy(&word, p, 8);
-        c = _mm_crc32_u64(c, word);
-        p += 8;
-        n -= 8;
-    }
-    while (n--)
-        c = _mm_crc32_u8((uint32_t)c, *p++);
-    return (uint32_t)c;
-}
-#endif
-
-static int use_crc_instruction;
+static int use_crc_instruction;  /* set_crc_instruction(False) tests the tables */
 
 static uint32_t
 crc32c(const uint8_t *p, size_t n)
 {
-#ifdef HAVE_CRC_INSTRUCTION_CHECK
+#ifdef HAVE_CRC32C_INSTRUCTION
     if (use_crc_instruction)
-        return ~crc32c_instruction(0xFFFFFFFFu, p, n);
+        return crc32c_continue(0, p, n);
 #endif
     return ~crc32c_tables(0xFFFFFFFFu, p, n);
 }
@@ -1159,11 +1093,7 @@ set_crc_instruction(PyObject *self, PyObject *arg)
     if (wanted < 0)
         return NULL;
     int before = use_crc_instruction;
-#ifdef HAVE_CRC_INSTRUCTION_CHECK
-    use_crc_instruction = wanted && __builtin_cpu_supports("sse4.2");
-#else
-    use_crc_instruction = 0;
-#endif
+    use_crc_instruction = wanted && have_crc32c_instruction;
     return PyBool_FromLong(before);
 }
 
@@ -1204,11 +1134,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__fastencode(void)
 {
-    crc_tables();
-#ifdef HAVE_CRC_INSTRUCTION_CHECK
-    __builtin_cpu_init();
-    use_crc_instruction = __builtin_cpu_supports("sse4.2");
-#endif
+    crc32c_init();
+    use_crc_instruction = have_crc32c_instruction;
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;

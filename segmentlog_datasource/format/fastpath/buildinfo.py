@@ -50,6 +50,8 @@ ENCODER_CONSTANTS = {
     ),
 }
 CONSTANTS_OF = {C_SOURCE: COMPILED_CONSTANTS, ENCODER_C_SOURCE: ENCODER_CONSTANTS}
+# The header both sources include (CRC32C): part of each one's source.
+C_HEADERS = ("crc32c.h",)
 
 
 def compiled_constants(directory: str = HERE, source: str = C_SOURCE) -> dict:
@@ -72,6 +74,9 @@ def source_sha256(directory: str = HERE, source: str = C_SOURCE):
     try:
         with open(os.path.join(directory, source), "rb") as text:
             digest = hashlib.sha256(text.read() + b"\0")
+        for header in C_HEADERS:
+            with open(os.path.join(directory, header), "rb") as text:
+                digest.update(text.read() + b"\0")
     except FileNotFoundError:
         return None
     for name, value in sorted(compiled_constants(directory, source).items()):
