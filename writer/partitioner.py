@@ -107,9 +107,20 @@ def key_hashes(keys: pa.Array, use_fast_path: bool = True) -> np.ndarray:
     return (compiled or murmur2_array)(keys)
 
 
-def partitions_for_keys(keys: pa.Array, num_partitions: int) -> np.ndarray:
-    """Kafka's partition for each key (int64); meaningless for null keys."""
-    return (key_hashes(keys) & np.uint32(0x7FFFFFFF)).astype(np.int64) % num_partitions
+def partitions_from_hashes(hashes: np.ndarray, num_partitions: int) -> np.ndarray:
+    """Kafka's default partitioner: the key's murmur2, its sign bit cleared, modulo the
+    partition count (int64)."""
+    return (hashes & np.uint32(0x7FFFFFFF)).astype(np.int64) % num_partitions
+
+
+def partitions_for_keys(keys: pa.Array, num_partitions: int,
+                        use_fast_path: bool = True) -> np.ndarray:
+    """Kafka's partition for each key (int64); meaningless for null keys. The compiled
+    hasher gives them in the same pass as the hashes."""
+    compiled = compiled_key_hasher(use_fast_path)
+    if compiled is not None:
+        return compiled(keys, num_partitions)
+    return partitions_from_hashes(murmur2_array(keys), num_partitions)
 
 
 class StickyRoundRobin:

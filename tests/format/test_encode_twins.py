@@ -31,7 +31,7 @@ from segmentlog_datasource.format.v2_encode import (
     RecordColumns, RecordTooLargeError, encode_batches, encode_batches_python, encode_groups,
     encode_groups_python, patch_batch_headers,
 )
-from segmentlog_datasource.writer.partitioner import key_hashes, murmur2_array
+from segmentlog_datasource.writer.partitioner import key_hashes, murmur2_array, partitions_for_keys
 from support.compiled import ENCODER_NOT_BUILT, NOT_BUILT, compiled_encode
 from support.manifest import b64, load_manifest, partition_names
 
@@ -180,6 +180,11 @@ def test_key_hashes_alike(keys, skip):
     array = pa.array(keys, pa.binary()).slice(min(skip, len(keys) - 1))
     assert np.array_equal(key_hashes(array), key_hashes(array, use_fast_path=False))
     assert np.array_equal(key_hashes(array), murmur2_array(array))
+    for n in (1, 2, 3, 7, 1000, 2**31 - 1):  # partitions in the hashing pass, or after it
+        partitions = partitions_for_keys(array, n)
+        assert partitions.dtype == np.int64 and partitions.flags.writeable
+        assert partitions.tolist() == partitions_for_keys(array, n, use_fast_path=False).tolist()
+        assert partitions.tolist() == [(h & 0x7FFFFFFF) % n for h in key_hashes(array).tolist()]
 
 
 def test_large_records_and_many_batches_encode_alike():

@@ -140,9 +140,10 @@ def batch_encoder(use_fast_path: bool = True, grouped: bool = False):
 
 
 def compiled_key_hasher(use_fast_path: bool = True):
-    """murmur2(keys) -> uint32 per row, Kafka's key hash (nulls as empty keys), compiled
-    beside the encoder; None when it is not built or not wanted (the writer's partitioner
-    then hashes with its numpy twin, partitioner.murmur2_array)."""
+    """murmur2(keys) -> uint32 per row, Kafka's key hash (nulls as empty keys), and
+    murmur2(keys, n) -> each key's partition among n (int64), compiled beside the
+    encoder; None when it is not built or not wanted (the writer's partitioner then hashes
+    with its numpy twin, partitioner.murmur2_array)."""
     compiled = _compiled_encoder() if use_fast_path else None
     return None if compiled is None else compiled.murmur2_compiled
 

@@ -1045,26 +1045,95 @@ murmur2(const uint8_t *data, int64_t length)
     return h;
 }
 
+static inline uint32_t
+load_le32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    return v;
+}
+
+/* murmur2 of a key of at most 15 bytes with 16 readable bytes at data: the same value
+ * without a branch on the length (keys of varied short lengths mispredict the loop's
+ * and the tail's branches of murmur2(), about half of the hashing's time). */
+static inline uint32_t
+murmur2_short(const uint8_t *data, int64_t length)
+{
+    const uint32_t m = 0x5bd1e995u;
+    uint32_t h = 0x9747b28cu ^ (uint32_t)length;
+    int64_t words = length >> 2;
+    for (int64_t w = 0; w < 3; w++) {
+        uint32_t k = load_le32(data + 4 * w);
+        k *= m;
+        k ^= k >> 24;
+        k *= m;
+        uint32_t next = (h * m) ^ k;
+        h = w < words ? next : h;
+    }
+    static const uint32_t tail_mask[4] = {0, 0xFFu, 0xFFFFu, 0xFFFFFFu};
+    int64_t rest = length & 3;
+    uint32_t tailed = (h ^ (load_le32(data + 4 * words) & tail_mask[rest])) * m;
+    h = rest ? tailed : h;
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    return h;
+}
+
+/* x % d for 32-bit x and d > 0, exactly, by two multiplications (Lemire's fastmod):
+ * m = 2^64 / d rounded up, and 0 for d = 1. */
+static inline uint32_t
+remainder_u32(uint32_t x, uint64_t m, uint32_t d)
+{
+    return (uint32_t)(((unsigned __int128)(m * x) * d) >> 64);
+}
+
+/* murmur2(keys, rows) -> each key's hash as uint32; murmur2(keys, rows, n) -> each key's
+ * partition among n as int64, as Kafka's default partitioner gives it:
+ * (murmur2 & 0x7fffffff) % n. */
 static PyObject *
 murmur2_py(PyObject *self, PyObject *args)
 {
     PyObject *spec, *out;
     Py_ssize_t rows;
+    long long partitions = 0;
     Column keys;
-    if (!PyArg_ParseTuple(args, "On", &spec, &rows))
+    if (!PyArg_ParseTuple(args, "On|L", &spec, &rows, &partitions))
         return NULL;
+    if (partitions < 0 || partitions > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "the partition count must be in 1..2147483647");
+        return NULL;
+    }
     if (column_from(spec, &keys, rows, "keys") < 0) {
         column_release(&keys);
         return NULL;
     }
-    out = PyBytes_FromStringAndSize(NULL, rows * 4);
+    out = PyByteArray_FromStringAndSize(NULL, rows * (partitions ? 8 : 4));
     if (out) {
-        uint32_t *h = (uint32_t *)PyBytes_AS_STRING(out);
+        uint32_t *h = (uint32_t *)PyByteArray_AS_STRING(out);
+        int64_t *p = (int64_t *)PyByteArray_AS_STRING(out);
+        uint32_t d = (uint32_t)partitions;
+        uint64_t m = d ? UINT64_MAX / d + 1 : 0;
+        uint32_t empty = murmur2(NULL, 0);
+        int64_t data_length = keys.have_data ? (int64_t)keys.data.len : 0;
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < rows; i++) {
             int64_t length = column_length(&keys, i);
             /* nulls hash as empty keys, as the pure twin's */
-            h[i] = length < 0 ? murmur2(NULL, 0) : murmur2(column_bytes(&keys, i), length);
+            uint32_t hash;
+            if (length < 0)
+                hash = empty;
+            else if (length < 16 && column_offset(&keys, i) + 16 <= data_length)
+                hash = murmur2_short(column_bytes(&keys, i), length);
+            else
+                hash = murmur2(column_bytes(&keys, i), length);
+            if (d)
+                p[i] = remainder_u32(hash & 0x7FFFFFFFu, m, d);
+            else
+                h[i] = hash;
         }
         Py_END_ALLOW_THREADS
     }
@@ -1118,8 +1187,9 @@ static PyMethodDef methods[] = {
      "frame(payloads, counts, base_timestamps, max_timestamps, attributes, allocate=None) "
      "-> (data, sizes)"},
     {"murmur2", murmur2_py, METH_VARARGS,
-     "murmur2((offsets, data, validity, bit offset), rows) -> bytes of uint32 hashes "
-     "(Kafka's, nulls as empty keys)"},
+     "murmur2((offsets, data, validity, bit offset), rows[, partitions]) -> bytearray of "
+     "uint32 hashes (Kafka's, nulls as empty keys), or with partitions, of int64 "
+     "partition numbers ((hash & 0x7fffffff) % partitions)"},
     {"crc32c", crc32c_py, METH_O, "crc32c(data) -> int"},
     {"set_crc_instruction", set_crc_instruction, METH_O,
      "For tests: use the CPU's CRC32 instruction (when it has one) or the tables; returns "

@@ -13,6 +13,8 @@ Importing this module raises ImportError, saying why, when no usable build of th
 extension is found (loading.py); v2_encode.encode_batches then warns once and encodes
 with the pure twin.
 """
+from typing import Optional
+
 import numpy as np
 import pyarrow as pa
 
@@ -38,11 +40,17 @@ def _column(array: pa.Array) -> tuple:
     return offsets, data, validity if array.null_count else None, array.offset
 
 
-def murmur2_compiled(keys: pa.Array) -> np.ndarray:
+def murmur2_compiled(keys: pa.Array, num_partitions: Optional[int] = None) -> np.ndarray:
     """partitioner.murmur2_array in C: Kafka's murmur2 of every key, as uint32 (nulls
-    hash as empty keys)."""
+    hash as empty keys); with `num_partitions`, each key's partition as int64, as
+    partitioner.partitions_from_hashes gives it from those hashes."""
     keys = as_binary(keys)
-    return np.frombuffer(_fastencode.murmur2(_column(keys), len(keys)), dtype=np.uint32).copy()
+    if num_partitions is None:
+        return np.frombuffer(_fastencode.murmur2(_column(keys), len(keys)), dtype=np.uint32)
+    if num_partitions < 1:
+        raise ValueError(f"a partition count must be at least 1, got {num_partitions}")
+    raw = _fastencode.murmur2(_column(keys), len(keys), num_partitions)
+    return np.frombuffer(raw, dtype=np.int64)
 
 
 def _int64(raw: bytes) -> np.ndarray:
