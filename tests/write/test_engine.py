@@ -405,20 +405,19 @@ def test_without_fallocate_or_renameat2_the_log_is_the_same(tmp_path, monkeypatc
         return _tree_bytes(path)
 
     reserved = []
-    fallocate = fsops._libc_function("fallocate", lambda c: [c.c_int, c.c_int, c.c_int64,
-                                                             c.c_int64])
-    assert fallocate is not None  # Linux
+    fallocate, fstatfs = fsops._preallocation_calls()  # Linux
 
     def counted(fd, mode, position, length):
         reserved.append(length)
         return fallocate(fd, mode, position, length)
 
-    monkeypatch.setattr(fsops, "PREALLOCATE_MIN", 1)  # every staged write and segment
-    monkeypatch.setattr(fsops, "_FALLOCATE", [counted])
+    # every staged write and segment reserves its blocks, whatever tmp_path is on
+    monkeypatch.setattr(fsops, "PREALLOCATE_MIN", 1)
+    monkeypatch.setattr(fsops, "PREALLOCATING_FILESYSTEMS", {_filesystem_of(tmp_path)})
+    monkeypatch.setattr(fsops, "_PREALLOCATION_CALLS", [(counted, fstatfs)])
     kernel = write(str(tmp_path / "kernel"))
-    # each task's staged batches and each copy into a segment reserved its bytes
     assert len(reserved) >= 4 and sum(reserved) > 1500 * 50
-    monkeypatch.setattr(fsops, "_FALLOCATE", [None])
+    monkeypatch.setattr(fsops, "_PREALLOCATION_CALLS", [None])
     monkeypatch.setattr(fsops, "_RENAMEAT2", [None])
     fallback = write(str(tmp_path / "fallback"))
     assert sorted(fallback) == sorted(kernel)
@@ -427,19 +426,36 @@ def test_without_fallocate_or_renameat2_the_log_is_the_same(tmp_path, monkeypatc
         == 1500 + 300
 
 
-def test_preallocate_reserves_the_blocks_and_keeps_the_size(tmp_path):
+def _filesystem_of(path) -> int:
     from segmentlog_datasource.writer import fsops
 
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return fsops.filesystem_type(fd)
+    finally:
+        os.close(fd)
+
+
+def test_preallocate_reserves_the_blocks_and_keeps_the_size(tmp_path, monkeypatch):
+    from segmentlog_datasource.writer import fsops
+
+    here = _filesystem_of(tmp_path)
+    assert isinstance(here, int)
     fd = os.open(tmp_path / "staged", os.O_CREAT | os.O_WRONLY, 0o644)
     try:
         os.write(fd, b"x" * 10)
+        monkeypatch.setattr(fsops, "PREALLOCATING_FILESYSTEMS", frozenset())
+        fsops.preallocate(fd, 10, 4 << 20)  # not a file system where it pays: nothing
+        assert os.fstat(fd).st_blocks * 512 < 1 << 20
+        monkeypatch.setattr(fsops, "PREALLOCATING_FILESYSTEMS", {here})
         fsops.preallocate(fd, 10, fsops.PREALLOCATE_MIN - 1)  # small: nothing reserved
-        assert os.fstat(fd).st_blocks * 512 < fsops.PREALLOCATE_MIN
+        assert os.fstat(fd).st_blocks * 512 < 1 << 20
         fsops.preallocate(fd, 10, 4 << 20)
         stat = os.fstat(fd)
         assert stat.st_size == 10 and stat.st_blocks * 512 >= 4 << 20
     finally:
         os.close(fd)
+    assert 0xEF53 in fsops.PREALLOCATING_FILESYSTEMS  # ext4, where it was measured
 
 
 def test_log_append_time_and_default_timestamps(logdir):

@@ -399,18 +399,24 @@ def test_a_write_fails_cleanly_whichever_inode_runs_out(small_fs, writer_process
                            "checkpoint lock"}, stages
 
 
-def test_a_large_staged_write_reserves_its_blocks_before_writing(small_fs):
+def test_a_large_staged_write_reserves_its_blocks_before_writing(small_fs, monkeypatch):
     """Staged batches of PREALLOCATE_MIN bytes and more have their blocks reserved first
-    (fsops.preallocate): on a full disk the reservation is what fails, before a byte of
-    them is written, with the same OutOfSpaceError, and the log dir stays as it was."""
+    (fsops.preallocate, on ext4; here on the tmpfs too): on a full disk the reservation is
+    what fails, before a byte of them is written, with the same OutOfSpaceError, and the
+    log dir stays as it was."""
     import traceback
 
-    from segmentlog_datasource.writer import OutOfSpaceError
+    from segmentlog_datasource.writer import OutOfSpaceError, fsops
     from segmentlog_datasource.writer.fsops import PREALLOCATE_MIN
 
     if small_fs.kind == "rlimit":
         pytest.fail("no tmpfs could be mounted here (neither directly nor in a user "
                     "namespace)")
+    fd = os.open(small_fs.root, os.O_RDONLY)
+    try:
+        monkeypatch.setattr(fsops, "PREALLOCATING_FILESYSTEMS", {fsops.filesystem_type(fd)})
+    finally:
+        os.close(fd)
     logdir = os.path.join(small_fs.root, "log")
     seed(logdir)
     before = snapshot(logdir)
