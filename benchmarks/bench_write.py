@@ -11,8 +11,9 @@ writer on the same table with the same codec.
 Part 2 builds a cached DataFrame of the same shape (key, value, timestamp), then writes it
 with `format("segmentlog")`, as Parquet, and into a do-nothing Python data source (a
 DataSourceArrowWriter that drops the Arrow batches Spark hands it: the floor of any
-Python data source write) in the same Spark session, alternating, and reports the best
-of `--repeat` runs of each. MB/s counts the input's key and value bytes.
+Python data source write) in the same Spark session, a round of each in turn, and
+reports the best of `--repeat` runs of each and the median over the rounds of each
+write's time over its round's floor. MB/s counts the input's key and value bytes.
 """
 import argparse
 import collections
@@ -227,12 +228,15 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs) -
         best = {name: min(runs) for name, runs in results.items()}
         floor_seconds = best["floor (drops batches)"][0]
         parquet_seconds = best["parquet (snappy)"][0]
+        floors = [seconds for seconds, _ in results["floor (drops batches)"]]
         print(f"{'write':<24}{'seconds':>9}{'records/s':>14}{'MB/s':>9}{'on disk MB':>12}"
-              f"{'vs floor':>10}{'vs parquet':>12}")
+              f"{'vs floor':>10}{'vs parquet':>12}{'median vs floor':>17}")
         for name, (seconds, size) in best.items():
+            # each round's time over the same round's floor: the machine's drift cancels
+            rounds = sorted(s / f for (s, _), f in zip(results[name], floors))
             print(f"{name:<24}{seconds:>9.2f}{count / seconds:>14,.0f}{mb / seconds:>9.1f}"
                   f"{size / 1e6:>12.1f}{seconds / floor_seconds:>9.2f}x"
-                  f"{seconds / parquet_seconds:>11.2f}x")
+                  f"{seconds / parquet_seconds:>11.2f}x{rounds[len(rounds) // 2]:>16.2f}x")
         df.unpersist()
     finally:
         spark.stop()
