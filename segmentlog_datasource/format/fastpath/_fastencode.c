@@ -53,7 +53,7 @@ varint_size(int64_t v)
 {
     uint64_t z = zigzag(v) | 1;
     int bits = 64 - __builtin_clzll(z);
-    return (bits + 6) / 7;
+    return (bits * 9 + 64) >> 6;  /* = ceil(bits / 7) for bits 1..64, without a divide */
 }
 
 static inline uint8_t *
