@@ -150,6 +150,11 @@ def change_c_source(copy):
         source.write("/* changed after the installed build */\n")
 
 
+def change_the_crc_header(copy):
+    with open(copy / FASTPATH / "crc32c.h", "a") as source:
+        source.write("/* changed after the installed build */\n")
+
+
 def change_a_run_state(copy):
     protocol = copy / FASTPATH / "protocol.py"
     text = protocol.read_text()
@@ -167,7 +172,8 @@ def change_a_layout_value(copy):
 
 
 @requires_installed_build
-@pytest.mark.parametrize("change", [change_c_source, change_a_run_state, change_a_layout_value])
+@pytest.mark.parametrize("change", [change_c_source, change_the_crc_header, change_a_run_state,
+                                    change_a_layout_value])
 def test_build_of_other_source_is_not_loaded(tmp_path, change):
     copy = copy_checkout(tmp_path)
     change(copy)

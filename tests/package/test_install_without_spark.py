@@ -110,3 +110,23 @@ def test_the_spark_source_says_what_to_install_without_pyspark(plain_install, tm
         capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
     assert result.returncode != 0
     assert "segmentlog[spark]" in result.stderr, result.stderr[-2000:]
+
+
+def test_the_sdist_carries_every_file_the_compiled_modules_are_built_from(tmp_path):
+    """A wheel built from the sdist (`python -m build`) compiles the C sources there: every
+    header they include must be packed too, or the build fails and the pure twins run.
+    The sdist packs what egg_info's manifest (SOURCES.txt) lists; it is written to the
+    temp dir, so nothing appears in the checkout."""
+    import re
+
+    subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "--egg-base", str(tmp_path)],
+                   cwd=CHECKOUT, check=True, capture_output=True, timeout=120)
+    names = set((tmp_path / "segmentlog.egg-info" / "SOURCES.txt").read_text().split())
+    sources = [path.relative_to(CHECKOUT).as_posix()
+               for path in (CHECKOUT / "segmentlog_datasource").rglob("*.c")]
+    assert "segmentlog_datasource/format/fastpath/_fastencode.c" in sources
+    for source in sources:
+        assert source in names, source
+        for header in re.findall(r'#include "([^"]+)"', (CHECKOUT / source).read_text()):
+            included = ((CHECKOUT / source).parent / header).relative_to(CHECKOUT)
+            assert included.as_posix() in names, (source, header)
