@@ -918,6 +918,19 @@ typedef struct {
         if ((status = read_varint(&p, (limit), &(var))) != VARINT_OK)              \
             MALFORMED("record %lld: %s varint %s", i, (field), varint_problem[status]); \
     } while (0)
+/* A length varint and the bytes it counts (none for a negative length: null), within
+ * the record: `start` points at them and p moves past them. */
+#define READ_NULLABLE_BYTES(field, length, start)                                  \
+    do {                                                                           \
+        READ_VARINT(field " length", record_end, length);                          \
+        start = p;                                                                 \
+        if ((length) >= 0) {                                                       \
+            if ((length) > record_end - p)                                         \
+                MALFORMED("record %lld: " field " of %lld bytes runs past the record", \
+                          i, (long long)(length));                                 \
+            p += (length);                                                         \
+        }                                                                          \
+    } while (0)
 
 /* Read record `i` of a batch at *pos (the records end at `end`) into `record`, and move
  * *pos past it: the checks of both record loops below, in one place. Every field is
@@ -949,22 +962,9 @@ read_record(DecodedColumns *self, const uint8_t **pos, const uint8_t *end, long 
     const int keep = !none && !__builtin_add_overflow(base_offset, offset_delta, &offset) &&
                      offset >= range->first && offset <= range->last;
 
-    READ_VARINT("key length", record_end, key_length);
-    const uint8_t *key = p;
-    if (key_length >= 0) {
-        if (key_length > record_end - p)
-            MALFORMED("record %lld: key of %lld bytes runs past the record", i,
-                      (long long)key_length);
-        p += key_length;
-    }
-    READ_VARINT("value length", record_end, value_length);
-    const uint8_t *value = p;
-    if (value_length >= 0) {
-        if (value_length > record_end - p)
-            MALFORMED("record %lld: value of %lld bytes runs past the record", i,
-                      (long long)value_length);
-        p += value_length;
-    }
+    const uint8_t *key, *value;
+    READ_NULLABLE_BYTES("key", key_length, key);
+    READ_NULLABLE_BYTES("value", value_length, value);
     READ_VARINT("header count", record_end, header_count);
     /* As in the pure decoder, a negative count means no headers. */
     for (int64_t h = 0; h < header_count; h++) {
@@ -979,14 +979,8 @@ read_record(DecodedColumns *self, const uint8_t **pos, const uint8_t *end, long 
         if (!is_utf8(hkey, (size_t)hkey_length))
             MALFORMED("record %lld: header key is not valid UTF-8", i);
         p += hkey_length;
-        READ_VARINT("header value length", record_end, hvalue_length);
-        const uint8_t *hvalue = p;
-        if (hvalue_length >= 0) {
-            if (hvalue_length > record_end - p)
-                MALFORMED("record %lld: header value of %lld bytes runs past the record",
-                          i, (long long)hvalue_length);
-            p += hvalue_length;
-        }
+        const uint8_t *hvalue;
+        READ_NULLABLE_BYTES("header value", hvalue_length, hvalue);
         if (headers && keep) {
             if (column_append(&self->header_keys, (const char *)hkey, (size_t)hkey_length,
                               "header keys") < 0)
@@ -1011,6 +1005,7 @@ read_record(DecodedColumns *self, const uint8_t **pos, const uint8_t *end, long 
     *pos = p;
     return 0;
 }
+#undef READ_NULLABLE_BYTES
 #undef READ_VARINT
 #undef MALFORMED
 
