@@ -37,9 +37,10 @@ class StagedBatches:
     record_counts: np.ndarray  # int64
     max_timestamps: np.ndarray  # int64
     # per file: its first batch's index here and, for a per-partition file (the
-    # partition's batches alone, stamped from offset 0), the epoch stamped; else None
+    # partition's batches alone), the epoch and first base offset stamped; else None
     file_starts: Optional[np.ndarray] = None
     stamped_epochs: Optional[List[Optional[int]]] = None
+    stamped_starts: Optional[List[int]] = None
 
     @classmethod
     def gather(cls, pieces: List[Tuple[Optional[str], PartitionBatches]]) -> "StagedBatches":
@@ -47,7 +48,7 @@ class StagedBatches:
         task, in order; a PartitionBatches with a file of its own names that file."""
         if not pieces:
             empty = np.zeros(0, dtype=np.int64)
-            return cls([], empty, empty, empty, empty, empty, empty, [])
+            return cls([], empty, empty, empty, empty, empty, empty, [], [])
         counts = np.array([len(p.sizes) for _, p in pieces], dtype=np.int64)
         file_starts = np.zeros(len(pieces), dtype=np.int64)
         np.cumsum(counts[:-1], out=file_starts[1:])
@@ -61,6 +62,7 @@ class StagedBatches:
             np.concatenate([p.max_timestamps for _, p in pieces]).astype(np.int64),
             file_starts,
             [p.stamped_epoch if p.file else None for _, p in pieces],
+            [p.stamped_start for _, p in pieces],
         )
 
     def leading_file(self, first: int, end: int) -> Optional[int]:
@@ -116,8 +118,9 @@ def write_segment(directory: str, plan: SegmentPlan, staging_dir: str, batches: 
             out = os.open(log_path, os.O_RDWR)
             taken = end if leading + 1 == len(file_names) \
                 else min(end, int(batches.file_starts[leading + 1]))
-            # stamped from offset 0 in the task: placed again only if they land elsewhere
-            if int(offsets[first]) != 0 or batches.stamped_epochs[leading] != epoch:
+            # stamped in the task: placed again only if they land elsewhere
+            if int(offsets[first]) != batches.stamped_starts[leading] or \
+                    batches.stamped_epochs[leading] != epoch:
                 for run_start, run_end in contiguous_runs(file_ids[first:taken],
                                                           positions[first:taken],
                                                           sizes[first:taken]):

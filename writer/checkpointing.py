@@ -179,6 +179,14 @@ def epochs_in_batches(directory: str, last_batch_epoch: int) -> List[Tuple[int, 
         ) from exc
 
 
+def append_start(directory: str, leader_epoch: Optional[int]) -> Tuple[EpochHistory, int, int]:
+    """(its epochs, the epoch a write stamps, the offset it starts at) for a write
+    appending to the existing partition at `directory`; `leader_epoch`: the option."""
+    tail = inspect_tail(directory)
+    history = epoch_history(directory, tail.log_end_offset, tail.leader_epoch)
+    return history, choose_epoch(leader_epoch, history.current, directory), tail.log_end_offset
+
+
 def replaced_partition_epoch(directory: str) -> int:
     """The current epoch of a partition an overwrite replaces, as far as it can be read
     (the partition is being replaced, so a damaged one is no error): 0 if unknown."""

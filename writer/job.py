@@ -37,8 +37,8 @@ from ..format.paths import local_path
 
 from .assembly import StagedBatches, write_segment
 from .checkpointing import (
-    NEW_PARTITION, CheckpointChanges, EpochHistory, choose_epoch, choose_topic_id,
-    epoch_history, read_optional, relative_partition_file, replaced_partition_epoch,
+    NEW_PARTITION, CheckpointChanges, EpochHistory, append_start, choose_epoch,
+    choose_topic_id, read_optional, relative_partition_file, replaced_partition_epoch,
     write_new_partition_files,
 )
 from .errors import (
@@ -52,7 +52,7 @@ from .locks import (
     acquire_lock, clean_dead_writes, recover_dead_publishes, release_lock, write_owner_file,
 )
 from .logdir import (
-    STAGING_PREFIX, check_num_partitions, check_written_logdir, inspect_tail, list_topics,
+    STAGING_PREFIX, check_num_partitions, check_written_logdir, list_topics,
     partition_count, partition_dir, topic_fingerprint, validate_topic_name,
 )
 from .options import WriteOptions
@@ -227,14 +227,17 @@ class WriteJob:
                 f"topic {topic!r} does not exist in {self.logdir}: set the 'numPartitions' "
                 f"option to create it"
             )
-        if existing and self.mode == "append":
-            for partition in existing:
-                inspect_tail(partition_dir(self.logdir, topic, partition))
         if existing and (self.options.leader_epoch is not None or
                          self.options.topic_id is not None):
             self._topic_id(topic, existing)  # raises on a topicId the topic does not have
+        if existing and self.mode == "append":
+            # where each partition's appended batches start: the tasks stamp them so
             for partition in existing:
-                self._epoch_history(topic, partition, appending=self.mode == "append")
+                _, epoch, start = self._epoch_history(topic, partition, appending=True)
+                self.spec.partition_starts[(topic, partition)] = (start, epoch)
+        elif existing and self.options.leader_epoch is not None:
+            for partition in existing:
+                self._epoch_history(topic, partition, appending=False)
 
     # --------------------------------------------------------------------- tasks
     def task_writer(self, task_index: int = 0, attempt: int = 0) -> TaskWriter:
@@ -382,16 +385,14 @@ class WriteJob:
         """(the partition's epochs, the write's epoch, the offset it starts at) for a
         partition of the topic as it exists, or a new one."""
         target = partition_dir(self.logdir, topic, partition)
+        leader_epoch = self._spec_for(topic).options.leader_epoch
         if appending:
-            tail = inspect_tail(target)
-            start = tail.log_end_offset
-            history = epoch_history(target, start, tail.leader_epoch)
-        elif partition in self.existing_partitions.get(topic, []):
+            return append_start(target, leader_epoch)
+        if partition in self.existing_partitions.get(topic, []):
             start = 0  # an overwrite: epochs go on growing, from the replaced partition's
             history = EpochHistory([], None, replaced_partition_epoch(target))
         else:
             start, history = 0, NEW_PARTITION
-        leader_epoch = self._spec_for(topic).options.leader_epoch
         return history, choose_epoch(leader_epoch, history.current, target), start
 
     def _prepare_topic(self, topic, ordered, publish_root, summary, actions,

@@ -7,8 +7,9 @@ staging file of its own inside the job's staging directory: one per topic-partit
 into place, or one for all of them (the object-store writer uploads a task's single
 file). It reports, per topic-partition, where each batch lies with its record count and
 max timestamp. Offsets are only assigned when the job commits; a per-partition file's
-batches are stamped beforehand with offsets counted from 0 and the epoch the commit will
-most likely give them, so that a commit giving exactly those leaves them untouched.
+batches are stamped beforehand with the offsets and epoch the commit will most likely give
+them (from the partition's log end and epoch as the job found them, or from 0 in a new
+partition), so that a commit giving exactly those renames the file into place untouched.
 """
 import os
 import uuid
@@ -19,16 +20,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import SegmentLogError
 from ..format.arrow import int64_values
 from ..format.v2_encode import (
     RecordColumns, RecordTooLargeError, check_batch_sizes, encode_groups, patch_batch_headers,
 )
 
+from .checkpointing import append_start
 from .errors import InvalidInputError, WriteAbortedError, WriteError, raise_out_of_space
 from .framed import FramingPlan, encode_framed
 from .fsops import preallocate
 from .input import InputLayout, NormalizedRows, approximate_sizes, normalize, take_rows
-from .logdir import check_num_partitions, partition_count, validate_topic_name
+from .logdir import check_num_partitions, partition_count, partition_dir, validate_topic_name
 from .options import WriteOptions
 from .partitioner import StickyRoundRobin, assign_partitions
 
@@ -75,6 +78,9 @@ class TaskSpec:
     write_time_ms: int
     layout: Optional[InputLayout] = None  # None: taken from the first input's schema
     framing: Optional[FramingPlan] = None  # framed key/value columns (writer/framed.py)
+    # (offset, leader epoch) an appended partition's batches start at, as the job found
+    # them; a partition not here is looked up by the task that writes to it
+    partition_starts: Dict[Tuple[str, int], Tuple[int, int]] = field(default_factory=dict)
 
     def partition_count(self, topic: str) -> Optional[int]:
         """Partitions `topic` is written with; None for a new topic without numPartitions."""
@@ -99,10 +105,11 @@ class PartitionBatches:
     record_counts: np.ndarray  # int64
     max_timestamps: np.ndarray  # int64
     # A file of this partition's batches alone, back to back from position 0, their base
-    # offsets counted from 0 and their leader epoch `stamped_epoch`. None: the batches
-    # lie in the task's one file (TaskResult.file), at base offset 0.
+    # offsets counted from `stamped_start` and their leader epoch `stamped_epoch`. None:
+    # the batches lie in the task's one file (TaskResult.file), at base offset 0.
     file: Optional[str] = None
     stamped_epoch: Optional[int] = None
+    stamped_start: int = 0
 
 
 @dataclass
@@ -124,11 +131,13 @@ class TaskResult:
 class _PartitionFile:
     """A per-partition staging file being appended to."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, start: int, epoch: int):
         self.name = name
         self.fd: Optional[int] = None
         self.position = 0
-        self.next_offset = 0  # the next batch's stamped base offset
+        self.start = start  # the first batch's stamped base offset
+        self.next_offset = start  # the next batch's
+        self.epoch = epoch
 
 
 class TaskWriter:
@@ -338,7 +347,8 @@ class TaskWriter:
         staged = self._partition_files.get(key)
         if staged is None:
             staged = _PartitionFile(f"task-{self.task_index:05d}-attempt-{self.attempt}-"
-                                    f"{self._nonce}-{len(self._partition_files)}.batches")
+                                    f"{self._nonce}-{len(self._partition_files)}.batches",
+                                    *self._likely_start(key))
             self._partition_files[key] = staged
         data = encoded.data
         if not len(encoded.sizes):
@@ -349,7 +359,7 @@ class TaskWriter:
         offsets[0] = staged.next_offset
         np.cumsum(encoded.record_counts[:-1], out=offsets[1:])
         offsets[1:] += staged.next_offset
-        patch_batch_headers(data, encoded.positions, offsets, self._stamp_epoch)
+        patch_batch_headers(data, encoded.positions, offsets, staged.epoch)
         staged.next_offset += int(encoded.record_counts.sum())
         path = os.path.join(self.spec.staging_dir, staged.name)
         if staged.fd is None:
@@ -367,6 +377,21 @@ class TaskWriter:
         staged.position += len(memoryview(data))
         self._file_pos += len(memoryview(data))
         return position
+
+    def _likely_start(self, key: Tuple[str, int]) -> Tuple[int, int]:
+        """(offset, epoch) the commit will most likely give the partition's first batch."""
+        known = self.spec.partition_starts.get(key)
+        if known is not None:
+            return known
+        topic, partition = key
+        if self.spec.mode == "append" and partition in self.spec.existing_partitions.get(topic, ()):
+            try:
+                _, epoch, start = append_start(partition_dir(self.spec.logdir, topic, partition),
+                                               self.spec.options.leader_epoch)
+                return start, epoch
+            except (SegmentLogError, OSError):
+                pass  # only a guess: the commit finds the partition's state and names its faults
+        return 0, self._stamp_epoch
 
     def _open_staging(self, path: str, flags: int) -> int:
         try:
@@ -417,7 +442,8 @@ class TaskWriter:
             result.partitions[key] = PartitionBatches(
                 np.concatenate(positions), np.concatenate(sizes), np.concatenate(counts),
                 np.concatenate(max_ts), None if staged is None else staged.name,
-                None if staged is None else self._stamp_epoch,
+                None if staged is None else staged.epoch,
+                0 if staged is None else staged.start,
             )
         result.topic_counts = dict(self._counts)
         result.max_partition = dict(self._max_partition)

@@ -206,6 +206,83 @@ def test_append_to_kafka_written_partition(kafka_logdir_copy):
     check_partition_indexes(directory)
 
 
+def _first_header(path):
+    """(base offset, leader epoch) of the first batch in the file at `path`."""
+    with open(path, "rb") as handle:
+        head = handle.read(16)
+    return int.from_bytes(head[:8], "big"), int.from_bytes(head[12:16], "big", signed=True)
+
+
+def _stage_and_age(job, tables):
+    """Stage one task per table; every staged file's times are set to 1970, so that a
+    commit rewriting one gives it a new modification time."""
+    results = []
+    for index, table in enumerate(tables):
+        task = job.task_writer(index)
+        task.write(table)
+        results.append(task.finish())
+    for name in os.listdir(job.staging_dir):
+        if name.endswith(".batches"):
+            os.utime(os.path.join(job.staging_dir, name), (1, 1))
+    return results
+
+
+def test_an_append_is_stamped_at_the_log_end_and_renamed_into_place_untouched(logdir):
+    write_log(logdir, pa.table({"value": [b"v%d" % i for i in range(40)]}), topic="t",
+              num_partitions=2, leader_epoch=3)
+    ends = {p: len(decode_partition(os.path.join(logdir, f"t-{p}"))) for p in range(2)}
+    job = WriteJob(logdir, topic="t").start()
+    assert job.spec.partition_starts == {("t", 0): (ends[0], 3), ("t", 1): (ends[1], 3)}
+    table = pa.table({"key": [b"k%d" % i for i in range(60)], "value": [b"a"] * 60})
+    results = _stage_and_age(job, [table])
+    assert sorted(results[0].partitions) == [("t", 0), ("t", 1)]
+    for (topic, partition), batches in results[0].partitions.items():
+        assert (batches.stamped_start, batches.stamped_epoch) == (ends[partition], 3)
+        assert _first_header(os.path.join(job.staging_dir, batches.file)) == (ends[partition], 3)
+    job.commit(results)
+    for partition in range(2):
+        directory = os.path.join(logdir, f"t-{partition}")
+        log = os.path.join(directory, "%020d.log" % ends[partition])
+        assert os.stat(log).st_mtime_ns == 1_000_000_000  # the task's file, as it wrote it
+        assert [r[0] for r in decode_partition(directory)] == \
+            list(range(len(decode_partition(directory))))
+        assert {b["epoch"] for b in read_batches(log)} == {3}
+        check_partition_indexes(directory)
+    assert sum(len(decode_partition(os.path.join(logdir, f"t-{p}"))) for p in range(2)) == 100
+
+
+def test_a_file_stamped_from_a_wrong_start_is_placed_again(logdir):
+    write_log(logdir, pa.table({"value": [b"v%d" % i for i in range(40)]}), topic="t",
+              num_partitions=1)
+    job = WriteJob(logdir, topic="t").start()
+    job.spec.partition_starts[("t", 0)] = (7, 5)  # a guess the commit does not confirm
+    results = _stage_and_age(job, [pa.table({"value": [b"new"] * 30})])
+    assert _first_header(os.path.join(job.staging_dir, results[0].partitions[("t", 0)].file)) \
+        == (7, 5)
+    job.commit(results)
+    directory = os.path.join(logdir, "t-0")
+    log = os.path.join(directory, "%020d.log" % 40)
+    assert os.stat(log).st_mtime_ns > 1_000_000_000  # rewritten with the right headers
+    assert [r[0] for r in decode_partition(directory)] == list(range(70))
+    assert {b["epoch"] for b in read_batches(log)} == {0}
+    check_partition_indexes(directory)
+
+
+def test_tasks_of_a_topic_column_write_find_the_log_end_themselves(logdir):
+    write_log(logdir, pa.table({"value": [b"v"] * 25}), topic="t", num_partitions=1,
+              leader_epoch=2)
+    job = WriteJob(logdir).start()  # topics from the column: none looked up at the start
+    assert job.spec.partition_starts == {}
+    results = _stage_and_age(job, [pa.table({"topic": ["t", "u"], "value": [b"x", b"y"],
+                                             "partition": pa.array([0, 0], pa.int32())})])
+    stamps = {key: (b.stamped_start, b.stamped_epoch) for key, b in results[0].partitions.items()}
+    assert stamps == {("t", 0): (25, 2), ("u", 0): (0, 0)}
+    job.commit(results)
+    directory = os.path.join(logdir, "t-0")
+    assert os.stat(os.path.join(directory, "%020d.log" % 25)).st_mtime_ns == 1_000_000_000
+    assert [r[0] for r in decode_partition(directory)] == list(range(26))
+
+
 def test_append_refuses_a_live_or_damaged_tail(kafka_logdir, kafka_logdir_copy):
     table = pa.table({"value": [b"x"]})
     with pytest.raises(TopicLayoutError, match="preallocated"):
