@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
-import pyarrow as pa
 
 from ..format.log import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file_name
 from ..format.v2_encode import patch_batch_headers
@@ -23,7 +22,13 @@ from .fsops import preallocate, read_at
 from .segments import SegmentPlan
 from .task import PartitionBatches
 
-COPY_CHUNK = 16 << 20  # bytes copied (or read and patched) at once
+# Bytes copied (or read and patched) at once, through one buffer a segment reuses: memory
+# touched for the first time is what a copy pays most for where a VM's host takes back
+# the pages a guest frees (45 MB through fresh 16 MiB buffers: 200-260 ms; through one
+# 1 MiB buffer: 19-25 ms; BENCHMARKS.md).
+COPY_CHUNK = 1 << 20
+# Copy buffers kept for the process's next segments (their pages stay in place).
+_SPARE_BUFFERS: List[bytearray] = []
 
 
 @dataclass
@@ -107,6 +112,10 @@ def write_segment(directory: str, plan: SegmentPlan, staging_dir: str, batches: 
     log_path = os.path.join(directory, segment_file_name(base, LOG_SUFFIX))
     first, end = plan.first_batch, plan.end_batch
     leading = batches.leading_file(first, end)
+    try:
+        buffer = _SPARE_BUFFERS.pop()
+    except IndexError:
+        buffer = bytearray(COPY_CHUNK)
     out = None
     try:
         if leading is None:
@@ -125,7 +134,7 @@ def write_segment(directory: str, plan: SegmentPlan, staging_dir: str, batches: 
                                                           positions[first:taken],
                                                           sizes[first:taken]):
                     _place_run(out, out, first + run_start, first + run_end, batches,
-                               offsets, epoch, None, file_names[leading])
+                               offsets, epoch, None, file_names[leading], buffer)
             written = int(positions[taken - 1] + sizes[taken - 1])
             first = taken
         preallocate(out, written, int(sizes[first:end].sum()))
@@ -139,7 +148,7 @@ def write_segment(directory: str, plan: SegmentPlan, staging_dir: str, batches: 
                 fd = os.open(os.path.join(staging_dir, file_names[file_id]), os.O_RDONLY)
                 handles[file_id] = fd
             written += _place_run(fd, out, run_start, run_end, batches, offsets, epoch,
-                                  written, file_names[file_id])
+                                  written, file_names[file_id], buffer)
     except OSError as exc:
         raise_out_of_space(exc, log_path)
         raise
@@ -148,19 +157,20 @@ def write_segment(directory: str, plan: SegmentPlan, staging_dir: str, batches: 
             os.close(out)
         for fd in handles.values():
             os.close(fd)
+        if len(_SPARE_BUFFERS) < 4:
+            _SPARE_BUFFERS.append(buffer)
 
 
 def _place_run(source: int, target: int, run_start: int, run_end: int,
                batches: StagedBatches, offsets: np.ndarray, epoch: int,
-               at: Optional[int], file_name: str) -> int:
+               at: Optional[int], file_name: str, buffer: bytearray) -> int:
     """Read batches [run_start, run_end) (back to back in `source`), set their base
     offsets and epoch, and write them to `target` at `at` (None: where they were read).
-    Returns the bytes written."""
+    Reads into `buffer` (a batch larger than it gets its own). Returns the bytes written."""
     positions, sizes = batches.positions, batches.sizes
     begin = int(positions[run_start])
     run_bytes = int(positions[run_end - 1] + sizes[run_end - 1]) - begin
-    # Arrow's pool reuses freed memory: a fresh bytearray would fault in every page
-    buffer = pa.allocate_buffer(run_bytes)
+    buffer = memoryview(buffer)[:run_bytes] if run_bytes <= len(buffer) else bytearray(run_bytes)
     got = os.preadv(source, [buffer], begin) if hasattr(os, "preadv") else None
     if got is None:
         buffer = read_at(source, run_bytes, begin)
