@@ -7,13 +7,16 @@ Part 1, pinned to one core, per codec (best of `--repeat`): the engine writing o
 table (`writer.write_log`: partitioning, encoding, staging, commit), the record batch
 encoder alone on the same rows as one partition (`encode_batches`), the codec's library
 alone compressing the records sections of those same batches, and pyarrow's Parquet
-writer on the same table with the same codec.
+writer on the same table with the same codec at the same level (gzip 6, zstd 3: Kafka's
+defaults, which the engine uses; Arrow's own would be 9 and 1).
 Part 2 builds a cached DataFrame of the same shape (key, value, timestamp), then writes it
 with `format("segmentlog")`, as Parquet, and into a do-nothing Python data source (a
 DataSourceArrowWriter that drops the Arrow batches Spark hands it: the floor of any
 Python data source write) in the same Spark session, a round of each in turn, and
 reports the best of `--repeat` runs of each and the median over the rounds of each
-write's time over its round's floor. MB/s counts the input's key and value bytes.
+write's time over its round's floor. MB/s counts the input's key and value bytes. Each
+segmentlog write creates its topic anew, except the "append" row's, which appends to one
+topic round after round.
 """
 import argparse
 import collections
@@ -84,6 +87,8 @@ def alternating(repeat: int, first, second):
 
 PARQUET_CODECS = {"none": "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4",
                   "zstd": "zstd"}
+# Parquet at the engine's levels (Kafka's defaults), not Arrow's own (gzip 9, zstd 1)
+PARQUET_LEVELS = {"gzip": 6, "zstd": 3}
 
 
 def bench_engine(rows: int, partitions: int, workdir: str, repeat: int, codecs) -> None:
@@ -130,7 +135,8 @@ def bench_engine(rows: int, partitions: int, workdir: str, repeat: int, codecs) 
 
         def parquet():
             pq.write_table(table, os.path.join(workdir, "table.parquet"),
-                           compression=PARQUET_CODECS[codec])
+                           compression=PARQUET_CODECS[codec],
+                           compression_level=PARQUET_LEVELS.get(codec))
 
         # engine and Parquet in turns: "median" is the median of the turns' ratios
         engine_s, parquet_s, median = alternating(repeat, engine, parquet)
@@ -200,9 +206,10 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs) -
             seconds = time.perf_counter() - start
             return seconds, dir_size(target)
 
-        def run_segmentlog(codec):
-            target = os.path.join(workdir, f"segmentlog-{codec}")
-            shutil.rmtree(target, ignore_errors=True)
+        def run_segmentlog(codec, append=False):
+            target = os.path.join(workdir, f"segmentlog-{codec}" + ("-append" if append else ""))
+            if not append:
+                shutil.rmtree(target, ignore_errors=True)
             start = time.perf_counter()
             (df.write.format("segmentlog").mode("append").option("topic", "bench")
              .option("numPartitions", partitions).option("compression.type", codec).save(target))
@@ -217,14 +224,20 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs) -
         run_parquet()  # warm-up: JVM code paths, Python workers
         run_floor()
         run_segmentlog(codecs[0])
+        run_segmentlog(codecs[0], append=True)  # creates the topic the rounds append to
         results = {"floor (drops batches)": [], "parquet (snappy)": []}
         for codec in codecs:
             results[f"segmentlog {codec}"] = []
+        appended = f"segmentlog {codecs[0]}, append"
+        results[appended] = []
         for _ in range(repeat):
             results["floor (drops batches)"].append(run_floor())
             results["parquet (snappy)"].append(run_parquet())
             for codec in codecs:
                 results[f"segmentlog {codec}"].append(run_segmentlog(codec))
+            before = dir_size(os.path.join(workdir, f"segmentlog-{codecs[0]}-append"))
+            seconds, size = run_segmentlog(codecs[0], append=True)
+            results[appended].append((seconds, size - before))
         best = {name: min(runs) for name, runs in results.items()}
         floor_seconds = best["floor (drops batches)"][0]
         parquet_seconds = best["parquet (snappy)"][0]
