@@ -15,6 +15,7 @@ from segmentlog_datasource.writer import (
     ConcurrentWriteError, InvalidInputError, InvalidOptionError, SegmentLogWriter,
     TopicLayoutError, WriteAbortedError, WriteError, WriteJob, WriteOptions, write_log,
 )
+from segmentlog_datasource.writer.task import LOOK_UP_START_BYTES
 
 from support.paths import CHECKOUT
 from support.kafka_logs import (
@@ -271,16 +272,22 @@ def test_a_file_stamped_from_a_wrong_start_is_placed_again(logdir):
 def test_tasks_of_a_topic_column_write_find_the_log_end_themselves(logdir):
     write_log(logdir, pa.table({"value": [b"v"] * 25}), topic="t", num_partitions=1,
               leader_epoch=2)
+    big = LOOK_UP_START_BYTES // 1000 + 1  # rows of 1000 bytes: enough to look the end up
+    topics = ["t"] * big + ["u"] * big + ["v"] * 3
+    table = pa.table({"topic": topics, "value": [b"x" * 1000] * len(topics),
+                      "partition": pa.array([0] * len(topics), pa.int32())})
+    write_log(logdir, pa.table({"value": [b"v"] * 9}), topic="v", num_partitions=1)
     job = WriteJob(logdir).start()  # topics from the column: none looked up at the start
     assert job.spec.partition_starts == {}
-    results = _stage_and_age(job, [pa.table({"topic": ["t", "u"], "value": [b"x", b"y"],
-                                             "partition": pa.array([0, 0], pa.int32())})])
+    results = _stage_and_age(job, [table])
     stamps = {key: (b.stamped_start, b.stamped_epoch) for key, b in results[0].partitions.items()}
-    assert stamps == {("t", 0): (25, 2), ("u", 0): (0, 0)}
+    # t: existing, large: looked up; u: new; v: existing, but too little to be worth it
+    assert stamps == {("t", 0): (25, 2), ("u", 0): (0, 0), ("v", 0): (0, 0)}
     job.commit(results)
     directory = os.path.join(logdir, "t-0")
     assert os.stat(os.path.join(directory, "%020d.log" % 25)).st_mtime_ns == 1_000_000_000
-    assert [r[0] for r in decode_partition(directory)] == list(range(26))
+    assert [r[0] for r in decode_partition(directory)] == list(range(25 + big))
+    assert [r[0] for r in decode_partition(os.path.join(logdir, "v-0"))] == list(range(12))
 
 
 def test_append_refuses_a_live_or_damaged_tail(kafka_logdir, kafka_logdir_copy):
