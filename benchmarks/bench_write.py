@@ -169,6 +169,22 @@ def floor_source():
     return FloorSource
 
 
+def spark_frame(spark, rows: int):
+    """The benchmark's rows as a cached DataFrame in two Spark partitions (key, value,
+    timestamp: make_table's shape, built by Spark)."""
+    from pyspark.sql import functions as F
+
+    return (spark.range(rows, numPartitions=2)
+            .select(F.concat(F.lit("user-"), (F.col("id") * 7919 % 100_000).cast("string"))
+                    .cast("binary").alias("key"),
+                    F.concat(F.lit('{"user":'), (F.col("id") * 7919 % 100_000).cast("string"),
+                             F.lit(',"amount":'), (F.col("id") * 104729 % 1_000_000).cast("string"),
+                             F.lit(',"currency":"EUR","status":"settled","source":"web"}'))
+                    .cast("binary").alias("value"),
+                    F.timestamp_millis(F.lit(T0) + F.col("id") * 3).alias("timestamp"))
+            .cache())
+
+
 def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -184,15 +200,7 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs) -
     segmentlog_datasource.register(spark)
     spark.dataSource.register(floor_source())
     try:
-        df = (spark.range(rows, numPartitions=2)
-              .select(F.concat(F.lit("user-"), (F.col("id") * 7919 % 100_000).cast("string"))
-                      .cast("binary").alias("key"),
-                      F.concat(F.lit('{"user":'), (F.col("id") * 7919 % 100_000).cast("string"),
-                               F.lit(',"amount":'), (F.col("id") * 104729 % 1_000_000).cast("string"),
-                               F.lit(',"currency":"EUR","status":"settled","source":"web"}'))
-                      .cast("binary").alias("value"),
-                      F.timestamp_millis(F.lit(T0) + F.col("id") * 3).alias("timestamp"))
-              .cache())
+        df = spark_frame(spark, rows)
         count = df.count()
         mb = df.select(F.sum(F.length("key") + F.length("value"))).first()[0] / 1e6
         print(f"\n== Spark local[2] end to end: {count:,} rows, {mb:.1f} MB of keys+values, "

@@ -88,9 +88,9 @@ def main():
     parser.add_argument("--codec", default="none")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession, functions as F
+    from pyspark.sql import SparkSession
 
-    from bench_write import T0
+    from bench_write import spark_frame
 
     workdir = tempfile.mkdtemp(prefix="segmentlog-bench-phases-")
     log_path = os.path.join(workdir, "phases.log")
@@ -101,15 +101,7 @@ def main():
     for source in sources(log_path):
         spark.dataSource.register(source)
     try:
-        df = (spark.range(args.rows, numPartitions=2)
-              .select(F.concat(F.lit("user-"), (F.col("id") * 7919 % 100_000).cast("string"))
-                      .cast("binary").alias("key"),
-                      F.concat(F.lit('{"user":'), (F.col("id") * 7919 % 100_000).cast("string"),
-                               F.lit(',"amount":'), (F.col("id") * 104729 % 1_000_000).cast("string"),
-                               F.lit(',"currency":"EUR","status":"settled","source":"web"}'))
-                      .cast("binary").alias("value"),
-                      F.timestamp_millis(F.lit(T0) + F.col("id") * 3).alias("timestamp"))
-              .cache())
+        df = spark_frame(spark, args.rows)
         df.count()
         target = os.path.join(workdir, "out")
         rounds = []
