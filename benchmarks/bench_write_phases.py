@@ -38,28 +38,24 @@ def measured(log_path, label, run):
 
 
 def sources(log_path):
-    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+    from pyspark.sql.datasource import DataSource
 
+    from bench_write import floor_source
     from segmentlog_datasource.spark.write import SegmentLogSparkWriter
 
-    class FloorWriter(DataSourceArrowWriter):
-        def write(self, iterator):
-            def drain():
-                for _ in iterator:
-                    pass
-                return WriterCommitMessage()
-            return measured(log_path, "floor-task", drain)
+    class TimedFloorSource(floor_source()):
+        """bench_write's do-nothing sink, its tasks timed."""
 
-        def commit(self, messages):
-            pass
-
-    class FloorSource(DataSource):
         @classmethod
         def name(cls):
             return "segmentlog_phases_floor"
 
         def writer(self, schema, overwrite):
-            return FloorWriter()
+            floor = super().writer(schema, overwrite)
+            drain = floor.write
+            floor.write = lambda iterator: measured(log_path, "floor-task",
+                                                    lambda: drain(iterator))
+            return floor
 
     class TimedWriter(SegmentLogSparkWriter):
         def write(self, iterator):
@@ -77,7 +73,7 @@ def sources(log_path):
         def writer(self, schema, overwrite):
             return TimedWriter(self.options, schema, overwrite)
 
-    return FloorSource, TimedSource
+    return TimedFloorSource, TimedSource
 
 
 def main():

@@ -393,9 +393,10 @@ class TaskWriter:
             try:
                 _, epoch, start = append_start(partition_dir(self.spec.logdir, topic, partition),
                                                self.spec.options.leader_epoch)
-                return start, epoch
             except (SegmentLogError, OSError):
-                pass  # only a guess: the commit finds the partition's state and names its faults
+                # only a guess: the commit finds the partition's state and names its faults
+                return 0, self._stamp_epoch
+            return start, epoch
         return 0, self._stamp_epoch
 
     def _open_staging(self, path: str, flags: int) -> int:
