@@ -13,6 +13,7 @@ from typing import Iterator, List, Optional
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
 from ..writer.errors import WriteError
+from ..writer.heap import keep_freed_heap
 from ..writer.objectstore import refuse_stream_into_store
 from ..writer.stream import StagedTask, StreamSink, read_query_id
 from .write import write_settings
@@ -54,6 +55,7 @@ class SegmentLogStreamWriter(DataSourceStreamArrowWriter):
                 f"the task has no micro-batch id (Spark local property {BATCH_ID_PROPERTY!r}); "
                 f"the segmentlog sink runs only in micro-batch streaming queries"
             )
+        keep_freed_heap()  # this worker's next batches reuse the pages of its last ones
         return SegmentLogStreamCommitMessage(self.sink.stage(
             int(batch), iterator, context.partitionId(), context.attemptNumber()))
 

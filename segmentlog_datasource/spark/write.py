@@ -13,6 +13,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from ..errors import InvalidOptionError
 from ..writer.errors import InvalidInputError
+from ..writer.heap import keep_freed_heap
 from ..writer.input import InputLayout, check_column_names
 from ..storage import STORE_OPTIONS, parse_store_config
 from ..writer.objectstore import STORE_OPTION_NAMES, open_write_job
@@ -95,6 +96,7 @@ class SegmentLogSparkWriter(DataSourceArrowWriter):
         context = TaskContext.get()
         task_index = context.partitionId() if context is not None else 0
         attempt = context.attemptNumber() if context is not None else 0
+        keep_freed_heap()  # this worker's next batches reuse the pages of its last ones
         task = self.job.task_writer(task_index, attempt)
         try:
             for batch in iterator:
