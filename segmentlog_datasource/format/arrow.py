@@ -17,6 +17,7 @@ from .fastpath.protocol import (
 )
 from .layout import ATTR_COMPRESSION_MASK, ATTR_TRANSACTIONAL
 
+TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")  # Spark's timestamp column
 HEADER_TYPE = pa.list_(
     pa.field("element", pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 )
@@ -26,7 +27,7 @@ BASE_FIELDS = [
     pa.field("topic", pa.string()),
     pa.field("partition", pa.int32()),
     pa.field("offset", pa.int64()),
-    pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+    pa.field("timestamp", TIMESTAMP_TYPE),
     pa.field("timestampType", pa.int32()),
 ]
 HEADERS_FIELD = pa.field("headers", HEADER_TYPE)
@@ -78,10 +79,9 @@ def constant_string_array(text: str, length: int) -> pa.Array:
     )
 
 
-_TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
 
 
-def _micros_from_millis(millis, length: int) -> pa.Array:
+def micros_from_millis(millis, length: int) -> pa.Array:
     """Kafka's epoch milliseconds as Spark's microsecond timestamps.
 
     Built from raw buffers: pyarrow's numpy conversions probe for pandas, whose import
@@ -92,15 +92,15 @@ def _micros_from_millis(millis, length: int) -> pa.Array:
                                offset=millis.offset * 8)
     else:
         values = np.fromiter(millis, dtype=np.int64, count=length)
-    return pa.Array.from_buffers(_TIMESTAMP_TYPE, length, [None, pa.py_buffer(values * 1000)])
+    return pa.Array.from_buffers(TIMESTAMP_TYPE, length, [None, pa.py_buffer(values * 1000)])
 
 
-def finish_batch(topic, partition, offsets, timestamps_ms, timestamp_types, keys, values,
+def finish_batch(topic, partition, offsets, timestamps, timestamp_types, keys, values,
                  headers, include_headers) -> pa.RecordBatch:
-    """Assemble one Arrow batch from decoded columns (Arrow arrays or Python sequences)."""
+    """Assemble one Arrow batch from decoded columns (Arrow arrays or Python sequences);
+    `timestamps` is already Spark's microsecond array (micros_from_millis)."""
     length = len(offsets)
     offsets = pa.array(offsets, pa.int64()) if not isinstance(offsets, pa.Array) else offsets
-    timestamps = _micros_from_millis(timestamps_ms, length)
     columns = [
         keys if isinstance(keys, pa.Array) else pa.array(keys, pa.binary()),
         values if isinstance(values, pa.Array) else pa.array(values, pa.binary()),

@@ -331,6 +331,23 @@ def test_log_append_time_and_negative_deltas(tmp_path, scan_both):
 
 
 @requires_fast
+def test_timestamps_at_the_ends_of_the_int64_range(tmp_path, scan_both):
+    # The compiled decoder turns milliseconds into microseconds in place; past about
+    # 292,000 years either way the product wraps, as the pure twin's int64 product does.
+    extremes = [-(1 << 63), -(1 << 53) - 7, -1, 0, 1, (1 << 53) + 3, (1 << 63) - 1]
+    batches = [kafka_batch(i, [(ts, b"k", b"v", [])]) for i, ts in enumerate(extremes)]
+    batches.append(kafka_batch(len(extremes), [(T0, b"k", b"v", [])],
+                               log_append_time=(1 << 62) + 11))
+    fast_batches, pure_batches = scan_both(write_segment(tmp_path, batches))
+    assert_twins(fast_batches, pure_batches)
+    micros = [v for b in fast_batches
+              for v in b.column("timestamp").cast(pa.int64()).to_pylist()]
+    wrapped = [((ms * 1000 + (1 << 63)) % (1 << 64)) - (1 << 63)
+               for ms in extremes + [(1 << 62) + 11]]
+    assert micros == wrapped
+
+
+@requires_fast
 def test_large_values_and_many_headers(tmp_path, scan_both):
     records = [
         (T0, b"big", os.urandom(3 << 20), [("h%d" % i, os.urandom(i)) for i in range(200)]),

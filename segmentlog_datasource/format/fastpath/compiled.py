@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import CorruptLogError
-from ..arrow import HEADER_TYPE, finish_batch
+from ..arrow import HEADER_TYPE, TIMESTAMP_TYPE, finish_batch
 from .buildinfo import C_SOURCE
 from .loading import load_extension
 from .protocol import ENTRY_FIELDS
@@ -100,11 +100,12 @@ class CompiledAccumulator(DecodedColumns):
                              dtype=np.int64).reshape(-1, ENTRY_FIELDS)
 
     def take(self, topic: str, partition: int) -> pa.RecordBatch:
-        rows, offsets, timestamps, timestamp_types, keys, values, headers = self.take_columns()
+        rows, offsets, timestamps, timestamp_types, keys, values, headers = \
+            self.take_columns(micros=True)
         return finish_batch(
             topic, partition,
             _fixed_width(_INT64, rows, offsets),
-            _fixed_width(_INT64, rows, timestamps),
+            _fixed_width(TIMESTAMP_TYPE, rows, timestamps),
             _fixed_width(_INT32, rows, timestamp_types),
             _variable_width(_BINARY, rows, keys),
             _variable_width(_BINARY, rows, values),

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...errors import CorruptLogError
-from ..arrow import finish_batch
+from ..arrow import finish_batch, micros_from_millis
 from ..entries import BatchHeader
 from ..layout import (
     ATTR_COMPRESSION_MASK, ATTR_CONTROL, ATTR_TRANSACTIONAL, LOG_OVERHEAD, MAX_OFFSET,
@@ -95,7 +95,8 @@ class RecordAccumulator:
 
     def take(self, topic: str, partition: int) -> pa.RecordBatch:
         batch = finish_batch(
-            topic, partition, self.offsets, self.timestamps, self.timestamp_types,
+            topic, partition, self.offsets,
+            micros_from_millis(self.timestamps, len(self.offsets)), self.timestamp_types,
             self.keys, self.values, self.headers, self.include_headers,
         )
         self._reset()
