@@ -3,7 +3,7 @@ and of its prebuilt-Arrow ceiling, CPU seconds a scan of Spark's JVM and of its 
 workers by kind (task workers, the planner's), exited workers counted through the daemon
 that reaped them.
 
-Usage: python benchmarks/bench_spark_cpu.py --workdir DIR [--runs 4]
+Usage: python benchmarks/bench_spark_cpu.py --workdir DIR [--runs 4] [--max-records-per-batch N]
 DIR is a bench_spark_read.py --workdir that holds its log and prebuilt Arrow files
 (`logdir`, `arrow`). Run from outside the checkout (cd /tmp), PYTHONPATH picking the build.
 """
@@ -42,13 +42,20 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--runs", type=int, default=4)
+    parser.add_argument("--max-records-per-batch", type=int, default=None,
+                        help="the maxRecordsPerBatch read option; DIR's Arrow files must "
+                             "come from bench_spark_read.py with the same value")
     args = parser.parse_args()
+    read_options = {} if args.max_records_per_batch is None else \
+        {"maxRecordsPerBatch": str(args.max_records_per_batch)}
     spark = bench_session("segmentlog-cpu")
     paths = {"segmentlog": os.path.join(args.workdir, "logdir"),
              "prebuilt_arrow": os.path.join(args.workdir, "arrow")}
 
     def scan(fmt):
-        return spark.read.format(fmt).load(paths[fmt]).selectExpr(*SCAN_AGGREGATE).first()
+        options = read_options if fmt == "segmentlog" else {}
+        return (spark.read.format(fmt).options(**options).load(paths[fmt])
+                .selectExpr(*SCAN_AGGREGATE).first())
 
     for fmt in paths:  # warm up the workers
         scan(fmt)

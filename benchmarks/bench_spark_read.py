@@ -98,20 +98,20 @@ def planned_groups(options):
     """segmentlog's Spark partitions for these read options, each as its Arrow batches,
     planned and read without Spark."""
     from segmentlog_datasource.read.options import parse_read_options
-    from segmentlog_datasource.format.scan import ScanOptions
-    from segmentlog_datasource.read.fragments import scan_fragments
+    from segmentlog_datasource.read.fragments import scan_fragments, scan_options
     from segmentlog_datasource.read.planning import Constraints, group_fragments, plan_fragments
 
     read = parse_read_options(options)
     for group in group_fragments(plan_fragments(read, Constraints()), read):
-        yield list(scan_fragments(group, ScanOptions()))
+        yield list(scan_fragments(group, scan_options(read)))
 
 
-def prebuild_arrow(logdir, target):
-    """Write the Arrow output of each segmentlog Spark partition to one IPC file."""
+def prebuild_arrow(logdir, target, read_options=None):
+    """Write the Arrow output of each segmentlog Spark partition (read with
+    `read_options` besides the path) to one IPC file."""
     os.makedirs(target)
     groups = 0
-    for n, batches in enumerate(planned_groups({"path": logdir})):
+    for n, batches in enumerate(planned_groups(dict(read_options or {}, path=logdir))):
         with pa.OSFile(os.path.join(target, f"{n:05d}.arrow"), "wb") as sink:
             with pa.ipc.new_file(sink, batches[0].schema) as writer:
                 for batch in batches:
@@ -187,7 +187,12 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--skip-lookup", action="store_true", help="(b) only")
+    parser.add_argument("--max-records-per-batch", type=int, default=None,
+                        help="the maxRecordsPerBatch read option (the ceiling is built "
+                             "from the batches it gives)")
     args = parser.parse_args()
+    read_options = {} if args.max_records_per_batch is None else \
+        {"maxRecordsPerBatch": str(args.max_records_per_batch)}
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     import segmentlog_datasource
@@ -205,14 +210,16 @@ def main():
                         if name.endswith(".log"))
         arrow_dir = os.path.join(workdir, "arrow")
         shutil.rmtree(arrow_dir, ignore_errors=True)
-        partitions = prebuild_arrow(logdir, arrow_dir)
+        partitions = prebuild_arrow(logdir, arrow_dir, read_options)
         print(f"log: {log_bytes / 1e6:.1f} MB in .log files, {partitions} Spark partitions")
 
         spark = bench_session("segmentlog-bench")
         spark.dataSource.register(OneRowSource)
 
         def scan(fmt, path):
-            return lambda: spark.read.format(fmt).load(path).selectExpr(*SCAN_AGGREGATE).first()
+            options = read_options if fmt == "segmentlog" else {}
+            return lambda: (spark.read.format(fmt).options(**options).load(path)
+                            .selectExpr(*SCAN_AGGREGATE).first())
 
         scan(fmt="segmentlog", path=logdir)()  # warm up workers
         scan(fmt="prebuilt_arrow", path=arrow_dir)()

@@ -29,11 +29,16 @@ from .legacy import decode_legacy_entry, decode_legacy_message, legacy_first_off
 from .v2 import batch_records_payload, decode_v2_records
 
 
+# Rows in an Arrow batch by default: Spark's own for the batches it hands Python
+# (spark.sql.execution.arrow.maxRecordsPerBatch).
+DEFAULT_MAX_BATCH_ROWS = 10_000
+
+
 @dataclass
 class ScanOptions:
     verify_checksums: bool = True
     include_headers: bool = False
-    max_batch_rows: int = 10_000
+    max_batch_rows: int = DEFAULT_MAX_BATCH_ROWS
     max_batch_bytes: int = 64 << 20
     use_fast_path: bool = True
     max_batch_inflated_bytes: int = DEFAULT_MAX_INFLATED_BYTES  # per compressed batch

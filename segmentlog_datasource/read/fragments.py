@@ -38,7 +38,8 @@ def scan_options(read) -> ScanOptions:
                        include_headers=read.include_headers,
                        include_metadata=read.include_metadata,
                        include_control_records=read.include_control_records,
-                       max_batch_inflated_bytes=read.max_batch_inflated_bytes)
+                       max_batch_inflated_bytes=read.max_batch_inflated_bytes,
+                       max_batch_rows=read.max_records_per_batch)
 
 
 def scan_fragments(fragments: Iterable[Fragment], options: ScanOptions

@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Tuple
 from ..errors import InvalidOptionError, did_you_mean
 from ..storage import STORE_OPTIONS, StoreConfig, parse_store_config, resolve
 from ..format.compression import DEFAULT_MAX_INFLATED_BYTES
+from ..format.scan import DEFAULT_MAX_BATCH_ROWS
 from .consumer_settings import CONSUMER_SETTINGS, is_consumer_setting
 
 EARLIEST, LATEST = -2, -1
@@ -219,6 +220,7 @@ class ReadOptions:
     min_partitions: Optional[int]
     max_records_per_partition: Optional[int]
     max_batch_inflated_bytes: int = DEFAULT_MAX_INFLATED_BYTES
+    max_records_per_batch: int = DEFAULT_MAX_BATCH_ROWS  # rows in an Arrow batch
     store: StoreConfig = field(default_factory=StoreConfig)  # store.* options
     read_up_to: str = "highWatermark"  # READ_UP_TO's values
     include_metadata: bool = False  # each record's batch metadata as columns
@@ -241,7 +243,7 @@ READ_OPTIONS = {
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
     "startingOffsetsByTimestampStrategy", "includeHeaders", "isolationLevel",
     "verifyChecksums", "failOnDataLoss", "maxPartitionBytes", "minPartitions",
-    "maxRecordsPerPartition", "maxBatchInflatedBytes", "readUpTo",
+    "maxRecordsPerPartition", "maxBatchInflatedBytes", "maxRecordsPerBatch", "readUpTo",
     "includeMetadata", "includeControlRecords",
     "decode", "mode",  # the decode layer's (decode/options.py)
     "valueFormat", "keyFormat", "schemas", "subjectNameStrategy", "valueRecordName",
@@ -355,6 +357,8 @@ def parse_read_options(options) -> ReadOptions:
         max_records_per_partition=parse_positive_int(options, "maxRecordsPerPartition", None),
         max_batch_inflated_bytes=parse_positive_int(
             options, "maxBatchInflatedBytes", DEFAULT_MAX_INFLATED_BYTES),
+        max_records_per_batch=parse_positive_int(
+            options, "maxRecordsPerBatch", DEFAULT_MAX_BATCH_ROWS),
         store=store,
         read_up_to=parse_read_up_to(options),
         include_metadata=parse_bool(options, "includeMetadata", False),

@@ -5,6 +5,7 @@ import os
 import pyarrow as pa
 import pytest
 
+from segmentlog_datasource.errors import InvalidOptionError
 from segmentlog_datasource.format.log import PartitionLog
 from segmentlog_datasource.read.options import parse_read_options
 from segmentlog_datasource.read.planning import Constraints, plan_fragments
@@ -116,6 +117,38 @@ def test_small_segments_share_spark_partitions(many_segments):
     per_records = parse_read_options({"path": many_segments, "maxRecordsPerPartition": "100"})
     assert len(group_fragments(plan_fragments(per_records, Constraints()), per_records)) == \
         len(plan_fragments(per_records, Constraints()))
+
+
+def _batches(logdir, **options):
+    """The Arrow batches a read of `logdir` with these options hands Spark, in order."""
+    from segmentlog_datasource.read.fragments import scan_fragments, scan_options
+    from segmentlog_datasource.read.planning import group_fragments
+
+    read = parse_read_options({"path": logdir, **options})
+    return [batch for group in group_fragments(plan_fragments(read, Constraints()), read)
+            for batch in scan_fragments(group, scan_options(read))]
+
+
+def test_max_records_per_batch_cuts_the_arrow_batches_only(many_segments):
+    default, cut = _batches(many_segments), _batches(many_segments, maxRecordsPerBatch="50")
+    # a segment holds about 130 records; a batch ends with the Kafka batch (of 1 KiB, under
+    # 20 records here) that brings it to 50
+    assert max(batch.num_rows for batch in default) > 100
+    assert 50 <= max(batch.num_rows for batch in cut) < 70 and len(cut) > len(default)
+    assert pa.Table.from_batches(cut).equals(pa.Table.from_batches(default))
+    for bad in ("0", "-5", "many"):
+        with pytest.raises(InvalidOptionError, match="'maxRecordsPerBatch'.*positive integer"):
+            parse_read_options({"path": many_segments, "maxRecordsPerBatch": bad})
+
+
+def test_max_records_per_batch_through_spark(spark, many_segments):
+    def totals(**options):
+        return tuple(spark.read.format("segmentlog").options(**options).load(many_segments)
+                     .selectExpr("count(*)", "sum(offset)", "sum(length(value))").first())
+
+    assert totals(maxRecordsPerBatch="7") == totals() == \
+        (RECORDS, 2 * sum(range(RECORDS // 2)), sum(len(b"value-%06d-" % i) + 40
+                                                    for i in range(RECORDS)))
 
 
 def test_offset_in_list_plans_one_lookup_per_value(many_segments):
