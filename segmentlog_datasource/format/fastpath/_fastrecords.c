@@ -185,9 +185,11 @@ static char empty_chunk_byte;
 static struct {
     char *data;
     size_t cap;
+    unsigned long long kept_at; /* spare_clock when it was let go */
 } spare_blocks[SPARE_SLOTS];
 static int spare_count;
 static size_t spare_bytes;
+static unsigned long long spare_clock;
 
 static inline size_t
 spare_round(size_t size)
@@ -195,14 +197,27 @@ spare_round(size_t size)
     return (size + SPARE_GRAIN - 1) & ~(SPARE_GRAIN - 1);
 }
 
-/* Keep a block let go of; 0 when there is no room (the caller frees it). */
+/* Keep a block let go of; 0 when it is too small or too large to keep (the caller frees
+ * it). Room is made by freeing the blocks let go longest ago: they were sized for earlier
+ * batches (a scan of larger records or batches, in a worker that serves many queries),
+ * and kept they would turn away every block of the batches now decoded. */
 static int
 spare_put(char *data, size_t cap)
 {
-    if (cap < SPARE_GRAIN || spare_count == SPARE_SLOTS || spare_bytes + cap > SPARE_MAX_BYTES)
+    if (cap < SPARE_GRAIN || cap > SPARE_MAX_BYTES)
         return 0;
+    while (spare_count == SPARE_SLOTS || spare_bytes + cap > SPARE_MAX_BYTES) {
+        int oldest = 0;
+        for (int i = 1; i < spare_count; i++)
+            if (spare_blocks[i].kept_at < spare_blocks[oldest].kept_at)
+                oldest = i;
+        PyMem_RawFree(spare_blocks[oldest].data);
+        spare_bytes -= spare_blocks[oldest].cap;
+        spare_blocks[oldest] = spare_blocks[--spare_count];
+    }
     spare_blocks[spare_count].data = data;
     spare_blocks[spare_count].cap = cap;
+    spare_blocks[spare_count].kept_at = ++spare_clock;
     spare_count++;
     spare_bytes += cap;
     return 1;
@@ -283,6 +298,7 @@ typedef struct {
     size_t len;
     size_t cap;
     size_t next_cap; /* the size the largest taken buffer reached: the next one starts there */
+    int hinted;      /* next_cap is the last accumulator's, until this one's first take */
 } GrowBuf;
 
 static int
@@ -370,8 +386,12 @@ growbuf_detach(GrowBuf *buf)
     chunk->data = data;
     chunk->size = (Py_ssize_t)buf->len;
     chunk->cap = cap;
-    if (buf->len > buf->next_cap)
-        buf->next_cap = buf->len; /* the largest batch's: a short last one sets nothing */
+    /* The largest batch's: a short last one sets nothing. A size inherited from the last
+     * accumulator gives way to this one's first batch, which may be much smaller (a query
+     * of smaller records or batches in the same worker). */
+    if (buf->hinted || buf->len > buf->next_cap)
+        buf->next_cap = buf->len;
+    buf->hinted = 0;
     buf->data = NULL;
     buf->len = buf->cap = 0;
     return (PyObject *)chunk;
@@ -618,8 +638,10 @@ columns_take_hints(DecodedColumns *self)
     GrowBuf *bufs[COLUMN_BUFFERS];
     columns_buffers(self, bufs);
     for (int i = 0; i < COLUMN_BUFFERS; i++)
-        if (bufs[i]->next_cap == 0)
+        if (bufs[i]->next_cap == 0 && column_size_hints[i] != 0) {
             bufs[i]->next_cap = column_size_hints[i];
+            bufs[i]->hinted = 1;
+        }
 }
 
 static void
