@@ -231,7 +231,8 @@ class WriteJob:
                          self.options.topic_id is not None):
             self._topic_id(topic, existing)  # raises on a topicId the topic does not have
         if existing and self.mode == "append":
-            # where each partition's appended batches start: the tasks stamp them so
+            # where each partition's appended batches will start: the tasks stamp their
+            # batches from there, so that the commit can rename the files into place
             for partition in existing:
                 _, epoch, start = self._epoch_history(topic, partition, appending=True)
                 self.spec.partition_starts[(topic, partition)] = (start, epoch)

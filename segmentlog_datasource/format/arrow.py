@@ -79,8 +79,6 @@ def constant_string_array(text: str, length: int) -> pa.Array:
     )
 
 
-
-
 def micros_from_millis(millis, length: int) -> pa.Array:
     """Kafka's epoch milliseconds as Spark's microsecond timestamps.
 
