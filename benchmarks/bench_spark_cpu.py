@@ -3,7 +3,8 @@ and of its prebuilt-Arrow ceiling, CPU seconds a scan of Spark's JVM and of its 
 workers by kind (task workers, the planner's), exited workers counted through the daemon
 that reaped them.
 
-Usage: python benchmarks/bench_spark_cpu.py --workdir DIR [--runs 4] [--max-records-per-batch N]
+Usage: python benchmarks/bench_spark_cpu.py --workdir DIR [--runs 4] [--warmup 8]
+       [--max-records-per-batch N]
 DIR is a bench_spark_read.py --workdir that holds its log and prebuilt Arrow files
 (`logdir`, `arrow`). Run from outside the checkout (cd /tmp), PYTHONPATH picking the build.
 """
@@ -21,7 +22,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 import psutil  # noqa: E402
 
-from bench_spark_read import SCAN_AGGREGATE, bench_session  # noqa: E402
+from bench_spark_read import SCAN_AGGREGATE, bench_session, jit_seconds  # noqa: E402
 
 
 def cpu_by_process():
@@ -35,6 +36,8 @@ def cpu_by_process():
         kind = " ".join(a for a in command if a.startswith("pyspark")) \
             if name.startswith("python") else name
         found[kind] += times.user + times.system + times.children_user + times.children_system
+        if name == "java":  # of which its JIT compiler threads
+            found["java: of which JIT compilers"] += jit_seconds(process.pid)
     return found
 
 
@@ -42,6 +45,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--runs", type=int, default=4)
+    parser.add_argument("--warmup", type=int, default=8, help="scans of each source first")
     parser.add_argument("--max-records-per-batch", type=int, default=None,
                         help="the maxRecordsPerBatch read option; DIR's Arrow files must "
                              "come from bench_spark_read.py with the same value")
@@ -57,9 +61,9 @@ def main():
         return (spark.read.format(fmt).options(**options).load(paths[fmt])
                 .selectExpr(*SCAN_AGGREGATE).first())
 
-    for fmt in paths:  # warm up the workers
-        scan(fmt)
-        scan(fmt)
+    for _ in range(args.warmup):  # the workers, and the JVM's JIT (about ten scans)
+        for fmt in paths:
+            scan(fmt)
     for fmt in list(paths) * 2:
         before = cpu_by_process()
         start = time.perf_counter()
