@@ -94,7 +94,7 @@ def main():
     # The scripts run from a copy, so that their own checkout does not come first on
     # sys.path: PYTHONPATH picks the build.
     os.makedirs(os.path.join(workdir, "bench"), exist_ok=True)
-    for name in ("bench_spark_read.py", "_gen.py"):
+    for name in ("bench_spark_read.py", "prebuilt_sources.py", "_gen.py"):
         shutil.copy(os.path.join(HERE, name), os.path.join(workdir, "bench", name))
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     sides = {"before": os.path.abspath(args.before), "after": os.path.abspath(args.after)}
