@@ -14,6 +14,7 @@ from ..read.fragments import Fragment, scan_options
 from ..read.options import parse_read_options
 from ..read.planning import Constraints, group_fragments
 from .errors import short_errors
+from .worker import settle_worker
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -119,6 +120,7 @@ class SegmentLogReader(DataSourceReader):
 
     @short_errors
     def read(self, partition) -> Iterator[pa.RecordBatch]:
+        settle_worker()  # the daemon's collection after each task skips the modules
         # Spark passes a placeholder partition when planning found nothing to read.
         yield from self.decoded.scan(getattr(partition, "fragments", ()),
                                      scan_options(self.read_options))

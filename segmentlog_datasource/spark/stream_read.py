@@ -20,6 +20,7 @@ from ..read.stream import (
 )
 from .reader import FragmentGroup
 from .errors import short_errors
+from .worker import settle_worker
 
 
 class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -95,6 +96,7 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     @short_errors
     def read(self, partition) -> Iterator[pa.RecordBatch]:
+        settle_worker()  # the daemon's collection after each task skips the modules
         yield from self.decoded.batches(
             scan_fragments(getattr(partition, "fragments", ()), self.scan_options))
 

@@ -18,6 +18,7 @@ from ..writer.objectstore import refuse_stream_into_store
 from ..writer.stream import StagedTask, StreamSink, read_query_id
 from .write import write_settings
 from .errors import short_errors
+from .worker import settle_worker
 
 # Options the sink reads beside the write options.
 STREAM_OPTIONS = {"checkpointLocation"}
@@ -56,6 +57,7 @@ class SegmentLogStreamWriter(DataSourceStreamArrowWriter):
                 f"the segmentlog sink runs only in micro-batch streaming queries"
             )
         keep_freed_heap()  # this worker's next batches reuse the pages of its last ones
+        settle_worker()  # the daemon's collection after each task skips the modules
         return SegmentLogStreamCommitMessage(self.sink.stage(
             int(batch), iterator, context.partitionId(), context.attemptNumber()))
 

@@ -20,6 +20,7 @@ from ..writer.objectstore import STORE_OPTION_NAMES, open_write_job
 from ..writer.options import WriteOptions, check_option_names
 from ..writer.task import TaskResult
 from .errors import short_errors
+from .worker import settle_worker
 
 
 @dataclass
@@ -97,6 +98,7 @@ class SegmentLogSparkWriter(DataSourceArrowWriter):
         task_index = context.partitionId() if context is not None else 0
         attempt = context.attemptNumber() if context is not None else 0
         keep_freed_heap()  # this worker's next batches reuse the pages of its last ones
+        settle_worker()  # the daemon's collection after each task skips the modules
         task = self.job.task_writer(task_index, attempt)
         try:
             for batch in iterator:
