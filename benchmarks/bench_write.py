@@ -14,9 +14,9 @@ with `format("segmentlog")`, as Parquet, and into a do-nothing Python data sourc
 DataSourceArrowWriter that drops the Arrow batches Spark hands it: the floor of any
 Python data source write) in the same Spark session, a round of each in turn, and
 reports the best of `--repeat` runs of each and the median over the rounds of each
-write's time over its round's floor. MB/s counts the input's key and value bytes. Each
-segmentlog write creates its topic anew, except the "append" row's, which appends to one
-topic round after round.
+write's time over its round's floor, after `--warmup` untimed rounds. MB/s counts the
+input's key and value bytes. Each segmentlog write creates its topic anew, except the
+"append" row's, which appends to one topic round after round.
 """
 import argparse
 import collections
@@ -185,7 +185,8 @@ def spark_frame(spark, rows: int):
             .cache())
 
 
-def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs) -> None:
+def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
+                warmup: int = 3) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession, functions as F
@@ -229,9 +230,13 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs) -
             df.write.format("segmentlog_bench_floor").mode("append").save()
             return time.perf_counter() - start, 0
 
-        run_parquet()  # warm-up: JVM code paths, Python workers
-        run_floor()
-        run_segmentlog(codecs[0])
+        # Warm-up rounds: the Python workers, and the JVM's JIT compilers, which keep
+        # working through about ten queries of a fresh session.
+        for _ in range(warmup):
+            run_parquet()
+            run_floor()
+            for codec in codecs:
+                run_segmentlog(codec)
         run_segmentlog(codecs[0], append=True)  # creates the topic the rounds append to
         results = {"floor (drops batches)": [], "parquet (snappy)": []}
         for codec in codecs:
@@ -268,6 +273,8 @@ def main():
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=4, help="Kafka partitions")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=3,
+                        help="Spark: untimed rounds of every write first")
     parser.add_argument("--spark-codecs", default=",".join(CODECS),
                         help="codecs for the Spark comparison (comma-separated)")
     parser.add_argument("--engine-codecs", default=",".join(CODECS),
@@ -283,7 +290,7 @@ def main():
                          [c for c in args.engine_codecs.split(",") if c])
         if not args.skip_spark:
             bench_spark(args.rows, args.partitions, workdir, args.repeat,
-                        [c for c in args.spark_codecs.split(",") if c])
+                        [c for c in args.spark_codecs.split(",") if c], args.warmup)
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -31,6 +31,7 @@ def main():
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=4, help="Kafka partitions")
     parser.add_argument("--runs", type=int, default=4)
+    parser.add_argument("--warmup", type=int, default=4, help="untimed writes of each first")
     parser.add_argument("--codecs", default="none,lz4")
     parser.add_argument("--pause", type=float, default=1.5)
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -70,9 +71,9 @@ def main():
 
         writes = {"floor": floor}
         writes.update((codec, segmentlog(codec)) for codec in args.codecs.split(","))
-        for write in writes.values():  # warm up the workers
-            write()
-            write()
+        for _ in range(args.warmup):  # the workers, and the JVM's JIT (about ten queries)
+            for write in writes.values():
+                write()
         print(f"{args.rows:,} rows; per write: seconds (mean of {args.runs}), then CPU "
               f"seconds by process")
         for name, write in list(writes.items()) * 2:
