@@ -5,7 +5,8 @@ and each task's worker, and every one imports the source's modules again: what a
 not use must not be imported on the way. pyarrow.compute alone costs a worker some 80 ms,
 the crc32c package's import scans every installed distribution for its own version, the
 writer's modules are not needed to read, nor are the decoders a plain read does not ask
-for.
+for. A write's modules import no compute kernels either: only the encoder's pure twin and
+a write with a topic column use them, and import them there.
 """
 import json
 import subprocess
@@ -36,9 +37,19 @@ def test_the_read_modules_import_no_encoder_compute_kernels_checksum_package_or_
 
 
 def test_the_check_sees_what_the_writer_imports():
-    # the writer's Spark adapter does import the encoder and the compute kernels
-    assert {"pyarrow.compute", "segmentlog_datasource.format.v2_encode",
-            "segmentlog_datasource.writer"} <= set(imported_by(["segmentlog_datasource.spark.write"]))
+    # the writer's Spark adapter does import the encoder and the write engine
+    assert {"segmentlog_datasource.format.v2_encode", "segmentlog_datasource.writer"} <= \
+        set(imported_by(["segmentlog_datasource.spark.write"]))
+
+
+def test_the_write_modules_import_no_compute_kernels_checksum_package_or_decoders():
+    # A write query's planning worker and its commit worker (Python processes of their
+    # own, before and after its tasks) and its task workers import the write adapter.
+    unwanted = set(NOT_NEEDED_TO_READ) - {"segmentlog_datasource.format.v2_encode",
+                                          "segmentlog_datasource.writer"}
+    found = imported_by(["segmentlog_datasource.spark.write",
+                         "segmentlog_datasource.spark.stream_write"])
+    assert unwanted.isdisjoint(found), found
 
 
 # A Spark task's work, as its worker does it: batches arrive as Arrow IPC, are written by a
