@@ -3,14 +3,13 @@ the garbage collector's walks.
 
 Spark's daemon reuses a worker for task after task and runs a full garbage collection
 after each one (`pyspark/daemon.py`). A full collection walks every object the worker
-holds: some 70,000 once pyspark, pyarrow and segmentlog are imported, 40-50 ms a task in
-a scan's worker, about a sixth of a scan's CPU (BENCHMARKS.md). Those objects (modules,
-classes, functions) live as long as the worker, so segmentlog's first task in a worker
-collects once more and moves what is left out of the collector's reach (`gc.freeze`), and
-its second does so again: the first task's run imports some 26,000 objects more (Spark's
-Arrow serializers import pandas when first used). Objects made afterwards are collected
-as before, and objects are still freed when their last reference goes; only reference
-cycles among the frozen ones (the modules', those two tasks' own) would stay.
+holds: some 45,000 once pyspark, pyarrow and segmentlog are imported, about 30 ms a task,
+0.27-0.28 CPU-s of the task workers in a scan of nine tasks (BENCHMARKS.md). Those objects
+(modules, classes, functions) live as long as the worker, so segmentlog's first task in a
+worker collects once more and moves what is left out of the collector's reach
+(`gc.freeze`). Objects made afterwards are collected as before (a few hundred stay in a
+scan's worker), and objects are still freed when their last reference goes; only reference
+cycles among the frozen ones (the modules', that first task's own) would stay.
 
 Only the Spark adapters call this, and it acts only in a worker Spark's daemon reuses: a
 user's own process (the driver, a test, the engine alone) is left as it is.
@@ -19,9 +18,7 @@ import gc
 import os
 import sys
 
-# Freezes made in this process: the first two of segmentlog's tasks freeze.
-_freezes = []
-FREEZES = 2
+_frozen = []  # the number of objects frozen, once done in this process
 
 
 def in_reused_worker() -> bool:
@@ -32,18 +29,18 @@ def in_reused_worker() -> bool:
 
 
 def freeze_long_lived_objects() -> int:
-    """The first FREEZES calls in a process: collect, then freeze every object left.
-    Returns the number of objects frozen so far (later calls freeze nothing)."""
-    if len(_freezes) < FREEZES:
+    """Once per process: collect, then freeze every object left. Returns the number of
+    objects the first call froze (later calls freeze nothing)."""
+    if not _frozen:
         gc.collect()
         gc.freeze()
-        _freezes.append(gc.get_freeze_count())
-    return _freezes[-1]
+        _frozen.append(gc.get_freeze_count())
+    return _frozen[0]
 
 
 def settle_worker() -> bool:
-    """In a reused Spark worker, freeze its long-lived objects (at its first two segmentlog
-    tasks); True there. Anywhere else, nothing (False)."""
+    """In a reused Spark worker, freeze its long-lived objects (once); True there.
+    Anywhere else, nothing (False)."""
     if not in_reused_worker():
         return False
     freeze_long_lived_objects()
