@@ -26,6 +26,10 @@ JOB = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 # Several micro-batches each (the fixtures hold over 5,000 records), few enough that the
 # run is not spent scheduling them.
 MAX_OFFSETS_PER_TRIGGER = 700
+# At least two tasks a micro-batch, so that both one-core executors take one of each: one
+# task a micro-batch went wherever the scheduler's shuffled offers sent it, and once all
+# nine went to one executor.
+STREAM_MIN_PARTITIONS = "2"
 # Generous (a loaded 2-core machine ran the local phases alone past 150 s): only a hang
 # should fail.
 JOB_TIMEOUT = 420
@@ -108,12 +112,14 @@ def start_cluster_run(request):
         {"name": "batch", "run": "batch", "logdir": kafka_logdir},
         {"name": "stream", "run": "stream", "logdir": str(stream_logdir),
          "checkpoint": str(work / "checkpoint"),
-         "stream_options": {"maxOffsetsPerTrigger": str(MAX_OFFSETS_PER_TRIGGER)}},
+         "stream_options": {"maxOffsetsPerTrigger": str(MAX_OFFSETS_PER_TRIGGER),
+                            "minPartitions": STREAM_MIN_PARTITIONS}},
         {"name": "s3-batch", "run": "batch", "logdir": f"s3://{BUCKET}/batch",
          "read_options": store},
         {"name": "s3-stream", "run": "stream", "logdir": f"s3://{BUCKET}/stream",
          "checkpoint": str(work / "s3-checkpoint"), "read_options": store,
-         "stream_options": {"maxOffsetsPerTrigger": str(S3_MAX_OFFSETS_PER_TRIGGER)}},
+         "stream_options": {"maxOffsetsPerTrigger": str(S3_MAX_OFFSETS_PER_TRIGGER),
+                            "minPartitions": STREAM_MIN_PARTITIONS}},
         {"name": "s3-write", "run": "write", "write_path": f"s3://{BUCKET}/out",
          "write_rows": WRITE_ROWS, "read_options": store,
          "write_options": {"topic": WRITE_TOPIC, "numPartitions": "3",
@@ -199,6 +205,9 @@ def check_stream(result, kafka_logdir, limit, name="stream", batch_name="batch")
             assert first > last.get(tp, -1), (tp, b["id"], first, last.get(tp))
             last[tp] = final
     assert len(batches) > 1, [b["rows"] for b in batches]
+    # minPartitions held: two tasks or more a micro-batch, one for each executor
+    tasks = result["phases"][name]["tasks"]
+    assert sum(tasks.values()) >= 2 * len(batches), (tasks, len(batches))
     assert_both_executors_ran_tasks(result, name)
 
 
