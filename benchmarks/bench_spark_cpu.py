@@ -14,10 +14,6 @@ import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-# The ceiling's source is pickled by reference: Spark's workers import it from here.
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    [HERE] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 import psutil  # noqa: E402

@@ -22,17 +22,16 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
-# Spark's workers import the reference sources (prebuilt_sources.py) from here.
-if HERE not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p] + [HERE])
 
 import pyarrow as pa  # noqa: E402
 
 from _gen import generate_log  # noqa: E402
 # The Spark workers import the sources from a module of their own: what a worker imports
 # stays in every garbage collection Spark's daemon runs after each of its tasks.
-from prebuilt_sources import OneRowSource, PrebuiltArrowSource, encode_batch  # noqa: E402,F401
+from prebuilt_sources import (  # noqa: E402
+    OneRowSource, PrebuiltArrowSource, encode_batch, workers_import_from_here)
+
+workers_import_from_here()
 
 
 def planned_groups(options):

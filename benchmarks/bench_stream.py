@@ -31,80 +31,15 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pyarrow as pa  # noqa: E402
-from pyspark.sql.datasource import (  # noqa: E402
-    DataSource, DataSourceReader, DataSourceStreamReader, InputPartition)
-from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow  # noqa: E402
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition  # noqa: E402
 
 from _gen import generate_log  # noqa: E402
+from prebuilt_sources import PrebuiltArrowSource, workers_import_from_here  # noqa: E402
+
+workers_import_from_here()
 
 LATENCY_TOPIC = "latency"
 LATENCY_PARTITIONS = 4
-
-
-class PrebuiltArrowSource(DataSource):
-    """Arrow IPC files, one per Spark partition of the segmentlog batch read, yielded as
-    they are: batch and streaming (one micro-batch of every file)."""
-
-    @classmethod
-    def name(cls):
-        return "prebuilt_arrow"
-
-    def schema(self):
-        from segmentlog_datasource.spark.source import spark_schema
-
-        return spark_schema(False)
-
-    def reader(self, schema):
-        return PrebuiltArrowReader(self.options["path"])
-
-    def streamReader(self, schema):
-        return PrebuiltArrowStreamReader(self.options["path"])
-
-
-def _arrow_files(directory):
-    return [os.path.join(directory, name) for name in sorted(os.listdir(directory))]
-
-
-def _read_arrow_file(path):
-    with pa.memory_map(path) as source:
-        reader = pa.ipc.open_file(source)
-        for i in range(reader.num_record_batches):
-            yield reader.get_batch(i)
-
-
-class PrebuiltArrowReader(DataSourceReader):
-    def __init__(self, directory):
-        self.directory = directory
-
-    def partitions(self):
-        return [InputPartition(path) for path in _arrow_files(self.directory)]
-
-    def read(self, partition):
-        yield from _read_arrow_file(partition.value)
-
-
-class PrebuiltArrowStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, directory):
-        self.directory = directory
-
-    def initialOffset(self):
-        return {"files": 0}
-
-    def latestOffset(self, start=None, limit=None):
-        return {"files": len(_arrow_files(self.directory))}
-
-    def prepareForTriggerAvailableNow(self):
-        pass
-
-    def partitions(self, start, end):
-        return [InputPartition(path) for path in
-                _arrow_files(self.directory)[start["files"]:end["files"]]]
-
-    def read(self, partition):
-        yield from _read_arrow_file(partition.value)
-
-    def commit(self, end):
-        pass
 
 
 def prebuild_arrow(logdir, target):

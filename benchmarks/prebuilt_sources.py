@@ -1,10 +1,22 @@
-"""The reference sources of bench_spark_read.py, in a module of their own that imports
+"""The reference sources of bench_spark_read.py and bench_stream.py, in a module of their own that imports
 only what they need: Spark's Python workers import it to read them, and whatever a worker
 imports is walked by the full garbage collection Spark's daemon runs after each task."""
 import os
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource, DataSourceReader, DataSourceStreamReader, InputPartition)
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
+
+def workers_import_from_here():
+    """Put this directory on the PYTHONPATH that Spark's Python workers (started later, by
+    the session) inherit, after the entries already there: the sources here are pickled
+    by reference."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if here not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join(paths + [here])
 
 
 class OneRowSource(DataSource):
@@ -44,7 +56,8 @@ def encode_batch(batch: pa.RecordBatch) -> str:
 
 
 class PrebuiltArrowSource(DataSource):
-    """Yields Arrow batches stored in IPC files: no decoding at all."""
+    """Arrow IPC files, one per Spark partition of the segmentlog batch read, yielded as
+    they are, no decoding at all: batch and streaming (one micro-batch of every file)."""
 
     @classmethod
     def name(cls):
@@ -58,17 +71,51 @@ class PrebuiltArrowSource(DataSource):
     def reader(self, schema):
         return PrebuiltArrowReader(self.options["path"])
 
+    def streamReader(self, schema):
+        return PrebuiltArrowStreamReader(self.options["path"])
+
+
+def arrow_files(directory):
+    return [os.path.join(directory, name) for name in sorted(os.listdir(directory))]
+
+
+def read_arrow_file(path):
+    with pa.memory_map(path) as source:
+        reader = pa.ipc.open_file(source)
+        for i in range(reader.num_record_batches):
+            yield reader.get_batch(i)
+
 
 class PrebuiltArrowReader(DataSourceReader):
     def __init__(self, directory):
         self.directory = directory
 
     def partitions(self):
-        return [InputPartition(os.path.join(self.directory, name))
-                for name in sorted(os.listdir(self.directory))]
+        return [InputPartition(path) for path in arrow_files(self.directory)]
 
     def read(self, partition):
-        with pa.memory_map(partition.value) as source:
-            reader = pa.ipc.open_file(source)
-            for i in range(reader.num_record_batches):
-                yield reader.get_batch(i)
+        yield from read_arrow_file(partition.value)
+
+
+class PrebuiltArrowStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, directory):
+        self.directory = directory
+
+    def initialOffset(self):
+        return {"files": 0}
+
+    def latestOffset(self, start=None, limit=None):
+        return {"files": len(arrow_files(self.directory))}
+
+    def prepareForTriggerAvailableNow(self):
+        pass
+
+    def partitions(self, start, end):
+        return [InputPartition(path) for path in
+                arrow_files(self.directory)[start["files"]:end["files"]]]
+
+    def read(self, partition):
+        yield from read_arrow_file(partition.value)
+
+    def commit(self, end):
+        pass
