@@ -16,7 +16,8 @@ Python data source write) in the same Spark session, a round of each in turn, an
 reports the best of `--repeat` runs of each and the median over the rounds of each
 write's time over its round's floor, after `--warmup` untimed rounds. MB/s counts the
 input's key and value bytes. Each segmentlog write creates its topic anew, except the
-"append" row's, which appends to one topic round after round.
+"append" row's, which appends to one topic round after round. `--variant-option
+NAME=VALUE` adds, per codec, the same write with that option set, in the same rounds.
 """
 import argparse
 import collections
@@ -186,7 +187,9 @@ def spark_frame(spark, rows: int):
 
 
 def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
-                warmup: int = 3) -> None:
+                warmup: int = 3, variant=None) -> None:
+    """`variant`: an (option, value) pair; each codec is then also written with that
+    write option set, in the same rounds (a setting's before and after side by side)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession, functions as F
@@ -215,13 +218,14 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
             seconds = time.perf_counter() - start
             return seconds, dir_size(target)
 
-        def run_segmentlog(codec, append=False):
+        def run_segmentlog(codec, append=False, options=()):
             target = os.path.join(workdir, f"segmentlog-{codec}" + ("-append" if append else ""))
             if not append:
                 shutil.rmtree(target, ignore_errors=True)
             start = time.perf_counter()
             (df.write.format("segmentlog").mode("append").option("topic", "bench")
-             .option("numPartitions", partitions).option("compression.type", codec).save(target))
+             .option("numPartitions", partitions).option("compression.type", codec)
+             .options(**dict(options)).save(target))
             seconds = time.perf_counter() - start
             return seconds, dir_size(target)
 
@@ -232,15 +236,21 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
 
         # Warm-up rounds: the Python workers, and the JVM's JIT compilers, which keep
         # working through about ten queries of a fresh session.
+        variants = [(f"segmentlog {codec} {variant[0]}={variant[1]}", codec)
+                    for codec in codecs] if variant else []
         for _ in range(warmup):
             run_parquet()
             run_floor()
             for codec in codecs:
                 run_segmentlog(codec)
+            for _, codec in variants:
+                run_segmentlog(codec, options=[variant])
         run_segmentlog(codecs[0], append=True)  # creates the topic the rounds append to
         results = {"floor (drops batches)": [], "parquet (snappy)": []}
         for codec in codecs:
             results[f"segmentlog {codec}"] = []
+        for name, _ in variants:
+            results[name] = []
         appended = f"segmentlog {codecs[0]}, append"
         results[appended] = []
         for _ in range(repeat):
@@ -248,6 +258,8 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
             results["parquet (snappy)"].append(run_parquet())
             for codec in codecs:
                 results[f"segmentlog {codec}"].append(run_segmentlog(codec))
+            for name, codec in variants:
+                results[name].append(run_segmentlog(codec, options=[variant]))
             before = dir_size(os.path.join(workdir, f"segmentlog-{codecs[0]}-append"))
             seconds, size = run_segmentlog(codecs[0], append=True)
             results[appended].append((seconds, size - before))
@@ -255,12 +267,13 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
         floor_seconds = best["floor (drops batches)"][0]
         parquet_seconds = best["parquet (snappy)"][0]
         floors = [seconds for seconds, _ in results["floor (drops batches)"]]
-        print(f"{'write':<24}{'seconds':>9}{'records/s':>14}{'MB/s':>9}{'on disk MB':>12}"
+        width = max(24, *(len(name) + 2 for name in results))
+        print(f"{'write':<{width}}{'seconds':>9}{'records/s':>14}{'MB/s':>9}{'on disk MB':>12}"
               f"{'vs floor':>10}{'vs parquet':>12}{'median vs floor':>17}")
         for name, (seconds, size) in best.items():
             # each round's time over the same round's floor: the machine's drift cancels
             rounds = sorted(s / f for (s, _), f in zip(results[name], floors))
-            print(f"{name:<24}{seconds:>9.2f}{count / seconds:>14,.0f}{mb / seconds:>9.1f}"
+            print(f"{name:<{width}}{seconds:>9.2f}{count / seconds:>14,.0f}{mb / seconds:>9.1f}"
                   f"{size / 1e6:>12.1f}{seconds / floor_seconds:>9.2f}x"
                   f"{seconds / parquet_seconds:>11.2f}x{rounds[len(rounds) // 2]:>16.2f}x")
         df.unpersist()
@@ -282,7 +295,12 @@ def main():
     parser.add_argument("--skip-engine", action="store_true")
     parser.add_argument("--skip-spark", action="store_true")
     parser.add_argument("--workdir", help="where to write (default: a temp dir, removed after)")
+    parser.add_argument("--variant-option", metavar="NAME=VALUE",
+                        help="Spark: also write each codec with this write option, in turn "
+                             "with the others (taskSegmentBytes=9223372036854775807: every "
+                             "task's batches copied into one segment, as before it)")
     args = parser.parse_args()
+    variant = tuple(args.variant_option.split("=", 1)) if args.variant_option else None
     workdir = args.workdir or tempfile.mkdtemp(prefix="segmentlog-bench-write-")
     try:
         if not args.skip_engine:
@@ -290,7 +308,7 @@ def main():
                          [c for c in args.engine_codecs.split(",") if c])
         if not args.skip_spark:
             bench_spark(args.rows, args.partitions, workdir, args.repeat,
-                        [c for c in args.spark_codecs.split(",") if c], args.warmup)
+                        [c for c in args.spark_codecs.split(",") if c], args.warmup, variant)
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -82,6 +82,19 @@ class StagedBatches:
             else int(self.file_starts[file_id + 1])
         return file_id if last <= end else None
 
+    def own_segment_starts(self, min_bytes: int) -> np.ndarray:
+        """The first batch of each task's per-partition file, after the first task's,
+        holding at least `min_bytes`: a segment that starts there takes that file as its
+        .log by a rename, where joining the segment before it would copy its bytes."""
+        if self.file_starts is None or len(self.file_names) < 2:
+            return np.zeros(0, dtype=np.int64)
+        ends = np.append(self.file_starts[1:], len(self.sizes))
+        bytes_before = np.concatenate(([0], np.cumsum(self.sizes)))
+        starts = [int(first) for k, (first, end) in enumerate(zip(self.file_starts, ends))
+                  if k > 0 and end > first and self.stamped_epochs[k] is not None
+                  and bytes_before[end] - bytes_before[first] >= min_bytes]
+        return np.asarray(starts, dtype=np.int64)
+
     def base_offsets(self, start: int) -> np.ndarray:
         """Each batch's base offset when the first one gets `start`."""
         offsets = np.empty(len(self.sizes), dtype=np.int64)

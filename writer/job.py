@@ -420,6 +420,7 @@ class WriteJob:
                 segment_bytes=options.segment_bytes, segment_ms=options.segment_ms,
                 segment_index_bytes=options.segment_index_bytes,
                 index_interval_bytes=options.index_interval_bytes,
+                roll_before=batches.own_segment_starts(options.task_segment_bytes),
             )
             _make_dirs(staged, exist_ok=False)
             if not plans:  # a partition of a new or rewritten topic that got no rows

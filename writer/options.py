@@ -29,7 +29,12 @@ _INT_OPTIONS = {
     "max.message.bytes": ("max_message_bytes", 0, INT32_MAX),
     "numpartitions": ("num_partitions", 1, INT32_MAX),
     "leaderepoch": ("leader_epoch", 0, INT32_MAX),
+    "tasksegmentbytes": ("task_segment_bytes", 0, INT64_MAX),
 }
+# A task's batches of one partition from this size on start a segment of their own,
+# renamed into place at commit: joining the segment before them would copy them there
+# (on the driver, one task after another) and then delete them. Smaller ones join it.
+TASK_SEGMENT_BYTES = 8 << 20
 _LEVEL_OPTIONS = {
     "compression.gzip.level": compression.GZIP,
     "compression.lz4.level": compression.LZ4,
@@ -86,6 +91,7 @@ class WriteOptions:
     # the partitions' leader epoch (None: each partition's current one, 0 when new)
     leader_epoch: Optional[int] = None
     topic_id: Optional[str] = None  # None: the topic's own id, or a new one
+    task_segment_bytes: int = TASK_SEGMENT_BYTES
     # framed values and keys (writer/framed.py)
     value_format: str = "raw"
     key_format: str = "raw"

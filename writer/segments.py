@@ -67,13 +67,14 @@ class SegmentPlan:
 
 def plan_segments(start_offset: int, sizes, record_counts, max_timestamps, *,
                   segment_bytes: int, segment_ms: int, segment_index_bytes: int,
-                  index_interval_bytes: int) -> List[SegmentPlan]:
+                  index_interval_bytes: int, roll_before=()) -> List[SegmentPlan]:
     """Segments (base offsets, batch ranges, index entries) for batches appended in order.
 
     Offsets are contiguous from `start_offset`; `record_counts` gives each batch's
-    lastOffsetDelta + 1. Returns no segment when there are no batches. Worked out with
-    array operations a segment at a time (and an index entry at a time where batches
-    are smaller than index.interval.bytes), rather than a batch at a time.
+    lastOffsetDelta + 1. A segment also rolls before each batch index in `roll_before`.
+    Returns no segment when there are no batches. Worked out with array operations a
+    segment at a time (and an index entry at a time where batches are smaller than
+    index.interval.bytes), rather than a batch at a time.
     """
     sizes = np.asarray(sizes, dtype=np.int64)
     counts = np.asarray(record_counts, dtype=np.int64)
@@ -87,10 +88,14 @@ def plan_segments(start_offset: int, sizes, record_counts, max_timestamps, *,
     last_offsets = np.cumsum(counts) + (start_offset - 1)
     offset_index_max = segment_index_bytes // OFFSET_ENTRY.size
     time_index_room = segment_index_bytes // TIME_ENTRY.size - 1  # one slot kept for the roll
+    rolls = np.unique(np.asarray(roll_before, dtype=np.int64))
     segments: List[SegmentPlan] = []
     first = 0
     while first < n:
-        plan = _plan_one(first, n, start_offset if first == 0 else int(last_offsets[first - 1]) + 1,
+        following = rolls[np.searchsorted(rolls, first, side="right"):]
+        limit = int(following[0]) if len(following) else n
+        plan = _plan_one(first, min(limit, n),
+                         start_offset if first == 0 else int(last_offsets[first - 1]) + 1,
                          sizes, ends, last_offsets, max_ts, segment_bytes, segment_ms,
                          offset_index_max, time_index_room, index_interval_bytes)
         segments.append(plan)
@@ -100,7 +105,8 @@ def plan_segments(start_offset: int, sizes, record_counts, max_timestamps, *,
 
 def _plan_one(first, n, base, sizes, ends, last_offsets, max_ts, segment_bytes, segment_ms,
               offset_index_max, time_index_room, index_interval_bytes) -> SegmentPlan:
-    """The segment that starts with batch `first`: where it rolls and its index entries."""
+    """The segment that starts with batch `first` and ends by batch `n`: where it rolls
+    and its index entries."""
     # The batch that rolls it, as far as sizes, timestamps and offsets tell (a segment
     # holding data always takes its first batch).
     end = int(np.searchsorted(ends, ends[first] + segment_bytes, side="right")) - 1

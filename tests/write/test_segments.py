@@ -6,6 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from segmentlog_datasource.errors import InvalidOptionError
 from segmentlog_datasource.writer import write_log
 from segmentlog_datasource.writer.job import WriteJob
 from segmentlog_datasource.writer.options import WriteOptions
@@ -138,8 +139,9 @@ def test_commit_writes_kafkas_files_for_plain_0(kafka_logdir, tmp_path):
 # ------------------------------------------------------ the planner against its reference
 
 def reference_plan(start_offset, sizes, record_counts, max_timestamps, *, segment_bytes,
-                   segment_ms, segment_index_bytes, index_interval_bytes):
-    """The rules of segments.py applied one batch at a time, as a broker appends."""
+                   segment_ms, segment_index_bytes, index_interval_bytes, roll_before=()):
+    """The rules of segments.py applied one batch at a time, as a broker appends (and a
+    roll before each batch of `roll_before`)."""
     offset_index_max = segment_index_bytes // 8
     time_index_max = segment_index_bytes // 12
     segments, current, next_offset = [], None, start_offset
@@ -153,7 +155,8 @@ def reference_plan(start_offset, sizes, record_counts, max_timestamps, *, segmen
     for b, (size, count, max_ts) in enumerate(zip(sizes, record_counts, max_timestamps)):
         last_offset = next_offset + count - 1
         if current is not None and current["size"] > 0 and (
-                current["size"] + size > segment_bytes
+                b in roll_before
+                or current["size"] + size > segment_bytes
                 or (current["rolling"] >= 0 and max_ts - current["rolling"] > segment_ms)
                 or len(current["index"]) >= offset_index_max
                 or len(current["time"]) >= time_index_max - 1
@@ -196,6 +199,9 @@ def test_plan_segments_matches_its_batch_at_a_time_reference():
                        segment_index_bytes=int(rng.choice([0, 12, 24, 36, 100, 10**7])),
                        index_interval_bytes=int(rng.choice([0, 100, 1000, 4096, 10000])))
         start = int(rng.choice([0, 5, 2**31]))
+        if rng.random() < 0.5:  # the batches where a task's own segment starts
+            options["roll_before"] = sorted(set(rng.integers(0, n + 1, rng.integers(0, 6))
+                                                .tolist()))
         plans = plan_segments(start, sizes, counts, stamps, **options)
         assert [(p.base_offset, p.first_batch, p.end_batch, p.size, p.next_offset,
                  list(zip(p.index_offsets, p.index_positions)),
@@ -237,3 +243,60 @@ def test_staged_partition_files_become_segments_with_the_offsets_and_epoch_given
     assert epochs == sorted(epochs) and epochs[0] == 0 and epochs[-1] == 3
     check_partition_indexes(os.path.join(logdir, "t-0"))
     assert not [n for n in os.listdir(logdir) if n.startswith(".segmentlog-staging")]
+
+
+# --------------------------------------------------- a task's batches in a segment of its own
+
+def test_large_task_batches_start_their_own_segment_renamed_into_place(tmp_path):
+    """A task's batches of a partition that reach taskSegmentBytes start a segment: the
+    staged file itself becomes its .log (same inode), stamped again in place with the
+    offsets after the previous task's. Smaller ones join the segment before them; the
+    first task's start the write's first segment as ever. kafka-python reads every batch
+    with its offsets, and the indexes hold Kafka's rules."""
+    from kafka.record.memory_records import MemoryRecords
+
+    logdir = str(tmp_path / "log")
+    rows = [pa.table({"value": [b"t%d-%05d" % (t, i) for i in range(n)]})
+            for t, n in enumerate([3000, 40, 2500])]
+    write_log(logdir, rows[0], topic="t", num_partitions=1, batch_size=1024)  # an append
+    job = WriteJob(logdir, topic="t", options=WriteOptions.from_mapping(
+        {"batch.size": 1024, "taskSegmentBytes": 20_000})).start()
+    results, inodes = [], []
+    for task_index, table in enumerate(rows):
+        task = job.task_writer(task_index)
+        task.write(table)
+        results.append(task.finish())
+        (piece,) = results[-1].partitions.values()
+        staged = os.path.join(job.staging_dir, piece.file)
+        inodes.append((os.stat(staged).st_ino, os.path.getsize(staged)))
+    assert inodes[0][1] > 20_000 > inodes[1][1] and inodes[2][1] > 20_000
+    summary = job.commit(results)
+    partition = os.path.join(logdir, "t-0")
+    # the first write's segment, then this write's: task 0 (with task 1's few batches
+    # after it), then task 2's own
+    assert summary.partitions[0].segments == [3000, 6040]
+    logs = sorted(n for n in os.listdir(partition) if n.endswith(".log"))
+    assert logs == ["%020d.log" % base for base in (0, 3000, 6040)]
+    stats = {n: os.stat(os.path.join(partition, n)) for n in logs}
+    assert stats[logs[1]].st_ino == inodes[0][0]  # renamed, then task 1's copied after it
+    assert (stats[logs[2]].st_ino, stats[logs[2]].st_size) == inodes[2]
+    expected = [row for table in [rows[0], *rows] for row in table.column("value").to_pylist()]
+    assert [r[4] for r in decode_partition(partition)] == expected
+    offsets = []
+    for name in logs:
+        with open(os.path.join(partition, name), "rb") as handle:
+            records = MemoryRecords(handle.read())
+        while records.has_next():
+            batch = records.next_batch()
+            assert batch.validate_crc()
+            offsets += [record.offset for record in batch]
+    assert offsets == list(range(len(expected)))
+    check_partition_indexes(partition)
+    assert not [n for n in os.listdir(logdir) if n.startswith(".segmentlog-staging")]
+
+
+def test_task_segment_bytes_is_checked_and_defaults_to_8_mib():
+    assert WriteOptions().task_segment_bytes == 8 << 20
+    assert WriteOptions.from_mapping({"TaskSegmentBytes": "0"}).task_segment_bytes == 0
+    with pytest.raises(InvalidOptionError, match="taskSegmentBytes"):
+        WriteOptions.from_mapping({"taskSegmentBytes": "-1"})
