@@ -18,7 +18,7 @@ from ..format.log import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_fi
 from ..format.v2_encode import patch_batch_headers
 
 from .errors import WriteError, raise_out_of_space
-from .fsops import preallocate, read_at
+from .fsops import filesystem_type, preallocate, read_at
 from .segments import SegmentPlan
 from .task import PartitionBatches
 
@@ -29,6 +29,10 @@ from .task import PartitionBatches
 COPY_CHUNK = 1 << 20
 # Copy buffers kept for the process's next segments (their pages stay in place).
 _SPARE_BUFFERS: List[bytearray] = []
+# File systems (statfs f_type) that write a file's existing pages in place: ext4 (ext2,
+# ext3), XFS, tmpfs. There a write through a mapping needs no new block, so a full disk
+# cannot fail it; elsewhere (copy-on-write file systems) headers are set with pwrite.
+OVERWRITE_IN_PLACE_FILESYSTEMS = frozenset({0xEF53, 0x58465342, 0x01021994})
 
 
 @dataclass
@@ -141,8 +145,9 @@ def write_segment(directory: str, plan: SegmentPlan, staging_dir: str, batches: 
             taken = end if leading + 1 == len(file_names) \
                 else min(end, int(batches.file_starts[leading + 1]))
             # stamped in the task: placed again only if they land elsewhere
-            if int(offsets[first]) != batches.stamped_starts[leading] or \
-                    batches.stamped_epochs[leading] != epoch:
+            if (int(offsets[first]) != batches.stamped_starts[leading] or
+                    batches.stamped_epochs[leading] != epoch) and \
+                    not _restamp_mapped(out, batches, first, taken, offsets, epoch):
                 for run_start, run_end in contiguous_runs(file_ids[first:taken],
                                                           positions[first:taken],
                                                           sizes[first:taken]):
@@ -172,6 +177,35 @@ def write_segment(directory: str, plan: SegmentPlan, staging_dir: str, batches: 
             os.close(fd)
         if len(_SPARE_BUFFERS) < 4:
             _SPARE_BUFFERS.append(buffer)
+
+
+def _restamp_mapped(fd: int, batches: StagedBatches, first: int, end: int,
+                    offsets: np.ndarray, epoch: int) -> bool:
+    """Set the headers of batches [first, end), which are the file `fd` from its start,
+    through a shared writable mapping of it: only the pages holding a header are touched,
+    where reading the file and writing it back moves all of it (BENCHMARKS.md). False where
+    that cannot be done: no compiled mapping, a file system that may need new blocks to
+    overwrite a page, or a page the file did not take (the caller then writes them with
+    pwrite, which reports the error)."""
+    if filesystem_type(fd) not in OVERWRITE_IN_PLACE_FILESYSTEMS:
+        return False
+    from ..format.fastpath import file_mapping_class  # the compiled decoder's module
+
+    mapping_class = file_mapping_class()
+    positions = batches.positions[first:end]
+    size = int(positions[-1] + batches.sizes[end - 1]) if end > first else 0
+    if mapping_class is None or size == 0:
+        return False
+    try:
+        mapping = mapping_class(fd, size, writable=True)
+    except (OSError, TypeError):  # not mappable here; a build without writable mappings
+        return False
+    try:
+        with memoryview(mapping) as view:
+            patch_batch_headers(view, positions, offsets[first:end], epoch)
+        return mapping.fault_position is None
+    finally:
+        mapping.close()
 
 
 def _place_run(source: int, target: int, run_start: int, run_end: int,

@@ -254,3 +254,42 @@ with open(path, "rb") as ours:
     done = run_script(script, [path])
     assert done.returncode == -signal.SIGBUS, (done.returncode, done.stdout, done.stderr)
     assert "read" not in done.stdout
+
+
+def test_a_writable_mapping_takes_writes_and_survives_a_shrink(tmp_path):
+    """The writer sets batch headers through a writable FileMapping: its writes reach the
+    file; a write past a file that shrank under it lands on a zero page instead of
+    killing the process, and fault_position says where. A read-only one refuses writes."""
+    path = tmp_path / "staged.batches"
+    path.write_bytes(b"a" * 100_000)
+    script = r"""
+import os, sys
+from segmentlog_datasource.format.fastpath import file_mapping_class
+
+mapping_class = file_mapping_class()
+fd = os.open(sys.argv[1], os.O_RDWR)
+mapping = mapping_class(fd, 100_000, writable=True)
+with memoryview(mapping) as view:
+    view[5:7] = b"ZZ"
+    view[99_999] = ord("Y")
+print("first", mapping.fault_position, flush=True)
+mapping.close()
+mapping = mapping_class(fd, 100_000, writable=True)
+os.ftruncate(fd, 4096)
+with memoryview(mapping) as view:
+    view[10] = ord("Q")
+    view[50_000] = ord("X")
+    view[60_000] = ord("X")
+print("shrunk", mapping.fault_position, flush=True)
+mapping.close()
+try:
+    with memoryview(mapping_class(fd, 4096)) as view:
+        view[0] = 1
+except TypeError:
+    print("read-only refused", flush=True)
+"""
+    done = run_script(script, [path])
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+    assert done.stdout.split("\n")[:3] == ["first None", "shrunk 50000", "read-only refused"]
+    data = path.read_bytes()
+    assert len(data) == 4096 and data[:12] == b"aaaaaZZaaaQa" and set(data[12:]) == {ord("a")}

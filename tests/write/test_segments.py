@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from segmentlog_datasource.errors import InvalidOptionError
-from segmentlog_datasource.writer import write_log
+from segmentlog_datasource.writer import WriteError, write_log
 from segmentlog_datasource.writer.job import WriteJob
 from segmentlog_datasource.writer.options import WriteOptions
 from segmentlog_datasource.writer.segments import plan_segments
@@ -300,3 +300,67 @@ def test_task_segment_bytes_is_checked_and_defaults_to_8_mib():
     assert WriteOptions.from_mapping({"TaskSegmentBytes": "0"}).task_segment_bytes == 0
     with pytest.raises(InvalidOptionError, match="taskSegmentBytes"):
         WriteOptions.from_mapping({"taskSegmentBytes": "-1"})
+
+
+def _two_task_commit(logdir, truncate_second=False):
+    """An append of two tasks whose second starts its own segment; the partition's files."""
+    rows = pa.table({"value": [b"v%05d" % i for i in range(3000)],
+                     "timestamp": pa.array(range(3000), pa.timestamp("ms"))})
+    write_log(logdir, rows, topic="t", num_partitions=1, batch_size=1024)
+    job = WriteJob(logdir, topic="t", options=WriteOptions.from_mapping(
+        {"batch.size": 1024, "taskSegmentBytes": 1, "leaderEpoch": 4})).start()
+    results = []
+    for task_index in range(2):
+        task = job.task_writer(task_index)
+        task.write(rows)
+        results.append(task.finish())
+    if truncate_second:
+        (piece,) = results[1].partitions.values()
+        os.truncate(os.path.join(job.staging_dir, piece.file), 5000)
+    job.commit(results)
+    partition = os.path.join(logdir, "t-0")
+    return {name: open(os.path.join(partition, name), "rb").read()
+            for name in sorted(os.listdir(partition)) if name.endswith("index") or
+            name.endswith(".log")}
+
+
+def test_headers_set_through_a_mapping_equal_those_written_with_pwrite(tmp_path, monkeypatch):
+    """A renamed task file whose offsets and epoch change gets its headers through a
+    writable mapping (ext4, XFS, tmpfs); elsewhere with pwrite: the same bytes."""
+    from segmentlog_datasource.writer import assembly
+
+    taken = []
+    mapped = assembly._restamp_mapped
+    monkeypatch.setattr(assembly, "_restamp_mapped",
+                        lambda *a: taken.append(mapped(*a)) or taken[-1])
+    files = _two_task_commit(str(tmp_path / "mapped"))
+    directory = os.open(str(tmp_path), os.O_RDONLY)
+    try:
+        if assembly.filesystem_type(directory) not in assembly.OVERWRITE_IN_PLACE_FILESYSTEMS:
+            pytest.skip("the temporary directory is on a file system headers are not mapped on")
+    finally:
+        os.close(directory)
+    # the second task's file only: the first's was stamped with the append's start and epoch
+    assert taken == [True]
+    monkeypatch.setattr(assembly, "OVERWRITE_IN_PLACE_FILESYSTEMS", frozenset())
+    assert _two_task_commit(str(tmp_path / "written")) == files
+    assert [name for name in files if name.endswith(".log")] == \
+        ["%020d.log" % base for base in (0, 3000, 6000)]  # each task's file a segment
+    partition = str(tmp_path / "mapped" / "t-0")
+    assert [r[4] for r in decode_partition(partition)] == [b"v%05d" % i for i in range(3000)] * 3
+    check_partition_indexes(partition)
+    logs = [name for name in files if name.endswith(".log")]
+    assert [{b["epoch"] for b in read_batches(os.path.join(partition, name))}
+            for name in logs] == [{0}, {4}, {4}]
+
+
+def test_a_task_file_that_shrank_before_the_commit_fails_it_cleanly(tmp_path):
+    """The mapping's fault (a header past the file's end) sends the commit to pwrite,
+    which names the staging file; the log dir keeps the first write alone."""
+    logdir = str(tmp_path / "log")
+    with pytest.raises(WriteError, match=r"staging file task-00001-.* is shorter than its "
+                                         r"task reported"):
+        _two_task_commit(logdir, truncate_second=True)
+    assert sorted(n for n in os.listdir(os.path.join(logdir, "t-0")) if n.endswith(".log")) \
+        == ["%020d.log" % 0]
+    assert len(decode_partition(os.path.join(logdir, "t-0"))) == 3000

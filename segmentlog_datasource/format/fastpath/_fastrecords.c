@@ -2120,7 +2120,9 @@ fastrecords_v2_batch_headers(PyObject *Py_UNUSED(module), PyObject *const *args,
  * it and notes where the first fault was. The access is then made again and reads zeros,
  * wherever it was made: in decode_run, in Python slicing the buffer, in a checksum or
  * decompression library. The reader checks the mapping's fault_position and the file's
- * size before it trusts what it read (storage/local.py MappedLog.check). Any other
+ * size before it trusts what it read (storage/local.py MappedLog.check). A writable
+ * mapping (the writer setting batch headers in place) gets writable zero pages: the write
+ * is made again there and lost, and the writer, seeing the fault, writes another way. Any other
  * SIGBUS goes to the disposition there was before (a crash, as without this module).
  *
  * Slots change only under the GIL; the handler (any thread, GIL or not) reads them
@@ -2135,6 +2137,7 @@ typedef struct {
     uintptr_t start;
     uintptr_t end;   /* page-rounded; 0: the slot is free */
     uintptr_t fault; /* the first faulting address, 0: none */
+    int writable;    /* the zero pages put over it take writes too */
 } MappingSlot;
 
 static MappingSlot mapping_slots[MAPPING_SLOTS];
@@ -2161,7 +2164,8 @@ on_sigbus(int signum, siginfo_t *info, void *Py_UNUSED(context))
             if (LOAD(slot->sequence) != sequence || address < start || address >= end)
                 continue;
             uintptr_t page = address & ~(page_size - 1);
-            if (mmap((void *)page, end - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+            int protection = LOAD(slot->writable) ? PROT_READ | PROT_WRITE : PROT_READ;
+            if (mmap((void *)page, end - page, protection, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
                      -1, 0) == MAP_FAILED)
                 break;
             uintptr_t none = 0;
@@ -2208,7 +2212,7 @@ sigbus_handler_install(void)
 }
 
 static int
-mapping_slot_claim(uintptr_t start, uintptr_t end)
+mapping_slot_claim(uintptr_t start, uintptr_t end, int writable)
 {
     for (int n = 0; n < MAPPING_SLOTS; n++) {
         int i = (mapping_slots_next + n) % MAPPING_SLOTS;
@@ -2217,6 +2221,7 @@ mapping_slot_claim(uintptr_t start, uintptr_t end)
             continue;
         STORE(slot->sequence, slot->sequence + 1);
         STORE(slot->fault, 0);
+        STORE(slot->writable, writable);
         STORE(slot->start, start);
         STORE(slot->end, end);
         STORE(slot->sequence, slot->sequence + 1);
@@ -2244,15 +2249,16 @@ typedef struct {
     Py_ssize_t exports;
     int slot;
     Py_ssize_t fault_position; /* once closed: the slot's fault, -1: none */
+    int writable;
 } FileMapping;
 
 static PyObject *
 FileMapping_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"fd", "size", NULL};
-    int fd;
+    static char *kwlist[] = {"fd", "size", "writable", NULL};
+    int fd, writable = 0;
     Py_ssize_t size;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "in", kwlist, &fd, &size))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "in|p", kwlist, &fd, &size, &writable))
         return NULL;
     if (size <= 0) {
         PyErr_SetString(PyExc_ValueError, "FileMapping() maps at least one byte");
@@ -2260,11 +2266,13 @@ FileMapping_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     if (sigbus_handler_install() < 0)
         return PyErr_SetFromErrno(PyExc_OSError);
-    void *data = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+    void *data = mmap(NULL, (size_t)size, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+                      MAP_SHARED, fd, 0);
     if (data == MAP_FAILED)
         return PyErr_SetFromErrno(PyExc_OSError);
     uintptr_t start = (uintptr_t)data;
-    int slot = mapping_slot_claim(start, start + (((uintptr_t)size + page_size - 1) & ~(page_size - 1)));
+    int slot = mapping_slot_claim(
+        start, start + (((uintptr_t)size + page_size - 1) & ~(page_size - 1)), writable);
     if (slot < 0) {
         munmap(data, (size_t)size);
         errno = EMFILE;
@@ -2282,6 +2290,7 @@ FileMapping_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->exports = 0;
     self->slot = slot;
     self->fault_position = -1;
+    self->writable = writable;
     return (PyObject *)self;
 }
 
@@ -2313,7 +2322,8 @@ FileMapping_getbuffer(FileMapping *self, Py_buffer *view, int flags)
         view->obj = NULL;
         return -1;
     }
-    if (PyBuffer_FillInfo(view, (PyObject *)self, self->data, self->size, 1, flags) < 0)
+    if (PyBuffer_FillInfo(view, (PyObject *)self, self->data, self->size, !self->writable,
+                          flags) < 0)
         return -1;
     self->exports++;
     return 0;
@@ -2366,9 +2376,9 @@ static PyMethodDef FileMapping_methods[] = {
 
 static PyGetSetDef FileMapping_getset[] = {
     {"fault_position", (getter)FileMapping_get_fault_position, NULL,
-     "None, or the position of the first byte read past the file's end (the file shrank\n"
-     "under the mapping): that page and those after it read as zeros since. Kept after\n"
-     "close().", NULL},
+     "None, or the position of the first byte touched past the file's end (the file shrank\n"
+     "under the mapping) or written where the file could not take it: that page and those\n"
+     "after it read as zeros since (and writes there are lost). Kept after close().", NULL},
     {"closed", (getter)FileMapping_get_closed, NULL, "Whether it is unmapped.", NULL},
     {NULL},
 };
@@ -2376,10 +2386,12 @@ static PyGetSetDef FileMapping_getset[] = {
 static PyTypeObject FileMappingType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "segmentlog_datasource.format.fastpath._fastrecords.FileMapping",
-    .tp_doc = "FileMapping(fd, size)\n\n"
-              "The first `size` bytes of an open file, mapped read-only, as a buffer. A page\n"
-              "lost to the file shrinking reads as zeros instead of killing the process, and\n"
-              "fault_position says where that happened.",
+    .tp_doc = "FileMapping(fd, size, writable=False)\n\n"
+              "The first `size` bytes of an open file, mapped read-only (writable: shared\n"
+              "and writable, fd open for writing), as a buffer. A page lost to the file\n"
+              "shrinking (or, written, one the system could not give the file) reads as\n"
+              "zeros and takes writes that never reach the file, instead of killing the\n"
+              "process, and fault_position says where that happened.",
     .tp_basicsize = sizeof(FileMapping),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = FileMapping_new,
