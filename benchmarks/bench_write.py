@@ -13,6 +13,8 @@ Part 2 builds a cached DataFrame of the same shape (key, value, timestamp), then
 with `format("segmentlog")`, as Parquet, and into a do-nothing Python data source (a
 DataSourceArrowWriter that drops the Arrow batches Spark hands it: the floor of any
 Python data source write) in the same Spark session, a round of each in turn, and
+(per codec but none) into that sink with the codec's library compressing the keys and
+values it receives in 16 KiB sections: the floor of a write with that codec. It
 reports the best of `--repeat` runs of each and the median over the rounds of each
 write's time over its round's floor, after `--warmup` untimed rounds. MB/s counts the
 input's key and value bytes. Each segmentlog write creates its topic anew, except the
@@ -170,6 +172,45 @@ def floor_source():
     return FloorSource
 
 
+# The producer's default batch.size: the records sections a compressed write hands the
+# codec's library are about this long.
+SECTION_BYTES = 16384
+
+
+def codec_floor_source():
+    """The floor sink plus the codec's library: its writer compresses the keys and values
+    of the batches Spark hands it, SECTION_BYTES at a time, and drops the output. The
+    least a write compressed with that codec can take (its records sections hold the
+    same bytes and their varints, about a tenth more)."""
+    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+    class CodecFloorWriter(DataSourceArrowWriter):
+        def __init__(self, codec):
+            self.codec = codec
+
+        def write(self, iterator):
+            from segmentlog_datasource.format import compression
+
+            compress = compression.compressor(compression.CODEC_IDS[self.codec])
+            for batch in iterator:
+                for name in ("key", "value"):
+                    data = batch.column(name).buffers()[2]
+                    view = memoryview(data) if data is not None else memoryview(b"")
+                    for at in range(0, len(view), SECTION_BYTES):
+                        compress(view[at:at + SECTION_BYTES])
+            return WriterCommitMessage()
+
+    class CodecFloorSource(DataSource):
+        @classmethod
+        def name(cls):
+            return "segmentlog_bench_codec_floor"
+
+        def writer(self, schema, overwrite):
+            return CodecFloorWriter(self.options["codec"])
+
+    return CodecFloorSource
+
+
 def spark_frame(spark, rows: int):
     """The benchmark's rows as a cached DataFrame in two Spark partitions (key, value,
     timestamp: make_table's shape, built by Spark)."""
@@ -203,6 +244,7 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
     spark.sparkContext.setLogLevel("ERROR")
     segmentlog_datasource.register(spark)
     spark.dataSource.register(floor_source())
+    spark.dataSource.register(codec_floor_source())
     try:
         df = spark_frame(spark, rows)
         count = df.count()
@@ -234,6 +276,14 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
             df.write.format("segmentlog_bench_floor").mode("append").save()
             return time.perf_counter() - start, 0
 
+        def run_codec_floor(codec):
+            start = time.perf_counter()
+            df.write.format("segmentlog_bench_codec_floor").mode("append") \
+                .option("codec", codec).save()
+            return time.perf_counter() - start, 0
+
+        compressed = [codec for codec in codecs if codec != "none"]
+
         # Warm-up rounds: the Python workers, and the JVM's JIT compilers, which keep
         # working through about ten queries of a fresh session.
         variants = [(f"segmentlog {codec} {variant[0]}={variant[1]}", codec)
@@ -241,12 +291,16 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
         for _ in range(warmup):
             run_parquet()
             run_floor()
+            for codec in compressed:
+                run_codec_floor(codec)
             for codec in codecs:
                 run_segmentlog(codec)
             for _, codec in variants:
                 run_segmentlog(codec, options=[variant])
         run_segmentlog(codecs[0], append=True)  # creates the topic the rounds append to
         results = {"floor (drops batches)": [], "parquet (snappy)": []}
+        for codec in compressed:
+            results[f"floor + {codec} library"] = []
         for codec in codecs:
             results[f"segmentlog {codec}"] = []
         for name, _ in variants:
@@ -256,6 +310,8 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
         for _ in range(repeat):
             results["floor (drops batches)"].append(run_floor())
             results["parquet (snappy)"].append(run_parquet())
+            for codec in compressed:
+                results[f"floor + {codec} library"].append(run_codec_floor(codec))
             for codec in codecs:
                 results[f"segmentlog {codec}"].append(run_segmentlog(codec))
             for name, codec in variants:
@@ -276,6 +332,12 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
             print(f"{name:<{width}}{seconds:>9.2f}{count / seconds:>14,.0f}{mb / seconds:>9.1f}"
                   f"{size / 1e6:>12.1f}{seconds / floor_seconds:>9.2f}x"
                   f"{seconds / parquet_seconds:>11.2f}x{rounds[len(rounds) // 2]:>16.2f}x")
+        for codec in compressed:
+            # what the write adds to its codec's library alone, round by round
+            rounds = sorted(s / f for (s, _), (f, _) in zip(
+                results[f"segmentlog {codec}"], results[f"floor + {codec} library"]))
+            print(f"segmentlog {codec} over floor + {codec} library: median of rounds "
+                  f"{rounds[len(rounds) // 2]:.2f}x")
         df.unpersist()
     finally:
         spark.stop()

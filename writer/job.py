@@ -13,7 +13,8 @@ Layout inside the log dir while a write runs:
 
 Commit orders the tasks' outputs by task index, gives each partition contiguous offsets
 from its log end offset, rolls segments and places index entries as a broker does
-(segments.py), copies the batches into final segment files (assembly.py) and publishes
+(segments.py; a task's large staged file starts a segment of its own), renames the
+staged files into segments or copies batches after them (assembly.py) and publishes
 them with renames (publish.py), journaled first, then updates the checkpoint files a
 broker keeps beside them (checkpointing.py). A failure before that is done undoes what
 was done so far; abort and every failure remove the staging directory. A process
