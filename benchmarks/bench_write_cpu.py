@@ -6,7 +6,8 @@ commit's), as bench_spark_cpu.py counts them for scans.
 Usage: python benchmarks/bench_write_cpu.py [--rows 1000000] [--runs 4] [--codecs none,lz4]
        [--pause 1.5] [--conf KEY=VALUE ...]
 Each write is followed by `--pause` seconds (not counted in its time), as rounds of
-bench_write.py are seconds apart. Run from outside the checkout (cd /tmp).
+bench_write.py are seconds apart. "busy cores": how many of the machine's cores were
+busy on average during the writes (/proc/stat). Run from outside the checkout (cd /tmp).
 """
 import argparse
 import os
@@ -24,6 +25,13 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 from bench_spark_cpu import cpu_by_process  # noqa: E402
 from bench_write import floor_source, spark_frame  # noqa: E402
+
+
+def machine_ticks():
+    """(busy, all) clock ticks of every core so far (/proc/stat; idle and iowait idle)."""
+    with open("/proc/stat") as stat:
+        ticks = [int(field) for field in stat.readline().split()[1:]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
 
 
 def main():
@@ -78,16 +86,19 @@ def main():
               f"seconds by process")
         for name, write in list(writes.items()) * 2:
             before = cpu_by_process()
-            took = 0.0
+            took, busy, ticks = 0.0, 0, 0
             for _ in range(args.runs):
-                start = time.perf_counter()
+                start, (busy_at, ticks_at) = time.perf_counter(), machine_ticks()
                 write()
                 took += time.perf_counter() - start
+                busy_end, ticks_end = machine_ticks()
+                busy, ticks = busy + busy_end - busy_at, ticks + ticks_end - ticks_at
                 time.sleep(args.pause)
             after = cpu_by_process()
             spent = {kind.split()[-1]: (after[kind] - before[kind]) / args.runs
                      for kind in set(before) | set(after)}
-            print(f"{name:<6} {took / args.runs:.3f} s  " + "  ".join(
+            cores = os.cpu_count() * busy / ticks if ticks else 0.0
+            print(f"{name:<6} {took / args.runs:.3f} s  busy cores {cores:.2f}  " + "  ".join(
                 f"{kind} {seconds:.3f}" for kind, seconds in sorted(spent.items())
                 if seconds >= 0.005), flush=True)
     finally:
