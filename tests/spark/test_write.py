@@ -125,6 +125,24 @@ def test_many_partitions_large_records_and_string_columns(spark, tmp_path):
     assert sum(1 for r in got if r[2].startswith("topic-")) == 200
 
 
+def test_each_tasks_batches_start_a_segment_of_their_own(spark, tmp_path):
+    """taskSegmentBytes 1: every Spark task's batches of a partition are a segment (the
+    staged file renamed into place, its offsets set there), read back whole and in
+    Kafka's order by Spark and by kafka-python."""
+    path = str(tmp_path / "logdir")
+    rows = input_rows(600, seed=7, num_partitions=2)
+    (make_df(spark, rows, slices=3).write.format("segmentlog").mode("append")
+     .option("topic", "own").option("numPartitions", 2).option("taskSegmentBytes", 1)
+     .save(path))
+    check_against_input(rows, read_back(spark, path), "own", 2)
+    decoded = decode_logdir(path)  # kafka-python: CRCs, offsets, segment names
+    assert sum(len(r) for r in decoded.values()) == len(rows)
+    for p in range(2):
+        directory = os.path.join(path, f"own-{p}")
+        assert len(segments_of(directory)) == 3  # one a task
+        check_partition_indexes(directory)
+
+
 def test_append_continues_and_overwrite_replaces(spark, tmp_path):
     path = str(tmp_path / "logdir")
     df = spark.range(1000).select(F.col("id").cast("string").alias("key"),
