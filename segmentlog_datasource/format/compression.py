@@ -42,6 +42,11 @@ _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = struct.Struct(">8sii")
 _XERIAL_BLOCK_SIZE = 32 * 1024  # what Kafka's SnappyOutputStream uses
 _LZ4_FRAME_MAGIC = b"\x04\x22\x4d\x18"
+_LZ4_BLOCK_BYTES = 1 << 16
+_LZ4_STORED = 0x80000000  # a block's size bit: its bytes are stored uncompressed
+# compression.lz4.level's default in Kafka (KIP-390): it alone compresses with lz4's fast
+# compressor; any other level with its high-compression mode at that level.
+LZ4_DEFAULT_LEVEL = 9
 
 
 def codec_name(codec_id: int) -> str:
@@ -108,21 +113,56 @@ def compressor(codec_id: int, level=None):
     if codec_id == SNAPPY:
         return _snappy_compress_xerial
     if codec_id == LZ4:
+        if level is not None and level != LZ4_DEFAULT_LEVEL:
+            return functools.partial(_lz4_high_compress, level=level)
         lz4_frame = codec_module(LZ4, "lz4.frame")
 
-        # Kafka's LZ4 stream: 64 KiB independent blocks, no content size.
+        # Kafka's LZ4 stream: 64 KiB independent blocks, no content size; at its
+        # default level, lz4's fast compressor.
         return functools.partial(
             lz4_frame.compress,
             block_size=lz4_frame.BLOCKSIZE_MAX64KB,
             block_linked=False,
             content_checksum=False,
             store_size=False,
-            compression_level=0 if level is None else level,
+            compression_level=0,
         )
     if codec_id == ZSTD:
         zstandard = codec_module(ZSTD)
         return zstandard.ZstdCompressor(level=3 if level is None else level).compress
     raise UnsupportedFormatError(f"unknown compression codec id {codec_id}")
+
+
+def _lz4_high_compress(data, level: int) -> bytes:
+    """The LZ4 frame Kafka's producer writes at any compression.lz4.level but its default:
+    each 64 KiB block compressed by lz4's high-compression mode at `level` (where the
+    frame API would use the fast compressor for levels 1 and 2), a block that does not
+    shrink stored as it is; the frame header is the one of the fast path's frames."""
+    lz4_block = codec_module(LZ4, "lz4.block")
+    view = memoryview(data).cast("B")
+    out = bytearray(_lz4_kafka_frame_header())
+    for start in range(0, len(view), _LZ4_BLOCK_BYTES):
+        block = view[start : start + _LZ4_BLOCK_BYTES]
+        packed = lz4_block.compress(block, mode="high_compression", compression=level,
+                                    store_size=False)
+        if len(packed) < len(block):
+            out += struct.pack("<I", len(packed))
+            out += packed
+        else:
+            out += struct.pack("<I", len(block) | _LZ4_STORED)
+            out += block
+    out += b"\0\0\0\0"  # the end mark
+    return bytes(out)
+
+
+@functools.lru_cache(maxsize=None)
+def _lz4_kafka_frame_header() -> bytes:
+    """Magic, descriptor (version 1, independent blocks, 64 KiB, no checksums or content
+    size) and its checksum byte: the header of an empty frame from the fast path."""
+    lz4_frame = codec_module(LZ4, "lz4.frame")
+    empty = lz4_frame.compress(b"", block_size=lz4_frame.BLOCKSIZE_MAX64KB, block_linked=False,
+                               content_checksum=False, store_size=False)
+    return empty[:7]
 
 
 def _gzip_compress(data, level: int) -> bytes:

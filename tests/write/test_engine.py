@@ -713,6 +713,34 @@ def test_chunking_does_not_change_the_log(tmp_path):
     assert logs[0] == logs[1]
 
 
+def test_lz4_levels_compress_as_kafkas_producer(tmp_path):
+    """KIP-390: compression.lz4.level 9, Kafka's default, is lz4's fast compressor (the
+    bytes of a write without the option); any other level is lz4's high-compression mode
+    at that level, in Kafka's frame: smaller batches, the same records for kafka-python."""
+    rng = random.Random(25)
+    values = [b'{"user":%d,"amount":%d,"currency":"EUR","status":"settled"}'
+              % (rng.randrange(10**5), rng.randrange(10**6)) for _ in range(4000)]
+    table = pa.table({"value": values,
+                      "timestamp": pa.array([T0 + i for i in range(4000)], pa.timestamp("ms"))})
+    logs = {}
+    for level in (None, 9, 1, 12):
+        logdir = str(tmp_path / f"level-{level}")
+        options = {} if level is None else {"compression.lz4.level": level}
+        write_log(logdir, table, topic="t", num_partitions=1, compression="lz4",
+                  batch_size=65536, options=options)
+        with open(os.path.join(logdir, "t-0", "%020d.log" % 0), "rb") as handle:
+            logs[level] = handle.read()
+        records = MemoryRecords(logs[level])
+        got = []
+        while records.has_next():
+            batch = records.next_batch()
+            assert batch.validate_crc() and batch.compression_type == 3
+            got += [record.value for record in batch]
+        assert got == values, level
+    assert logs[9] == logs[None]
+    assert len(logs[12]) < len(logs[1]) < len(logs[None])
+
+
 @pytest.mark.parametrize("codec", ["none", "lz4"])
 def test_many_small_batches_write_the_bytes_of_one_table(tmp_path, codec):
     """Rows handed over as many record batches (as Spark does), whose keys and values the
