@@ -5,7 +5,9 @@ Each source's `read()` runs over all of its input partitions as Spark's worker r
 and every batch is written as an Arrow IPC stream into a socket that another process
 drains (as the JVM reads it). Prints, per source, the median wall, user and system CPU
 seconds a scan over `--rounds` rounds in turn (the first two left out); segmentlog also
-with `verifyChecksums` off, to show what the CRC32C costs.
+with `verifyChecksums` off, to show what the CRC32C costs, and the ceiling with every
+batch's keys and values checked and its buffers copied (prebuilt_sources.checked_copy:
+the per-byte work of any reader of Kafka's log, without parsing).
 
 Usage: python benchmarks/bench_worker_read.py --workdir DIR [--rounds 10]
 DIR is a bench_spark_read.py --workdir (its `logdir` and `arrow`). Run from outside the
@@ -24,7 +26,7 @@ sys.path.insert(0, HERE)
 
 import pyarrow as pa  # noqa: E402
 
-from prebuilt_sources import PrebuiltArrowReader  # noqa: E402
+from prebuilt_sources import CheckedCopyArrowReader, PrebuiltArrowReader  # noqa: E402
 from segmentlog_datasource.spark.source import SegmentLogDataSource  # noqa: E402
 
 
@@ -70,6 +72,8 @@ def main():
         sources[name] = (reader, reader.partitions())
     ceiling = PrebuiltArrowReader(os.path.join(args.workdir, "arrow"))
     sources["prebuilt-Arrow ceiling"] = (ceiling, ceiling.partitions())
+    checked = CheckedCopyArrowReader(os.path.join(args.workdir, "arrow"))
+    sources["ceiling, checked and copied"] = (checked, checked.partitions())
     connection, pid = drained_socket()
     sink = connection.makefile("wb", buffering=1 << 16)
     figures = {name: [] for name in sources}
@@ -90,9 +94,9 @@ def main():
         connection.close()
         os.waitpid(pid, 0)
     print(f"medians of {args.rounds - 2} rounds in turn; seconds a scan")
-    print(f"{'source':<26}{'rows':>11}{'wall':>8}{'user':>8}{'system':>8}")
+    print(f"{'source':<30}{'rows':>11}{'wall':>8}{'user':>8}{'system':>8}")
     for name, runs in figures.items():
-        print(f"{name:<26}{rows[name]:>11,}" + "".join(
+        print(f"{name:<30}{rows[name]:>11,}" + "".join(
             f"{statistics.median(run[i] for run in runs):>8.3f}" for i in range(3)))
 
 

@@ -14,7 +14,9 @@ with `format("segmentlog")`, as Parquet, and into a do-nothing Python data sourc
 DataSourceArrowWriter that drops the Arrow batches Spark hands it: the floor of any
 Python data source write) in the same Spark session, a round of each in turn, and
 (per codec but none) into that sink with the codec's library compressing the keys and
-values it receives in 16 KiB sections: the floor of a write with that codec. It
+values it receives in 16 KiB sections: the floor of a write with that codec
+(`--staged-floors`: also, for every codec, that sink writing its output with its CRC32C
+to a file of each task's: the floor of such a write that lands on disk). It
 reports the best of `--repeat` runs of each and the median over the rounds of each
 write's time over its round's floor, after `--warmup` untimed rounds. MB/s counts the
 input's key and value bytes. Each segmentlog write creates its topic anew, except the
@@ -181,23 +183,41 @@ def codec_floor_source():
     """The floor sink plus the codec's library: its writer compresses the keys and values
     of the batches Spark hands it, SECTION_BYTES at a time, and drops the output. The
     least a write compressed with that codec can take (its records sections hold the
-    same bytes and their varints, about a tenth more)."""
+    same bytes and their varints, about a tenth more). With the option `stage` (a
+    directory), each section's output is also checked with CRC32C and written to a file
+    of the task's there, removed at the end of the task: the least such a write that
+    lands on disk with Kafka's checksum can take. Codec `none` then stages the bytes as
+    they are."""
     from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 
     class CodecFloorWriter(DataSourceArrowWriter):
-        def __init__(self, codec):
+        def __init__(self, codec, stage):
             self.codec = codec
+            self.stage = stage
 
         def write(self, iterator):
-            from segmentlog_datasource.format import compression
+            import tempfile
 
-            compress = compression.compressor(compression.CODEC_IDS[self.codec])
-            for batch in iterator:
-                for name in ("key", "value"):
-                    data = batch.column(name).buffers()[2]
-                    view = memoryview(data) if data is not None else memoryview(b"")
-                    for at in range(0, len(view), SECTION_BYTES):
-                        compress(view[at:at + SECTION_BYTES])
+            from segmentlog_datasource.format import compression
+            from segmentlog_datasource.format.crc import crc32c
+
+            codec = compression.CODEC_IDS[self.codec]
+            compress = compression.compressor(codec) if codec != compression.NONE else None
+            staging = tempfile.NamedTemporaryFile(dir=self.stage) if self.stage else None
+            try:
+                for batch in iterator:
+                    for name in ("key", "value"):
+                        data = batch.column(name).buffers()[2]
+                        view = memoryview(data) if data is not None else memoryview(b"")
+                        for at in range(0, len(view), SECTION_BYTES):
+                            section = view[at:at + SECTION_BYTES]
+                            out = compress(section) if compress is not None else section
+                            if staging is not None:
+                                crc32c(out)
+                                staging.write(out)
+            finally:
+                if staging is not None:
+                    staging.close()
             return WriterCommitMessage()
 
     class CodecFloorSource(DataSource):
@@ -206,7 +226,7 @@ def codec_floor_source():
             return "segmentlog_bench_codec_floor"
 
         def writer(self, schema, overwrite):
-            return CodecFloorWriter(self.options["codec"])
+            return CodecFloorWriter(self.options["codec"], self.options.get("stage"))
 
     return CodecFloorSource
 
@@ -228,9 +248,10 @@ def spark_frame(spark, rows: int):
 
 
 def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
-                warmup: int = 3, variant=None) -> None:
+                warmup: int = 3, variant=None, staged_floors=False) -> None:
     """`variant`: an (option, value) pair; each codec is then also written with that
-    write option set, in the same rounds (a setting's before and after side by side)."""
+    write option set, in the same rounds (a setting's before and after side by side).
+    `staged_floors`: each codec's floor sink also stages its output with its checksum."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession, functions as F
@@ -276,13 +297,20 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
             df.write.format("segmentlog_bench_floor").mode("append").save()
             return time.perf_counter() - start, 0
 
-        def run_codec_floor(codec):
+        def run_codec_floor(codec, stage=False):
+            options = {"codec": codec}
+            if stage:
+                options["stage"] = workdir
             start = time.perf_counter()
             df.write.format("segmentlog_bench_codec_floor").mode("append") \
-                .option("codec", codec).save()
+                .options(**options).save()
             return time.perf_counter() - start, 0
 
         compressed = [codec for codec in codecs if codec != "none"]
+        staged = list(codecs) if staged_floors else []
+
+        def staged_name(codec):
+            return "floor, staged" if codec == "none" else f"floor + {codec} library, staged"
 
         # Warm-up rounds: the Python workers, and the JVM's JIT compilers, which keep
         # working through about ten queries of a fresh session.
@@ -293,6 +321,8 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
             run_floor()
             for codec in compressed:
                 run_codec_floor(codec)
+            for codec in staged:
+                run_codec_floor(codec, stage=True)
             for codec in codecs:
                 run_segmentlog(codec)
             for _, codec in variants:
@@ -301,6 +331,8 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
         results = {"floor (drops batches)": [], "parquet (snappy)": []}
         for codec in compressed:
             results[f"floor + {codec} library"] = []
+        for codec in staged:
+            results[staged_name(codec)] = []
         for codec in codecs:
             results[f"segmentlog {codec}"] = []
         for name, _ in variants:
@@ -312,6 +344,8 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
             results["parquet (snappy)"].append(run_parquet())
             for codec in compressed:
                 results[f"floor + {codec} library"].append(run_codec_floor(codec))
+            for codec in staged:
+                results[staged_name(codec)].append(run_codec_floor(codec, stage=True))
             for codec in codecs:
                 results[f"segmentlog {codec}"].append(run_segmentlog(codec))
             for name, codec in variants:
@@ -338,6 +372,11 @@ def bench_spark(rows: int, partitions: int, workdir: str, repeat: int, codecs,
                 results[f"segmentlog {codec}"], results[f"floor + {codec} library"]))
             print(f"segmentlog {codec} over floor + {codec} library: median of rounds "
                   f"{rounds[len(rounds) // 2]:.2f}x")
+        for codec in staged:
+            rounds = sorted(s / f for (s, _), (f, _) in zip(
+                results[f"segmentlog {codec}"], results[staged_name(codec)]))
+            print(f"segmentlog {codec} over {staged_name(codec)}: median of rounds "
+                  f"{rounds[len(rounds) // 2]:.2f}x")
         df.unpersist()
     finally:
         spark.stop()
@@ -361,6 +400,9 @@ def main():
                         help="Spark: also write each codec with this write option, in turn "
                              "with the others (taskSegmentBytes=9223372036854775807: every "
                              "task's batches copied into one segment, as before it)")
+    parser.add_argument("--staged-floors", action="store_true",
+                        help="Spark: also each codec's floor sink staging its output, with "
+                             "its CRC32C, in a file of each task's")
     args = parser.parse_args()
     variant = tuple(args.variant_option.split("=", 1)) if args.variant_option else None
     workdir = args.workdir or tempfile.mkdtemp(prefix="segmentlog-bench-write-")
@@ -370,7 +412,8 @@ def main():
                          [c for c in args.engine_codecs.split(",") if c])
         if not args.skip_spark:
             bench_spark(args.rows, args.partitions, workdir, args.repeat,
-                        [c for c in args.spark_codecs.split(",") if c], args.warmup, variant)
+                        [c for c in args.spark_codecs.split(",") if c], args.warmup, variant,
+                        args.staged_floors)
     finally:
         if not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
