@@ -5,12 +5,16 @@ import os
 
 import pytest
 
-from support.fixtures import BUNDLED, BUNDLED_BROKER_DISKS, BUNDLED_INTERNAL_TOPICS
+from support.fixtures import (
+    BUNDLED, BUNDLED_BROKER_DISKS, BUNDLED_INTERNAL_TOPICS, BUNDLED_INTERNAL_TOPICS_KAFKA4,
+    BUNDLED_TXN_V2)
 from support.paths import CHECKOUT
 
 SHARED = CHECKOUT.parent / "shared" / "fixtures" / "kafka-written"
 SHARED_BROKER_DISKS = CHECKOUT.parent / "shared" / "fixtures" / "broker-disks"
 SHARED_INTERNAL_TOPICS = CHECKOUT.parent / "shared" / "fixtures" / "internal-topics"
+SHARED_INTERNAL_TOPICS_KAFKA4 = CHECKOUT.parent / "shared" / "fixtures" / "internal-topics-kafka4"
+SHARED_TXN_V2 = CHECKOUT.parent / "shared" / "fixtures" / "txn-v2"
 
 
 def relative_files(root):
@@ -29,8 +33,12 @@ def test_the_bundled_copy_holds_every_case_with_its_manifest():
 
 @pytest.mark.parametrize("bundled,shared", [(BUNDLED, SHARED),
                                             (BUNDLED_BROKER_DISKS, SHARED_BROKER_DISKS),
-                                            (BUNDLED_INTERNAL_TOPICS, SHARED_INTERNAL_TOPICS)],
-                         ids=["kafka-written", "broker-disks", "internal-topics"])
+                                            (BUNDLED_INTERNAL_TOPICS, SHARED_INTERNAL_TOPICS),
+                                            (BUNDLED_INTERNAL_TOPICS_KAFKA4,
+                                             SHARED_INTERNAL_TOPICS_KAFKA4),
+                                            (BUNDLED_TXN_V2, SHARED_TXN_V2)],
+                         ids=["kafka-written", "broker-disks", "internal-topics",
+                              "internal-topics-kafka4", "txn-v2"])
 def test_the_bundled_copy_equals_the_shared_fixtures(bundled, shared):
     if not shared.is_dir():
         pytest.skip(f"no shared fixtures beside the checkout ({shared}) to compare the copy with")
@@ -52,4 +60,13 @@ def test_the_bundled_internal_topics_hold_each_partition_with_its_manifest():
     partitions = {n.split(os.sep)[0] for n in names if os.sep in n}
     assert partitions == {"__consumer_offsets-0", "__consumer_offsets-1",
                           "__transaction_state-0", "__cluster_metadata-0"}
+    assert {p + ".manifest.json" for p in partitions} | {"README.md"} <= set(names)
+
+
+def test_the_bundled_kafka4_internal_topics_add_the_share_group_state():
+    names = relative_files(BUNDLED_INTERNAL_TOPICS_KAFKA4)
+    partitions = {n.split(os.sep)[0] for n in names if os.sep in n}
+    assert partitions == {"__consumer_offsets-0", "__consumer_offsets-1",
+                          "__transaction_state-0", "__cluster_metadata-0",
+                          "__share_group_state-0"}
     assert {p + ".manifest.json" for p in partitions} | {"README.md"} <= set(names)

@@ -7,6 +7,8 @@ FIXTURES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 BUNDLED = os.path.join(FIXTURES_DIR, "kafka-written")
 BUNDLED_BROKER_DISKS = os.path.join(FIXTURES_DIR, "broker-disks")
 BUNDLED_INTERNAL_TOPICS = os.path.join(FIXTURES_DIR, "internal-topics")
+BUNDLED_INTERNAL_TOPICS_KAFKA4 = os.path.join(FIXTURES_DIR, "internal-topics-kafka4")
+BUNDLED_TXN_V2 = os.path.join(FIXTURES_DIR, "txn-v2")
 
 
 def fixtures_root() -> str:
@@ -40,3 +42,16 @@ def internal_topics_root() -> str:
     ../shared/fixtures/internal-topics kept in tests/fixtures."""
     return _set_beside_given("internal-topics", "__consumer_offsets-0.manifest.json") \
         or BUNDLED_INTERNAL_TOPICS
+
+
+def internal_topics_kafka4_root() -> str:
+    """Kafka 4.2's internal topics with their manifests: the internal-topics-kafka4 set
+    beside $SEGMENTLOG_FIXTURES's set, else the copy kept in tests/fixtures."""
+    return _set_beside_given("internal-topics-kafka4", "__consumer_offsets-0.manifest.json") \
+        or BUNDLED_INTERNAL_TOPICS_KAFKA4
+
+
+def txn_v2_root() -> str:
+    """Transactional partitions as a transaction-version-2 cluster writes them: the txn-v2
+    set beside $SEGMENTLOG_FIXTURES's set, else the copy kept in tests/fixtures."""
+    return _set_beside_given("txn-v2", "txv2-0.manifest.json") or BUNDLED_TXN_V2
