@@ -1,18 +1,23 @@
-"""An internal topic's records as typed columns, appended to a read's Arrow batches."""
-import json
-from typing import Callable, List, Optional
+"""An internal topic's records as typed columns, appended to a read's Arrow batches.
+
+`keyDecoded` and `valueDecoded` are structs of one struct per record type (the way Spark's
+Avro reader maps a union to a struct of its members): the member named by the row's
+`recordType` holds the decoded key or value, every other member is null. Each member has
+its record type's fields with Kafka's own types, at every depth, whatever other record
+types call a field of the same name.
+"""
+from typing import List, Optional
 
 import pyarrow as pa
 
 from ..errors import RecordDecodeError
-from ..format.internal.messages import AS_TEXT
 from ..format.internal.topics import DecodedRecord, InternalTopic
 
 _PRIMITIVES = {
     "bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "uint16": pa.int32(),
     "int32": pa.int32(), "uint32": pa.int64(), "int64": pa.int64(),
     "float64": pa.float64(), "string": pa.string(), "bytes": pa.binary(),
-    "records": pa.binary(), AS_TEXT: pa.string(),
+    "records": pa.binary(),
 }
 
 
@@ -31,35 +36,9 @@ def struct_type(fields) -> pa.StructType:
     return pa.struct([pa.field(name, arrow_type(shape)) for name, shape in fields])
 
 
-def _converter(shape) -> Optional[Callable]:
-    """What turns a decoded value into what its Arrow type holds; None where nothing
-    needs turning (only fields held as text do)."""
-    if shape == AS_TEXT:
-        return lambda value: value if value is None or isinstance(value, str) \
-            else json.dumps(value)
-    if not isinstance(shape, tuple):
-        return None
-    kind, inner = shape
-    if kind == "array":
-        element = _converter(inner)
-        if element is None:
-            return None
-        return lambda value: None if value is None else [element(v) for v in value]
-    converters = {name: c for name, c in ((n, _converter(s)) for n, s in inner.items())
-                  if c is not None}
-    if not converters:
-        return None
-
-    def convert(value):
-        if value is None:
-            return None
-        value = dict(value)
-        for name, convert_field in converters.items():
-            if name in value:
-                value[name] = convert_field(value[name])
-        return value
-
-    return convert
+def record_type_struct(members) -> pa.StructType:
+    """A struct of one member struct per (record type name, its fields)."""
+    return pa.struct([pa.field(name, struct_type(fields)) for name, fields in members])
 
 
 class InternalTopicColumns:
@@ -71,12 +50,12 @@ class InternalTopicColumns:
     def __init__(self, topic: InternalTopic, permissive: bool = False):
         self.topic = topic
         self.permissive = permissive
-        key_shape = ("struct", dict(topic.key_fields()))
-        value_shape = ("struct", dict(topic.value_fields()))
-        self.key_type = arrow_type(key_shape)
-        self.value_type = arrow_type(value_shape)
-        self._convert_key = _converter(key_shape) or (lambda value: value)
-        self._convert_value = _converter(value_shape) or (lambda value: value)
+        shapes = topic.record_shapes()
+        # a key member for each record type that has a key (metadata records have none)
+        self.key_type = record_type_struct([(shape.name, shape.key) for shape in shapes
+                                            if shape.key])
+        self.value_type = record_type_struct([(shape.name, shape.value) for shape in shapes])
+        self._keyed = {field.name for field in self.key_type}
 
     def fields(self) -> List[pa.Field]:
         fields = [
@@ -126,8 +105,10 @@ class InternalTopicColumns:
             types.append(record.record_type)
             key_versions.append(record.key_version)
             value_versions.append(record.value_version)
-            decoded_keys.append(self._convert_key(record.key))
-            decoded_values.append(self._convert_value(record.value))
+            decoded_keys.append(None if record.key is None or record.record_type not in
+                                self._keyed else {record.record_type: record.key})
+            decoded_values.append(None if record.value is None
+                                  else {record.record_type: record.value})
             deleted.append(record.deleted)
             errors.append(error)
         columns = list(batch.columns) + [

@@ -1,6 +1,8 @@
-"""decode=consumerOffsets | transactionState | clusterMetadata: reads of Kafka's internal
-topics with typed columns, through the read path Spark's reader takes (plan, scan,
-decode), equal to Kafka's own decoding in the internal-topics manifests."""
+"""decode=consumerOffsets | shareGroupState | transactionState | clusterMetadata: reads of
+Kafka's internal topics with typed columns, through the read path Spark's reader takes
+(plan, scan, decode), equal to Kafka's own decoding in the manifests of the internal-topics
+(Kafka 3.9) and internal-topics-kafka4 (Kafka 4.2) sets, every field at every depth, JSON
+types included."""
 import base64
 import json
 import os
@@ -13,99 +15,104 @@ from segmentlog_datasource.decode import DecodedRead
 from segmentlog_datasource.decode.reads import read_schema
 from segmentlog_datasource.errors import CorruptLogError, InvalidOptionError, RecordDecodeError
 from segmentlog_datasource.format.internal.snapshots import write_snapshot
-from segmentlog_datasource.format.internal.messages import AS_TEXT
-from segmentlog_datasource.format.internal.topics import internal_topics
 from segmentlog_datasource.read.options import parse_read_options
 from segmentlog_datasource.writer import write_log
 from support.reading import decoded_rows
-from support.fixtures import internal_topics_root
+from support.fixtures import internal_topics_kafka4_root, internal_topics_root
+from support.kafka_json import assert_column_holds
 
 DECODED = {"__consumer_offsets": "consumerOffsets", "__transaction_state": "transactionState",
-           "__cluster_metadata": "clusterMetadata"}
+           "__cluster_metadata": "clusterMetadata", "__share_group_state": "shareGroupState"}
 PARTITIONS = ["__consumer_offsets-0", "__consumer_offsets-1", "__transaction_state-0",
-              "__cluster_metadata-0"]
+              "__cluster_metadata-0", "__share_group_state-0"]
+SETS = {"kafka-3.9": internal_topics_root, "kafka-4.2": internal_topics_kafka4_root}
+CASES = [(kafka, name) for kafka, root in SETS.items() for name in PARTITIONS
+         if os.path.isfile(os.path.join(root(), name + ".manifest.json"))]
 
 
-def manifest(name):
-    with open(os.path.join(internal_topics_root(), name + ".manifest.json")) as handle:
+def manifest(name, kafka="kafka-3.9"):
+    with open(os.path.join(SETS[kafka](), name + ".manifest.json")) as handle:
         return json.load(handle)
 
 
-def kafka_json(value, shape):
-    """A decoded column value in Kafka's JSON form: bytes as base64, absent fields (null
-    in the struct) left out, fields held as text parsed back."""
-    if value is None:
+def expected_value(record):
+    """Kafka's JSON of a record's value with the fields decode() adds: a transaction's
+    state by name, a classic consumer group's members' protocol bytes decoded."""
+    if record["value"] is None:
         return None
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(shape, pa.StructType):
-        out = {}
-        for field in shape:
-            if value.get(field.name) is not None:
-                out[field.name] = kafka_json(value[field.name], field.type)
-        return out
-    if isinstance(shape, pa.ListType):
-        return [kafka_json(v, shape.value_type) for v in value]
-    return value
+    wanted = dict(record["value"])
+    if "state" in record:
+        wanted["state"] = record["state"]
+    members = record.get("members_decoded")
+    if members is not None:
+        wanted["members"] = [
+            dict(member,
+                 subscriptionDecoded=dict(decoded["subscription"],
+                                          version=decoded["subscription_version"]),
+                 assignmentDecoded=dict(decoded["assignment"],
+                                        version=decoded["assignment_version"]))
+            for member, decoded in zip(wanted["members"], members)]
+    return wanted
 
 
-def without_nulls(value):
-    """Kafka's JSON with its null fields left out (a struct column holds null for them)."""
-    if isinstance(value, dict):
-        return {k: without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [without_nulls(v) for v in value]
-    return value
-
-
-@pytest.mark.parametrize("name", PARTITIONS)
-def test_every_record_reads_as_kafka_decoded_it(name):
-    expected = manifest(name)
+@pytest.mark.parametrize("kafka,name", CASES)
+def test_every_record_reads_as_kafka_decoded_it(kafka, name):
+    expected = manifest(name, kafka)
     topic = name.rsplit("-", 1)[0]
-    path = os.path.join(internal_topics_root(), name)
+    path = os.path.join(SETS[kafka](), name)
     options = {"path": path, "decode": DECODED[topic]}
     rows = decoded_rows(options)
     schema = read_schema(options)
     key_type = schema.field("keyDecoded").type
     value_type = schema.field("valueDecoded").type
-    assert [r["offset"] for r in rows] == [r["offset"] for r in expected["records"]]
-    for row, record in zip(rows, expected["records"]):
-        where = f"{name} offset {record['offset']}"
-        assert row["topic"] == topic and row["deleted"] == record["tombstone"], where
-        assert row["recordType"] == (record.get("record_type_name") or "TransactionLog"), where
+    # the log's records, after those of its snapshot files (a whole read of the metadata)
+    snapshots = {snapshot["file"]: snapshot["records"]
+                 for snapshot in expected.get("snapshots", []) if snapshot["records"]}
+    wanted = [(file, record) for file, records in snapshots.items() for record in records]
+    wanted += [(None, record) for record in expected["records"]]
+    if snapshots:
+        assert {row["snapshot"] for row in rows} == {None, *snapshots}
+    assert [(row.get("snapshot"), row["offset"]) for row in rows] == \
+        [(file, record["offset"]) for file, record in wanted]
+    members = {field.name for field in value_type}
+    record_types = {r["record_type_name"] for _, r in wanted if r.get("record_type_name")}
+    assert record_types <= members
+    for row, (file, record) in zip(rows, wanted):
+        where = f"{kafka} {file or name} offset {record['offset']}"
+        record_type = record.get("record_type_name") or "TransactionLog"
+        assert row["topic"] == topic and row["deleted"] is record["tombstone"], where
+        assert row["recordType"] == record_type, where
         assert row["keyVersion"] == record.get("key_version"), where
         assert row["valueVersion"] == record["value_version"], where
-        key, value = kafka_json(row["keyDecoded"], key_type), \
-            kafka_json(row["valueDecoded"], value_type)
-        assert key == without_nulls(record.get("key")), where
-        if record["value"] is None:
-            assert value is None, where
-            continue
-        wanted = without_nulls(record["value"])
-        if "state" in record:  # the transaction's state, by name
-            wanted["state"] = record["state"]
-        members = record.get("members_decoded")
-        for member, decoded in zip(wanted.get("members", []), members or []):
-            member["subscriptionDecoded"] = without_nulls(
-                dict(decoded["subscription"], version=decoded["subscription_version"]))
-            member["assignmentDecoded"] = without_nulls(
-                dict(decoded["assignment"], version=decoded["assignment_version"]))
-        shape = ("struct", dict(internal_topics()[DECODED[topic]].value_fields()))
-        assert value == without_nulls(as_columns_hold(wanted, shape)), where
+        assert_column_holds(row["keyDecoded"], key_type,
+                            None if "key" not in record else {record_type: record["key"]},
+                            where + " keyDecoded")
+        value = expected_value(record)
+        assert_column_holds(row["valueDecoded"], value_type,
+                            None if value is None else {record_type: value},
+                            where + " valueDecoded")
 
 
-def as_columns_hold(value, shape):
-    """Kafka's JSON of a value with its fields that clash between record types (shape
-    AS_TEXT) as text, as the README says: a string as it is, anything else as JSON."""
-    if value is None:
-        return None
-    if shape == AS_TEXT:
-        return value if isinstance(value, str) else json.dumps(value)
-    if isinstance(shape, tuple) and shape[0] == "struct":
-        return {k: as_columns_hold(v, shape[1].get(k)) for k, v in value.items()}
-    if isinstance(shape, tuple) and shape[0] == "array":
-        return [as_columns_hold(v, shape[1]) for v in value]
-    return value
+def test_a_field_name_with_two_types_keeps_each_type():
+    """`fenced` is a boolean in broker registrations and `topics` an array of structs in
+    one record type and of strings in another: each record type's struct holds its own."""
+    schema = read_schema({"path": internal_topics_kafka4_root(), "decode": "clusterMetadata"})
+    value = schema.field("valueDecoded").type
+    assert value.field("REGISTER_BROKER_RECORD").type.field("fenced").type == pa.bool_()
+    assert value.field("BROKER_REGISTRATION_CHANGE_RECORD").type.field("fenced").type == \
+        pa.int8()
+    offsets = read_schema({"path": internal_topics_kafka4_root(),
+                           "decode": "consumerOffsets"}).field("valueDecoded").type
+    partition_metadata = offsets.field("ConsumerGroupPartitionMetadata").type
+    assert pa.types.is_struct(partition_metadata.field("topics").type.value_type)
+    assert offsets.field("ConsumerGroupRegularExpression").type.field("topics").type == \
+        pa.list_(pa.field("element", pa.string()))
+    rows = decoded_rows({"path": os.path.join(internal_topics_kafka4_root(),
+                                              "__cluster_metadata-0"),
+                         "decode": "clusterMetadata"})
+    fenced = [row["valueDecoded"]["REGISTER_BROKER_RECORD"]["fenced"] for row in rows
+              if row["recordType"] == "REGISTER_BROKER_RECORD"]
+    assert fenced and all(isinstance(flag, bool) for flag in fenced)
 
 
 def test_an_internal_topic_is_read_without_being_subscribed_and_others_are_refused(tmp_path):
@@ -149,7 +156,7 @@ def test_an_unknown_value_version_fails_naming_the_record_or_is_kept_when_permis
     assert rows[1]["valueDecoded"] is None and rows[1]["value"] == future
     assert "offset 1: OffsetCommitValue version 99" in rows[1]["decodeError"]
     assert rows[0]["decodeError"] is None and rows[2]["deleted"] is True
-    assert rows[0]["valueDecoded"]["offset"] == good["value"]["offset"]
+    assert rows[0]["valueDecoded"]["OffsetCommit"]["offset"] == good["value"]["offset"]
 
 
 def test_a_whole_metadata_read_starts_with_the_snapshots(tmp_path):
@@ -165,7 +172,8 @@ def test_a_whole_metadata_read_starts_with_the_snapshots(tmp_path):
     from_snapshot = [r for r in rows if r["snapshot"] is not None]
     assert {r["snapshot"] for r in from_snapshot} == {name}
     assert rows[:len(covered)] == from_snapshot  # first, in their own offset order
-    assert [(r["recordType"], r["valueDecoded"]["name"]) for r in from_snapshot] == \
+    assert [(r["recordType"], r["valueDecoded"][r["recordType"]]["name"])
+            for r in from_snapshot] == \
         [(record_type, value["name"]) for record_type, _, value in covered]
     assert [r["offset"] for r in rows[len(covered):]] == [r["offset"] for r in records]
     # A read of an offset range is the log's alone.

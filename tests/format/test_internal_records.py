@@ -1,7 +1,9 @@
-"""Decoding `__consumer_offsets` and `__transaction_state` records (format/internal).
+"""Decoding `__consumer_offsets`, `__share_group_state` and `__transaction_state` records
+(format/internal).
 
-The ground truth is ../shared/fixtures/internal-topics: partitions that Kafka's own
-serializers wrote, with manifests holding every record's bytes and Kafka's decoding of it.
+The ground truth is ../shared/fixtures/internal-topics (Kafka 3.9) and
+internal-topics-kafka4 (Kafka 4.2): partitions that Kafka's own serializers wrote, with
+manifests holding every record's bytes and Kafka's decoding of it.
 Beside them: every message version encoded with all fields set and decoded back, the
 errors Kafka's loaders raise, and kafka-python's consumer-protocol encoder.
 """
@@ -19,30 +21,38 @@ from segmentlog_datasource.format.internal.group_records import (
     ASSIGNMENT_DECODED, CONSUMER_OFFSETS, GROUP_METADATA_VALUE, OFFSET_COMMIT_VALUE,
     RECORD_TYPES, SUBSCRIPTION_DECODED)
 from segmentlog_datasource.format.internal.messages import (
-    AS_TEXT, Array, Struct, in_range, uuid_text, versions, write_version)
+    Array, Struct, in_range, uuid_text, versions, write_version)
+from segmentlog_datasource.format.internal.share_records import (
+    RECORD_TYPES as SHARE_RECORD_TYPES, SHARE_GROUP_STATE)
 from segmentlog_datasource.format.internal.topics import internal_topics
 from segmentlog_datasource.format.internal.transaction_records import (
     TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE, TRANSACTION_STATE)
 from segmentlog_datasource.read.options import parse_read_options
 from segmentlog_datasource.read.planning import Constraints, plan_fragments
-from support.fixtures import internal_topics_root
+from support.fixtures import internal_topics_kafka4_root, internal_topics_root
+from support.kafka_json import as_kafka_json, assert_same
 
 PARTITIONS = {"__consumer_offsets-0": CONSUMER_OFFSETS,
               "__consumer_offsets-1": CONSUMER_OFFSETS,
-              "__transaction_state-0": TRANSACTION_STATE}
+              "__transaction_state-0": TRANSACTION_STATE,
+              "__share_group_state-0": SHARE_GROUP_STATE}
+SETS = {"kafka-3.9": internal_topics_root, "kafka-4.2": internal_topics_kafka4_root}
+CASES = [(kafka, name) for kafka, root in SETS.items() for name in PARTITIONS
+         if os.path.isfile(os.path.join(root(), name + ".manifest.json"))]
 
 
-def internal_topics_dir() -> str:
-    return internal_topics_root()
+def load_manifest(kafka, name):
+    with open(os.path.join(SETS[kafka](), name + ".manifest.json")) as handle:
+        return json.load(handle)
 
 
 @pytest.fixture(scope="module")
 def manifests():
-    root = internal_topics_dir()
+    root = internal_topics_root()
     found = {}
-    for name in PARTITIONS:
-        with open(os.path.join(root, name + ".manifest.json")) as handle:
-            found[name] = json.load(handle)
+    for kafka, name in CASES:
+        if kafka == "kafka-3.9":
+            found[name] = load_manifest(kafka, name)
     return root, found
 
 
@@ -65,24 +75,31 @@ def _without_version(decoded):
     return {name: as_json(item) for name, item in decoded.items() if name != "version"}
 
 
-@pytest.mark.parametrize("partition", sorted(PARTITIONS))
-def test_every_record_decodes_as_kafka_decoded_it(manifests, partition):
+def test_both_sets_hold_every_internal_topic():
+    assert sorted(CASES) == sorted(
+        [("kafka-3.9", name) for name in PARTITIONS if name != "__share_group_state-0"]
+        + [("kafka-4.2", name) for name in PARTITIONS])
+
+
+@pytest.mark.parametrize("kafka,partition", CASES)
+def test_every_record_decodes_as_kafka_decoded_it(kafka, partition):
     topic = PARTITIONS[partition]
-    records = manifests[1][partition]["records"]
+    manifest = load_manifest(kafka, partition)
+    records = manifest["records"]
     assert records
     types_seen = set()
     for expected in records:
-        where = f"{partition} offset {expected['offset']}"
+        where = f"{kafka} {partition} offset {expected['offset']}"
         decoded = topic.decode(_bytes(expected["key_b64"]), _bytes(expected["value_b64"]))
         assert decoded.known, where
         assert decoded.key_version == expected["key_version"], where
-        assert decoded.key == expected["key"], where
+        assert_same(decoded.key, expected["key"], where + " key")
         assert decoded.value_version == expected["value_version"], where
-        assert decoded.deleted == expected["tombstone"], where
+        assert decoded.deleted is expected["tombstone"], where
         assert decoded.record_type == expected.get("record_type_name", "TransactionLog"), where
         types_seen.add(decoded.record_type)
         value = None if decoded.value is None else dict(decoded.value)
-        if "state" in expected and not expected["tombstone"]:
+        if topic is TRANSACTION_STATE and not expected["tombstone"]:
             assert value.pop("state") == expected["state"], where
         if expected.get("members_decoded") is not None:
             members = [dict(member) for member in value["members"]]
@@ -97,9 +114,8 @@ def test_every_record_decodes_as_kafka_decoded_it(manifests, partition):
                   member["assignment"]) for member in expected["members_decoded"]], where
             for member in members:
                 del member[SUBSCRIPTION_DECODED], member[ASSIGNMENT_DECODED]
-        assert as_json(value) == expected["value"], where
-    manifest_types = {name.split(":")[0]
-                      for name in manifests[1][partition]["record_types"]}
+        assert_same(as_kafka_json(value), expected["value"], where + " value")
+    manifest_types = {name.split(":")[0] for name in manifest["record_types"]}
     assert types_seen == manifest_types
 
 
@@ -142,7 +158,8 @@ def sample(kind, seed, version, flexible):
         return uuid_text(bytes((seed + index) % 256 for index in range(16)))
     if kind == "bool":
         return True
-    return {"int8": 3, "int16": 300, "int32": 70000}.get(kind, 1 << 40) + seed % 7
+    return {"int8": 3, "int16": 300, "uint16": 60000, "int32": 70000}.get(kind, 1 << 40) \
+        + seed % 7
 
 
 def sample_fields(fields, seed, version, flexible):
@@ -152,8 +169,9 @@ def sample_fields(fields, seed, version, flexible):
 
 def every_message():
     seen = {}
-    for record_type, (name, key, value) in RECORD_TYPES.items():
-        seen.setdefault((key.name, record_type), (key, [record_type]))
+    for record_type, (name, key, value) in [*RECORD_TYPES.items(),
+                                            *SHARE_RECORD_TYPES.items()]:
+        seen.setdefault(key.name, (key, [0]))
         seen.setdefault(value.name, (value, list(range(value.span[0], value.span[1] + 1))))
     seen["TransactionLogKey"] = (TRANSACTION_LOG_KEY, [0])
     seen["TransactionLogValue"] = (TRANSACTION_LOG_VALUE, [0, 1])
@@ -165,7 +183,7 @@ def every_message():
 
 def test_every_message_version_round_trips():
     cases = every_message()
-    assert len(cases) >= 40
+    assert len(cases) >= 60
     for message, version in cases:
         flexible = message.is_flexible(version)
         value = sample_fields(message.fields, version, version, flexible)
@@ -190,27 +208,51 @@ def test_nullable_fields_round_trip_as_null():
     assert message.decode(data, 0) == {**value, "classicMemberMetadata": classic}
 
 
-def test_every_record_type_decodes_through_the_topic():
-    for record_type, (name, key, value) in RECORD_TYPES.items():
-        key_value = sample_fields(key.fields, record_type, record_type, False)
+@pytest.mark.parametrize("topic,table", [(CONSUMER_OFFSETS, RECORD_TYPES),
+                                         (SHARE_GROUP_STATE, SHARE_RECORD_TYPES)],
+                         ids=["consumerOffsets", "shareGroupState"])
+def test_every_record_type_decodes_through_the_topic(topic, table):
+    for record_type, (name, key, value) in table.items():
+        key_value = sample_fields(key.fields, record_type, 0, False)
         for version in range(value.span[0], value.span[1] + 1):
             fields = sample_fields(value.fields, version, version, value.is_flexible(version))
             if value is GROUP_METADATA_VALUE:
                 fields["protocolType"] = "other"  # members' bytes are no consumer protocol
-            decoded = CONSUMER_OFFSETS.decode(
-                write_version(record_type) + key.encode(key_value, record_type),
+            decoded = topic.decode(
+                write_version(record_type) + key.encode(key_value, 0),
                 write_version(version) + value.encode(fields, version))
             assert (decoded.record_type, decoded.key_version, decoded.value_version,
                     decoded.key, decoded.value, decoded.deleted, decoded.known) == \
                 (name, record_type, version, key_value, fields, False, True)
-    assert set(CONSUMER_OFFSETS.record_types) == {name for name, _, _ in RECORD_TYPES.values()}
-    assert internal_topics()["consumerOffsets"] is CONSUMER_OFFSETS
+        gone = topic.decode(write_version(record_type) + key.encode(key_value, 0), None)
+        assert (gone.record_type, gone.key, gone.value, gone.deleted) == \
+            (name, key_value, None, True)
+    assert topic.record_types == tuple(name for name, _, _ in table.values())
+    assert internal_topics()[topic.option_value] is topic
     assert internal_topics()["transactionState"] is TRANSACTION_STATE
+
+
+def test_kafka_42_record_types_are_numbered_as_kafka_numbers_them():
+    assert {number: name for number, (name, _, _) in RECORD_TYPES.items()} == {
+        0: "LegacyOffsetCommit", 1: "OffsetCommit", 2: "GroupMetadata",
+        3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetadata",
+        5: "ConsumerGroupMemberMetadata", 6: "ConsumerGroupTargetAssignmentMetadata",
+        7: "ConsumerGroupTargetAssignmentMember", 8: "ConsumerGroupCurrentMemberAssignment",
+        10: "ShareGroupMemberMetadata", 11: "ShareGroupMetadata",
+        12: "ShareGroupTargetAssignmentMetadata", 13: "ShareGroupTargetAssignmentMember",
+        14: "ShareGroupCurrentMemberAssignment", 15: "ShareGroupStatePartitionMetadata",
+        16: "ConsumerGroupRegularExpression", 17: "StreamsGroupMetadata",
+        19: "StreamsGroupMemberMetadata", 20: "StreamsGroupTargetAssignmentMetadata",
+        21: "StreamsGroupTargetAssignmentMember", 22: "StreamsGroupCurrentMemberAssignment",
+        23: "StreamsGroupTopology"}
+    assert {number: name for number, (name, _, _) in SHARE_RECORD_TYPES.items()} == {
+        0: "ShareSnapshot", 1: "ShareUpdate"}
 
 
 def test_transaction_4x_tagged_fields_and_states():
     value = {"producerId": 7, "previousProducerId": 5, "nextProducerId": 9,
-             "producerEpoch": 2, "transactionTimeoutMs": 60000, "transactionStatus": 7,
+             "producerEpoch": 2, "nextProducerEpoch": 0, "transactionTimeoutMs": 60000,
+             "transactionStatus": 7,
              "transactionPartitions": [{"topic": "orders", "partitionIds": [0, 1]}],
              "transactionLastUpdateTimestampMs": 10, "transactionStartTimestampMs": 9,
              "clientTransactionVersion": 2}
@@ -231,7 +273,7 @@ def test_transaction_4x_tagged_fields_and_states():
 # ---- errors ---------------------------------------------------------------------------
 
 OFFSET_KEY = write_version(1) + RECORD_TYPES[1][1].encode(
-    {"group": "g", "topic": "t", "partition": 0}, 1)
+    {"group": "g", "topic": "t", "partition": 0}, 0)
 OFFSET_VALUE = write_version(3) + OFFSET_COMMIT_VALUE.encode(
     {"offset": 5, "leaderEpoch": 1, "metadata": "m", "commitTimestamp": 9}, 3)
 
@@ -248,17 +290,22 @@ def test_truncated_and_overlong_values_are_errors_naming_the_message():
         CONSUMER_OFFSETS.decode(OFFSET_KEY, OFFSET_VALUE[:-3])
     with pytest.raises(RecordDecodeError, match="OffsetCommitValue version 3 ends at byte"):
         CONSUMER_OFFSETS.decode(OFFSET_KEY, OFFSET_VALUE + b"\x00")
-    with pytest.raises(RecordDecodeError, match="OffsetCommitKey version 1 ends early"):
+    with pytest.raises(RecordDecodeError, match="OffsetCommitKey version 0 ends early"):
         CONSUMER_OFFSETS.decode(OFFSET_KEY[:-1], OFFSET_VALUE)
     with pytest.raises(RecordDecodeError, match="too short for its version"):
         CONSUMER_OFFSETS.decode(b"\x00", OFFSET_VALUE)
 
 
 def test_unknown_record_type_is_a_record_of_unknown_type():
-    decoded = CONSUMER_OFFSETS.decode(write_version(17) + b"\x00\x01g", b"\x00\x00\x01")
-    assert (decoded.record_type, decoded.known, decoded.key, decoded.value,
-            decoded.key_version, decoded.deleted) == ("UNKNOWN_17", False, None, None, 17,
-                                                      False)
+    # 9 and 18: the share and streams groups' early-access types, none of Kafka 4.2's
+    for record_type in (9, 18, 24):
+        decoded = CONSUMER_OFFSETS.decode(write_version(record_type) + b"\x00\x01g",
+                                          b"\x00\x00\x01")
+        assert (decoded.record_type, decoded.known, decoded.key, decoded.value,
+                decoded.key_version, decoded.deleted) == \
+            (f"UNKNOWN_{record_type}", False, None, None, record_type, False)
+    unknown = SHARE_GROUP_STATE.decode(write_version(2) + b"\x00\x01g", b"\x00\x00")
+    assert (unknown.record_type, unknown.known) == ("UNKNOWN_2", False)
     assert CONSUMER_OFFSETS.decode(write_version(99), None).deleted
 
 
@@ -271,7 +318,7 @@ def _group_value(subscription, assignment, protocol_type="consumer"):
     value = {"protocolType": protocol_type, "generation": 1, "protocol": "range",
              "leader": "m", "currentStateTimestamp": 3, "members": [member]}
     decoded = CONSUMER_OFFSETS.decode(
-        write_version(2) + RECORD_TYPES[2][1].encode({"group": "g"}, 2),
+        write_version(2) + RECORD_TYPES[2][1].encode({"group": "g"}, 0),
         write_version(3) + GROUP_METADATA_VALUE.encode(value, 3))
     return decoded.value["members"][0]
 
@@ -320,15 +367,35 @@ def test_consumer_protocol_read_as_kafka_reads_it():
     assert SUBSCRIPTION_DECODED not in member and ASSIGNMENT_DECODED not in member
 
 
-def test_column_shapes_hold_every_field():
-    values = dict(CONSUMER_OFFSETS.value_fields())
-    assert values["offset"] == "int64" and values["state"] == "int8"
-    members = values["members"][1][1]
+def _shapes(topic):
+    return {shape.name: (dict(shape.key), dict(shape.value)) for shape in topic.record_shapes()}
+
+
+def test_each_record_type_has_a_shape_of_its_own():
+    shapes = _shapes(CONSUMER_OFFSETS)
+    assert list(shapes) == list(CONSUMER_OFFSETS.record_types)
+    values = {name: value for name, (_, value) in shapes.items()}
+    assert values["OffsetCommit"]["offset"] == "int64"
+    assert values["OffsetCommit"]["topicId"] == "string"
+    assert values["ConsumerGroupCurrentMemberAssignment"]["state"] == "int8"
+    members = values["GroupMetadata"]["members"][1][1]
     assert members[SUBSCRIPTION_DECODED][1]["rackId"] == "string"
     assert members[ASSIGNMENT_DECODED][1]["version"] == "int16"
-    # ConsumerGroupPartitionMetadata's topics are structs, ConsumerGroupRegularExpression's
-    # strings: the one column holds them as text
-    assert values["topics"] == ("array", AS_TEXT)
-    assert dict(CONSUMER_OFFSETS.key_fields())["partition"] == "int32"
-    transaction = dict(TRANSACTION_STATE.value_fields())
-    assert transaction["state"] == "string" and transaction["nextProducerId"] == "int64"
+    # one name, two types: each record type keeps its own
+    assert values["ConsumerGroupPartitionMetadata"]["topics"][0] == "array"
+    assert values["ConsumerGroupPartitionMetadata"]["topics"][1][0] == "struct"
+    assert values["ConsumerGroupRegularExpression"]["topics"] == ("array", "string")
+    assert values["StreamsGroupTopology"]["subtopologies"][1][1]["copartitionGroups"] == \
+        ("array", ("struct", {"sourceTopics": ("array", "int16"),
+                              "sourceTopicRegex": ("array", "int16"),
+                              "repartitionSourceTopics": ("array", "int16")}))
+    assert shapes["OffsetCommit"][0] == {"group": "string", "topic": "string",
+                                         "partition": "int32"}
+    transaction = _shapes(TRANSACTION_STATE)["TransactionLog"][1]
+    assert transaction["state"] == "string" and transaction["nextProducerEpoch"] == "int16"
+    share = _shapes(SHARE_GROUP_STATE)
+    assert share["ShareSnapshot"][1]["stateBatches"] == ("array", ("struct", {
+        "firstOffset": "int64", "lastOffset": "int64", "deliveryState": "int8",
+        "deliveryCount": "int16"}))
+    assert share["ShareUpdate"][0] == {"groupId": "string", "topicId": "string",
+                                       "partition": "int32"}

@@ -1,29 +1,26 @@
 """The records of `__consumer_offsets`: the group coordinator's keys and values.
 
-A key is an int16 then the key message; the int16 is the record type (Kafka's coordinator
-record type: 0 and 1 offset commits, 2 classic group metadata, 3 and on the consumer-group
-protocol's records of KIP-848 and the share groups' of KIP-932). A value is an int16
-version then the value message; a null value deletes the key (a tombstone).
+Framed as coordinator.py says (Kafka 3.x wrote the same bytes, calling a key's record type
+its version). The record types are Kafka 4.2's (group-coordinator's message definitions):
 
-As Kafka's group coordinator loads the topic: a record type it does not know is skipped,
-not an error (here: a record of type "UNKNOWN_<n>" with nothing decoded), while a value
-version it does not know is an error. Field names are those of Kafka's JSON form of each
-message (its definitions' names with a lower-case first letter).
+- 0 LegacyOffsetCommit (value v0), 1 OffsetCommit (values v0 to v4, v4 flexible with the
+  topic id tag), 2 GroupMetadata (classic groups, values v0 to v4);
+- 3 to 8 and 16: consumer groups of the KIP-848 protocol (group epoch and metadata hash,
+  partition metadata, members, target and current assignments, regular expressions);
+- 10 to 15: share groups (KIP-932);
+- 17 and 19 to 23: streams groups (KIP-1071).
 
-Not decoded (type "UNKNOWN_<n>"): the streams groups' records of KIP-1071 (types 17 on),
-whose layouts Kafka still marks as subject to incompatible change.
+Unknown record types and value versions: see coordinator.py. Type 9, the partition
+metadata of the share groups' early access in Kafka 3.9, is no type of Kafka 4.x. Field
+names are those of Kafka's JSON form of each message (its definitions' names with a
+lower-case first letter).
 """
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Tuple
 
 from . import consumer_protocol
-from .messages import Array, Field, Message, Struct, field_tree, read_version
-from .topics import DecodedRecord, InternalTopic, register
-
-
-def _key(name: str, record_type: int, *fields: Field) -> Message:
-    # a key message's version is its record type (Kafka <= 3.9 writes its definitions so;
-    # 4.x reads the same bytes as version 0 of a "coordinator-key")
-    return Message(name, str(record_type), "none", fields)
+from .coordinator import CoordinatorTopic, key_message
+from .messages import Array, Field, Message, Struct
+from .topics import register
 
 
 def _value(name: str, *fields: Field, valid: str = "0", flexible: str = "0+") -> Message:
@@ -32,17 +29,38 @@ def _value(name: str, *fields: Field, valid: str = "0", flexible: str = "0+") ->
 
 _GROUP_ID = Field("groupId", "string")
 _MEMBER_ID = Field("memberId", "string")
+_GROUP_KEY = (_GROUP_ID,)
+_MEMBER_KEY = (_GROUP_ID, _MEMBER_ID)
 
 _TOPIC_PARTITIONS = Struct("TopicPartitions", (
     Field("topicId", "uuid"),
     Field("partitions", Array("int32")),
 ))
+_TOPIC_PARTITIONS_INFO = Struct("TopicPartitionsInfo", (
+    Field("topicId", "uuid"),
+    Field("topicName", "string"),
+    Field("partitions", Array("int32")),
+))
+_TOPIC_INFO = Struct("TopicInfo", (
+    Field("topicId", "uuid"),
+    Field("topicName", "string"),
+))
+_KEY_VALUE = Struct("KeyValue", (Field("key", "string"), Field("value", "string")))
 
-OFFSET_COMMIT_KEY = Message("OffsetCommitKey", "0-1", "none", (
+# -- offset commits and classic groups
+
+_OFFSET_KEY_FIELDS = (
     Field("group", "string"),
     Field("topic", "string"),
     Field("partition", "int32"),
-))
+)
+
+LEGACY_OFFSET_COMMIT_VALUE = _value(
+    "LegacyOffsetCommitValue",
+    Field("offset", "int64"),
+    Field("metadata", "string"),
+    Field("commitTimestamp", "int64"),
+    flexible="none")
 
 OFFSET_COMMIT_VALUE = _value(
     "OffsetCommitValue",
@@ -51,9 +69,8 @@ OFFSET_COMMIT_VALUE = _value(
     Field("metadata", "string"),
     Field("commitTimestamp", "int64"),
     Field("expireTimestamp", "int64", "1", default=-1),
+    Field("topicId", "uuid", "4+", tag=0, tagged_versions="4+"),
     valid="0-4", flexible="4+")
-
-GROUP_METADATA_KEY = _key("GroupMetadataKey", 2, Field("group", "string"))
 
 MEMBER_METADATA = Struct("MemberMetadata", (
     Field("memberId", "string"),
@@ -76,8 +93,12 @@ GROUP_METADATA_VALUE = _value(
     Field("members", Array(MEMBER_METADATA)),
     valid="0-4", flexible="4+")
 
+# -- consumer groups (KIP-848)
+
 CONSUMER_GROUP_METADATA_VALUE = _value(
-    "ConsumerGroupMetadataValue", Field("epoch", "int32"))
+    "ConsumerGroupMetadataValue",
+    Field("epoch", "int32"),
+    Field("metadataHash", "int64", tag=0, tagged_versions="0+", default=0))
 
 CONSUMER_GROUP_PARTITION_METADATA_VALUE = _value(
     "ConsumerGroupPartitionMetadataValue",
@@ -124,20 +145,13 @@ CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = _value(
     Field("assignedPartitions", Array(_TOPIC_PARTITIONS)),
     Field("partitionsPendingRevocation", Array(_TOPIC_PARTITIONS)))
 
-_TOPIC_PARTITIONS_INFO = Struct("TopicPartitionsInfo", (
-    Field("topicId", "uuid"),
-    Field("topicName", "string"),
-    Field("partitions", Array("int32")),
-))
-_TOPIC_INFO = Struct("TopicInfo", (
-    Field("topicId", "uuid"),
-    Field("topicName", "string"),
-))
+CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = _value(
+    "ConsumerGroupRegularExpressionValue",
+    Field("topics", Array("string")),
+    Field("version", "int64"),
+    Field("timestamp", "int64"))
 
-SHARE_GROUP_PARTITION_METADATA_VALUE = _value(
-    "ShareGroupPartitionMetadataValue",
-    Field("initializedTopics", Array(_TOPIC_PARTITIONS_INFO)),
-    Field("deletingTopics", Array(_TOPIC_INFO)))
+# -- share groups (KIP-932)
 
 SHARE_GROUP_MEMBER_METADATA_VALUE = _value(
     "ShareGroupMemberMetadataValue",
@@ -146,7 +160,10 @@ SHARE_GROUP_MEMBER_METADATA_VALUE = _value(
     Field("clientHost", "string"),
     Field("subscribedTopicNames", Array("string")))
 
-SHARE_GROUP_METADATA_VALUE = _value("ShareGroupMetadataValue", Field("epoch", "int32"))
+SHARE_GROUP_METADATA_VALUE = _value(
+    "ShareGroupMetadataValue",
+    Field("epoch", "int32"),
+    Field("metadataHash", "int64"))
 
 SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = _value(
     "ShareGroupTargetAssignmentMetadataValue", Field("assignmentEpoch", "int32"))
@@ -164,63 +181,144 @@ SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = _value(
 
 SHARE_GROUP_STATE_PARTITION_METADATA_VALUE = _value(
     "ShareGroupStatePartitionMetadataValue",
+    Field("initializingTopics", Array(_TOPIC_PARTITIONS_INFO)),
     Field("initializedTopics", Array(_TOPIC_PARTITIONS_INFO)),
     Field("deletingTopics", Array(_TOPIC_INFO)))
 
-CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = _value(
-    "ConsumerGroupRegularExpressionValue",
-    Field("topics", Array("string")),
-    Field("version", "int64"),
-    Field("timestamp", "int64"))
+# -- streams groups (KIP-1071)
+
+_TASK_IDS = Struct("TaskIds", (
+    Field("subtopologyId", "string"),
+    Field("partitions", Array("int32")),
+))
+_TASK_IDS_WITH_EPOCHS = Struct("TaskIds", (
+    Field("subtopologyId", "string"),
+    Field("partitions", Array("int32")),
+    Field("assignmentEpochs", Array("int32"), nullable="0+", tag=0, tagged_versions="0+"),
+))
+_STREAMS_TOPIC_INFO = Struct("TopicInfo", (
+    Field("name", "string"),
+    Field("partitions", "int32"),
+    Field("replicationFactor", "int16"),
+    Field("topicConfigs", Array(_KEY_VALUE)),
+))
+
+STREAMS_GROUP_METADATA_VALUE = _value(
+    "StreamsGroupMetadataValue",
+    Field("epoch", "int32"),
+    Field("metadataHash", "int64"),
+    Field("validatedTopologyEpoch", "int32", tag=0, tagged_versions="0+", default=-1),
+    Field("lastAssignmentConfigs", Array(_KEY_VALUE), nullable="0+", tag=1,
+          tagged_versions="0+"))
+
+STREAMS_GROUP_MEMBER_METADATA_VALUE = _value(
+    "StreamsGroupMemberMetadataValue",
+    Field("instanceId", "string", nullable="0+"),
+    Field("rackId", "string", nullable="0+"),
+    Field("clientId", "string"),
+    Field("clientHost", "string"),
+    Field("rebalanceTimeoutMs", "int32", default=-1),
+    Field("topologyEpoch", "int32"),
+    Field("processId", "string"),
+    Field("userEndpoint", Struct("Endpoint", (
+        Field("host", "string"),
+        Field("port", "uint16"),
+    )), nullable="0+"),
+    Field("clientTags", Array(_KEY_VALUE)))
+
+STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = _value(
+    "StreamsGroupTargetAssignmentMetadataValue", Field("assignmentEpoch", "int32"))
+
+STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = _value(
+    "StreamsGroupTargetAssignmentMemberValue",
+    Field("activeTasks", Array(_TASK_IDS)),
+    Field("standbyTasks", Array(_TASK_IDS)),
+    Field("warmupTasks", Array(_TASK_IDS)))
+
+STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = _value(
+    "StreamsGroupCurrentMemberAssignmentValue",
+    Field("memberEpoch", "int32"),
+    Field("previousMemberEpoch", "int32"),
+    Field("state", "int8"),
+    Field("activeTasks", Array(_TASK_IDS_WITH_EPOCHS)),
+    Field("standbyTasks", Array(_TASK_IDS_WITH_EPOCHS)),
+    Field("warmupTasks", Array(_TASK_IDS_WITH_EPOCHS)),
+    Field("activeTasksPendingRevocation", Array(_TASK_IDS_WITH_EPOCHS)),
+    Field("standbyTasksPendingRevocation", Array(_TASK_IDS_WITH_EPOCHS)),
+    Field("warmupTasksPendingRevocation", Array(_TASK_IDS_WITH_EPOCHS)))
+
+STREAMS_GROUP_TOPOLOGY_VALUE = _value(
+    "StreamsGroupTopologyValue",
+    Field("epoch", "int32"),
+    Field("subtopologies", Array(Struct("Subtopology", (
+        Field("subtopologyId", "string"),
+        Field("sourceTopics", Array("string")),
+        Field("sourceTopicRegex", Array("string")),
+        Field("stateChangelogTopics", Array(_STREAMS_TOPIC_INFO)),
+        Field("repartitionSinkTopics", Array("string")),
+        Field("repartitionSourceTopics", Array(_STREAMS_TOPIC_INFO)),
+        Field("copartitionGroups", Array(Struct("CopartitionGroup", (
+            Field("sourceTopics", Array("int16")),
+            Field("sourceTopicRegex", Array("int16")),
+            Field("repartitionSourceTopics", Array("int16")),
+        )))),
+    )))))
 
 
-# record type (the key's version) -> (Kafka's name for it, key message, value message)
+def _record(name: str, key_fields, value: Message) -> Tuple[str, Message, Message]:
+    return name, key_message(name + "Key", *key_fields), value
+
+
+# record type (the key's int16) -> (Kafka's name for it, key message, value message)
 RECORD_TYPES: Dict[int, Tuple[str, Message, Message]] = {
-    0: ("OffsetCommit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
-    1: ("OffsetCommit", OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
-    2: ("GroupMetadata", GROUP_METADATA_KEY, GROUP_METADATA_VALUE),
-    3: ("ConsumerGroupMetadata", _key("ConsumerGroupMetadataKey", 3, _GROUP_ID),
-        CONSUMER_GROUP_METADATA_VALUE),
-    4: ("ConsumerGroupPartitionMetadata",
-        _key("ConsumerGroupPartitionMetadataKey", 4, _GROUP_ID),
-        CONSUMER_GROUP_PARTITION_METADATA_VALUE),
-    5: ("ConsumerGroupMemberMetadata",
-        _key("ConsumerGroupMemberMetadataKey", 5, _GROUP_ID, _MEMBER_ID),
-        CONSUMER_GROUP_MEMBER_METADATA_VALUE),
-    6: ("ConsumerGroupTargetAssignmentMetadata",
-        _key("ConsumerGroupTargetAssignmentMetadataKey", 6, _GROUP_ID),
-        CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
-    7: ("ConsumerGroupTargetAssignmentMember",
-        _key("ConsumerGroupTargetAssignmentMemberKey", 7, _GROUP_ID, _MEMBER_ID),
-        CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
-    8: ("ConsumerGroupCurrentMemberAssignment",
-        _key("ConsumerGroupCurrentMemberAssignmentKey", 8, _GROUP_ID, _MEMBER_ID),
-        CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
-    9: ("ShareGroupPartitionMetadata",
-        _key("ShareGroupPartitionMetadataKey", 9, _GROUP_ID),
-        SHARE_GROUP_PARTITION_METADATA_VALUE),
-    10: ("ShareGroupMemberMetadata",
-         _key("ShareGroupMemberMetadataKey", 10, _GROUP_ID, _MEMBER_ID),
-         SHARE_GROUP_MEMBER_METADATA_VALUE),
-    11: ("ShareGroupMetadata", _key("ShareGroupMetadataKey", 11, _GROUP_ID),
-         SHARE_GROUP_METADATA_VALUE),
-    12: ("ShareGroupTargetAssignmentMetadata",
-         _key("ShareGroupTargetAssignmentMetadataKey", 12, _GROUP_ID),
-         SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
-    13: ("ShareGroupTargetAssignmentMember",
-         _key("ShareGroupTargetAssignmentMemberKey", 13, _GROUP_ID, _MEMBER_ID),
-         SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
-    14: ("ShareGroupCurrentMemberAssignment",
-         _key("ShareGroupCurrentMemberAssignmentKey", 14, _GROUP_ID, _MEMBER_ID),
-         SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
-    15: ("ShareGroupStatePartitionMetadata",
-         _key("ShareGroupStatePartitionMetadataKey", 15, _GROUP_ID),
-         SHARE_GROUP_STATE_PARTITION_METADATA_VALUE),
-    16: ("ConsumerGroupRegularExpression",
-         _key("ConsumerGroupRegularExpressionKey", 16, _GROUP_ID,
-              Field("regularExpression", "string")),
-         CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
+    0: _record("LegacyOffsetCommit", _OFFSET_KEY_FIELDS, LEGACY_OFFSET_COMMIT_VALUE),
+    1: _record("OffsetCommit", _OFFSET_KEY_FIELDS, OFFSET_COMMIT_VALUE),
+    2: _record("GroupMetadata", (Field("group", "string"),), GROUP_METADATA_VALUE),
+    3: _record("ConsumerGroupMetadata", _GROUP_KEY, CONSUMER_GROUP_METADATA_VALUE),
+    4: _record("ConsumerGroupPartitionMetadata", _GROUP_KEY,
+               CONSUMER_GROUP_PARTITION_METADATA_VALUE),
+    5: _record("ConsumerGroupMemberMetadata", _MEMBER_KEY,
+               CONSUMER_GROUP_MEMBER_METADATA_VALUE),
+    6: _record("ConsumerGroupTargetAssignmentMetadata", _GROUP_KEY,
+               CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+    7: _record("ConsumerGroupTargetAssignmentMember", _MEMBER_KEY,
+               CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+    8: _record("ConsumerGroupCurrentMemberAssignment", _MEMBER_KEY,
+               CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+    10: _record("ShareGroupMemberMetadata", _MEMBER_KEY, SHARE_GROUP_MEMBER_METADATA_VALUE),
+    11: _record("ShareGroupMetadata", _GROUP_KEY, SHARE_GROUP_METADATA_VALUE),
+    12: _record("ShareGroupTargetAssignmentMetadata", _GROUP_KEY,
+                SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+    13: _record("ShareGroupTargetAssignmentMember", _MEMBER_KEY,
+                SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+    14: _record("ShareGroupCurrentMemberAssignment", _MEMBER_KEY,
+                SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+    15: _record("ShareGroupStatePartitionMetadata", _GROUP_KEY,
+                SHARE_GROUP_STATE_PARTITION_METADATA_VALUE),
+    16: _record("ConsumerGroupRegularExpression",
+                (_GROUP_ID, Field("regularExpression", "string")),
+                CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
+    17: _record("StreamsGroupMetadata", _GROUP_KEY, STREAMS_GROUP_METADATA_VALUE),
+    19: _record("StreamsGroupMemberMetadata", _MEMBER_KEY,
+                STREAMS_GROUP_MEMBER_METADATA_VALUE),
+    20: _record("StreamsGroupTargetAssignmentMetadata", _GROUP_KEY,
+                STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+    21: _record("StreamsGroupTargetAssignmentMember", _MEMBER_KEY,
+                STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+    22: _record("StreamsGroupCurrentMemberAssignment", _MEMBER_KEY,
+                STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+    23: _record("StreamsGroupTopology", _GROUP_KEY, STREAMS_GROUP_TOPOLOGY_VALUE),
 }
+
+OFFSET_COMMIT_KEY = RECORD_TYPES[1][1]
+
+# The record types that commit an offset (what consumer lag replays).
+OFFSET_COMMIT_TYPES = ("LegacyOffsetCommit", "OffsetCommit")
+
+# Each group protocol's metadata record (its latest, if not deleted, says the group's type;
+# a group with commits alone is a classic group, as Kafka's coordinator makes it).
+GROUP_TYPES = {"GroupMetadata": "classic", "ConsumerGroupMetadata": "consumer",
+               "ShareGroupMetadata": "share", "StreamsGroupMetadata": "streams"}
 
 # What decode() adds to each member of a GroupMetadata value whose protocol type is
 # "consumer": its subscription and assignment bytes as Kafka's consumer protocol reads them.
@@ -238,44 +336,16 @@ _DECODED_MEMBERS = Message("GroupMetadataValue", "3", "none", (
 ))
 
 
-def unknown_type_name(record_type: int) -> str:
-    return f"UNKNOWN_{record_type}"
-
-
-def _all_versions(message: Message) -> List[int]:
-    low, high = message.span
-    return list(range(low, high + 1))
-
-
-class ConsumerOffsets(InternalTopic):
+class ConsumerOffsets(CoordinatorTopic):
     option_value = "consumerOffsets"
     topic = "__consumer_offsets"
-    record_types = tuple(dict.fromkeys(name for name, _, _ in RECORD_TYPES.values()))
+    records = RECORD_TYPES
+    record_types = tuple(name for name, _, _ in RECORD_TYPES.values())
+    added_fields = {"GroupMetadata": (_DECODED_MEMBERS, 3)}
 
-    def decode(self, key: Optional[bytes], value: Optional[bytes]) -> DecodedRecord:
-        record_type, start = read_version(key, "the __consumer_offsets record's key")
-        known = RECORD_TYPES.get(record_type)
-        if known is None:
-            return DecodedRecord(unknown_type_name(record_type), record_type, None, None,
-                                 None, deleted=value is None, known=False)
-        name, key_message, value_message = known
-        decoded_key = key_message.decode(key, record_type, start)
-        if value is None:
-            return DecodedRecord(name, record_type, None, decoded_key, None, deleted=True)
-        value_version, start = read_version(value, f"the {value_message.name}")
-        decoded_value = value_message.decode(value, value_version, start)
-        if value_message is GROUP_METADATA_VALUE:
-            _add_consumer_protocol(decoded_value)
-        return DecodedRecord(name, record_type, value_version, decoded_key, decoded_value)
-
-    def key_fields(self):
-        keys = {id(key): key for _, key, _ in RECORD_TYPES.values()}
-        return field_tree([(key, _all_versions(key)) for key in keys.values()])
-
-    def value_fields(self):
-        values = {id(value): value for _, _, value in RECORD_TYPES.values()}
-        messages = [(value, _all_versions(value)) for value in values.values()]
-        return field_tree(messages + [(_DECODED_MEMBERS, [3])])
+    def complete(self, name: str, value: dict, version: int) -> None:
+        if name == "GroupMetadata":
+            _add_consumer_protocol(value)
 
 
 def _add_consumer_protocol(value: dict) -> None:

@@ -353,7 +353,8 @@ def field_tree(messages: List[Tuple[Message, List[int]]]) -> List[Tuple[str, obj
     (name, type) pairs in declared order: the shape of a column that holds them all.
 
     A type is a primitive's name, ("array", element type) or ("struct", {name: type}).
-    Structs and arrays of structs by one name merge field by field."""
+    Structs and arrays of structs by one name merge field by field; a name given two
+    other types is a mistake in the tables (one record type's versions never do that)."""
     merged: Dict[str, object] = {}
     for message, message_versions in messages:
         modes = [(version, message.is_flexible(version)) for version in message_versions]
@@ -391,15 +392,8 @@ def _merge_into(merged: Dict[str, object], fields: Tuple[Field, ...], modes,
             merged[item.name] = shape
 
 
-# A field that record types give types with no common one (a flag that is a boolean in
-# one record and a byte in another): held as text, as Spark's JSON schema inference holds
-# conflicting types.
-AS_TEXT = "text"
-
-
 def merge_shapes(first, second, where: str):
-    """One shape holding both (see field_tree): numbers widen as Spark widens them, and
-    types with nothing in common become AS_TEXT."""
+    """One shape holding both (see field_tree)."""
     if first == second:
         return first
     if isinstance(first, tuple) and isinstance(second, tuple) and first[0] == second[0]:
@@ -410,14 +404,5 @@ def merge_shapes(first, second, where: str):
             inner[name] = merge_shapes(inner[name], shape, f"{where}.{name}") \
                 if name in inner else shape
         return ("struct", inner)
-    wider = widest_number(first, second)
-    return AS_TEXT if wider is None else wider
-
-
-_NUMBER_ORDER = ["int8", "int16", "uint16", "int32", "uint32", "int64", "float64"]
-
-
-def widest_number(first, second) -> Optional[str]:
-    if first in _NUMBER_ORDER and second in _NUMBER_ORDER:
-        return max(first, second, key=_NUMBER_ORDER.index)
-    return None
+    raise ValueError(f"{where} is {first} in one message and {second} in another: one "
+                     f"column cannot hold both")

@@ -20,8 +20,8 @@ from typing import Dict, List, Optional, Tuple
 
 from ...errors import RecordDecodeError
 from ..control import CONTROL_KEY, CONTROL_TYPE_NAMES, END_TXN_MARKER
-from .messages import Array, Field, Message, Struct, field_tree
-from .topics import DecodedRecord, InternalTopic, register
+from .messages import Array, Field, Message, Struct
+from .topics import DecodedRecord, InternalTopic, RecordShape, register, shape_of
 
 METADATA_TOPIC = "__cluster_metadata"
 FRAME_VERSION = 1  # AbstractApiMessageSerde's only frame version
@@ -339,11 +339,6 @@ def encode_control_record(control_type: str, value: dict) -> Tuple[bytes, bytes]
 
 # ------------------------------------------------------------------ the topic
 
-def _all_versions(message: Message) -> List[int]:
-    low, high = message.span
-    return list(range(low, high + 1))
-
-
 class ClusterMetadataTopic(InternalTopic):
     option_value = "clusterMetadata"
     topic = METADATA_TOPIC
@@ -353,12 +348,10 @@ class ClusterMetadataTopic(InternalTopic):
     def decode(self, key: Optional[bytes], value: Optional[bytes]) -> DecodedRecord:
         return decode_metadata_record(value)
 
-    def key_fields(self) -> List[Tuple[str, object]]:
-        return []  # metadata records have no key
-
-    def value_fields(self) -> List[Tuple[str, object]]:
-        return field_tree([(message, _all_versions(message))
-                           for _, message in RECORD_TYPES.values()])
+    def record_shapes(self) -> List[RecordShape]:
+        # metadata records have no key
+        return [RecordShape(name, (), shape_of(message))
+                for name, message in RECORD_TYPES.values()]
 
 
 CLUSTER_METADATA = register(ClusterMetadataTopic())

@@ -1,11 +1,14 @@
 """What decoding an internal topic's record gives, and the topics that can be decoded.
 
 Each internal topic's module defines an `InternalTopic` and registers it under the name
-the `decode` read option takes (consumerOffsets, transactionState, clusterMetadata).
+the `decode` read option takes (consumerOffsets, shareGroupState, transactionState,
+clusterMetadata).
 """
 import abc
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
+
+from .messages import Message, field_tree
 
 
 @dataclass
@@ -26,6 +29,30 @@ class DecodedRecord:
     known: bool = True  # False: a record type this library has no definition of
 
 
+@dataclass(frozen=True)
+class RecordShape:
+    """The decoded key and value of one record type, as messages.field_tree gives them:
+    the struct that `keyDecoded.<name>` and `valueDecoded.<name>` hold."""
+
+    name: str  # the record type as the recordType column holds it
+    key: Tuple[Tuple[str, object], ...]
+    value: Tuple[Tuple[str, object], ...]
+
+
+def every_version(message: Message) -> List[int]:
+    """Every version of `message` that Kafka defines."""
+    low, high = message.span
+    return list(range(low, high + 1))
+
+
+def shape_of(*messages: Message, extra: Tuple[Tuple[Message, int], ...] = ()
+             ) -> Tuple[Tuple[str, object], ...]:
+    """The fields of `messages` over all their versions, with `extra` (a message holding
+    the fields that decode() adds, at one version) merged in."""
+    return tuple(field_tree([(message, every_version(message)) for message in messages]
+                            + [(message, [version]) for message, version in extra]))
+
+
 class InternalTopic(abc.ABC):
     """The records of one internal topic: decode() and the shapes of what it gives."""
 
@@ -40,13 +67,11 @@ class InternalTopic(abc.ABC):
         decode (the caller names the topic, partition and offset)."""
 
     @abc.abstractmethod
-    def key_fields(self) -> List[Tuple[str, object]]:
-        """messages.field_tree of every key this topic's records can have."""
-
-    @abc.abstractmethod
-    def value_fields(self) -> List[Tuple[str, object]]:
-        """messages.field_tree of every value (with fields added by decode(), such as
-        decoded consumer-protocol bytes or a transaction's state name)."""
+    def record_shapes(self) -> List[RecordShape]:
+        """Each record type's key and value fields (with the fields decode() adds, such as
+        decoded consumer-protocol bytes or a transaction's state name), in the order of
+        the record types' ids. One struct per record type: a field name that two record
+        types give different types never shares a column."""
 
 
 INTERNAL_TOPICS: Dict[str, InternalTopic] = {}
@@ -59,6 +84,7 @@ def register(topic: InternalTopic) -> InternalTopic:
 
 def internal_topics() -> Dict[str, InternalTopic]:
     """Every decodable internal topic by its `decode` option value."""
-    from . import group_records, metadata_records, transaction_records  # noqa: F401 (register)
+    from . import (  # noqa: F401 (each module registers its topic)
+        group_records, metadata_records, share_records, transaction_records)
 
     return INTERNAL_TOPICS
