@@ -2,9 +2,12 @@
 partitions beside it: what `kafka-consumer-groups --describe` shows, with no cluster.
 
 The committed offsets are those Kafka's group coordinator loads from its partitions: the
-last commit of each group, topic and partition in offset order; a tombstone removes it;
-a transactional commit counts once its transaction's COMMIT marker is read and never
-after an ABORT. The lag is the partition's high watermark (what a consumer can read, the
+last commit of each group, topic and partition in offset order (LegacyOffsetCommit and
+OffsetCommit records alike); a tombstone removes it; a transactional commit counts once
+its transaction's COMMIT marker is read and never after an ABORT. Groups of every protocol
+commit so: classic groups, consumer groups of the KIP-848 protocol, streams groups; each
+row says which (the type of the group's latest metadata record; a group with commits
+alone is a classic one, as Kafka's coordinator makes it). The lag is the partition's high watermark (what a consumer can read, the
 `LOG-END-OFFSET` Kafka's tool shows) minus the committed offset.
 """
 import json
@@ -12,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from ..errors import SegmentLogError
+from ..format.internal.group_records import GROUP_TYPES, OFFSET_COMMIT_TYPES
 from ..format.internal.topics import internal_topics
 from .fragments import scan_fragments, scan_options
 from .options import ReadOptions, parse_read_options
@@ -19,7 +23,7 @@ from .planning import offset_ranges, plan_ranges
 from .replicas import consumer_partitions, read_bound
 
 CONSUMER_OFFSETS = "__consumer_offsets"
-OFFSET_COMMIT = "OffsetCommit"
+CLASSIC = "classic"
 GroupTopicPartition = Tuple[str, str, int]
 
 
@@ -39,6 +43,7 @@ class CommittedOffset:
 @dataclass
 class PartitionLag:
     group: str
+    group_type: str  # classic, consumer, streams (share groups commit no offsets)
     topic: str
     partition: int
     committed_offset: int
@@ -90,7 +95,7 @@ def committed_offsets(paths: List[str], options: Optional[dict] = None,
     `group` alone if given, as of epoch millisecond `as_of` (the commits written by then)
     if given."""
     read = _read_options(paths, options)
-    return _committed(read, _partitions(read), group, as_of)
+    return _committed(read, _partitions(read), group, as_of)[0]
 
 
 def _partitions(read: ReadOptions) -> Dict:
@@ -106,9 +111,11 @@ def _partitions(read: ReadOptions) -> Dict:
 
 
 def _committed(read: ReadOptions, logs: Dict, group: Optional[str], as_of: Optional[int]
-               ) -> Dict[GroupTopicPartition, CommittedOffset]:
+               ) -> Tuple[Dict[GroupTopicPartition, CommittedOffset], Dict[str, str]]:
+    """The committed offsets, and each group's type (by its latest metadata record)."""
     records = internal_topics()["consumerOffsets"]
     committed: Dict[GroupTopicPartition, CommittedOffset] = {}
+    group_types: Dict[str, str] = {}
     pending: Dict[Tuple[int, int], Dict[GroupTopicPartition, Optional[CommittedOffset]]] = {}
     for row in _commit_rows(read, logs):
         if as_of is not None and _millis(row["timestamp"]) > as_of:
@@ -120,7 +127,14 @@ def _committed(read: ReadOptions, logs: Dict, group: Optional[str], as_of: Optio
                 _apply(committed, applied)
             continue
         record = _decoded(records, row)
-        if record is None or record.record_type != OFFSET_COMMIT:
+        if record.record_type in GROUP_TYPES:
+            name = record.key.get("group", record.key.get("groupId"))
+            if record.deleted:
+                group_types.pop(name, None)
+            else:
+                group_types[name] = GROUP_TYPES[record.record_type]
+            continue
+        if record.record_type not in OFFSET_COMMIT_TYPES:
             continue
         key = (record.key["group"], record.key["topic"], record.key["partition"])
         if group is not None and key[0] != group:
@@ -130,7 +144,7 @@ def _committed(read: ReadOptions, logs: Dict, group: Optional[str], as_of: Optio
             pending.setdefault(producer, {})[key] = value
         else:
             _apply(committed, {key: value})
-    return committed
+    return committed, group_types
 
 
 def _millis(timestamp) -> int:
@@ -173,7 +187,7 @@ def consumer_lag(paths: List[str], options: Optional[dict] = None,
     partition's end then: its first offset with a later timestamp."""
     read = _read_options(paths, options)
     logs = _partitions(read)
-    committed = _committed(read, logs, group, as_of)
+    committed, group_types = _committed(read, logs, group, as_of)
     result = []
     for key in sorted(committed):
         commit = committed[key]
@@ -191,7 +205,8 @@ def consumer_lag(paths: List[str], options: Optional[dict] = None,
                     watermark = min(watermark, found)
             lag = watermark - commit.offset
         result.append(PartitionLag(
-            group=commit.group, topic=commit.topic, partition=commit.partition,
+            group=commit.group, group_type=group_types.get(commit.group, CLASSIC),
+            topic=commit.topic, partition=commit.partition,
             committed_offset=commit.offset, leader_epoch=commit.leader_epoch,
             metadata=commit.metadata, commit_timestamp=commit.commit_timestamp,
             log_start_offset=start, log_end_offset=end, high_watermark=watermark, lag=lag))

@@ -10,6 +10,7 @@ from ..read.consumer_lag import consumer_lag
 
 LAG_SCHEMA = StructType([
     StructField("group", StringType(), False),
+    StructField("groupType", StringType(), False),
     StructField("topic", StringType(), False),
     StructField("partition", IntegerType(), False),
     StructField("committedOffset", LongType(), False),
@@ -50,7 +51,7 @@ def consumer_lag_dataframe(spark, paths: Union[str, Sequence[str]],
     read.consumer_lag.consumer_lag); `at`: epoch milliseconds or a datetime."""
     paths = [paths] if isinstance(paths, str) else list(paths)
     rows = consumer_lag(paths, options, group, _millis(at))
-    data = [(r.group, r.topic, r.partition, r.committed_offset, r.leader_epoch, r.metadata,
+    data = [(r.group, r.group_type, r.topic, r.partition, r.committed_offset, r.leader_epoch, r.metadata,
              _moment(r.commit_timestamp), r.log_start_offset, r.log_end_offset,
              r.high_watermark, r.lag) for r in rows]
     return spark.createDataFrame(data, LAG_SCHEMA)

@@ -15,7 +15,7 @@ from segmentlog_datasource.format.internal.group_records import (
 from segmentlog_datasource.format.internal.messages import write_version
 from segmentlog_datasource.read.consumer_lag import committed_offsets, consumer_lag
 from segmentlog_datasource.writer import write_log
-from support.fixtures import internal_topics_root
+from support.fixtures import internal_topics_kafka4_root, internal_topics_root
 
 T0 = 1_700_000_000_000
 ORDERS = {0: 100, 1: 60, 2: 30}  # records per partition, one a second from T0
@@ -23,7 +23,7 @@ ORDERS = {0: 100, 1: 60, 2: 30}  # records per partition, one a second from T0
 
 def commit_key(group, topic, partition):
     return write_version(1) + OFFSET_COMMIT_KEY.encode(
-        {"group": group, "topic": topic, "partition": partition}, 1)
+        {"group": group, "topic": topic, "partition": partition}, 0)
 
 
 def commit_value(offset, at, version=3, expire=None):
@@ -68,8 +68,9 @@ def groups(tmp_path_factory):
     return logdir
 
 
-def test_kafka_written_commits_are_the_ones_kafka_replays():
-    root = internal_topics_root()
+@pytest.mark.parametrize("kafka", ["kafka-3.9", "kafka-4.2"])
+def test_kafka_written_commits_are_the_ones_kafka_replays(kafka):
+    root = {"kafka-3.9": internal_topics_root, "kafka-4.2": internal_topics_kafka4_root}[kafka]()
     expected = {}
     for name in ("__consumer_offsets-0", "__consumer_offsets-1"):
         with open(os.path.join(root, name + ".manifest.json")) as handle:
@@ -78,8 +79,39 @@ def test_kafka_written_commits_are_the_ones_kafka_replays():
     for (group, topic, partition), commit in committed_offsets([root]).items():
         got.setdefault(group, {}).setdefault(topic, {})[str(partition)] = commit.offset
     assert got == expected
-    only = committed_offsets([root], group="txn-app")
-    assert {key[0] for key in only} == {"txn-app"}
+    group = "txn-app" if kafka == "kafka-3.9" else sorted(expected)[0]
+    only = committed_offsets([root], group=group)
+    assert {key[0] for key in only} == {group}
+
+
+def test_lag_of_groups_of_every_protocol_on_kafka_42():
+    """Kafka 4.2's offsets log: classic groups, KIP-848 consumer groups and a streams
+    group commit offsets; each lag row says the group's type, as the group's latest
+    metadata record (in the manifest) gives it."""
+    root = internal_topics_kafka4_root()
+    kinds = {"GroupMetadata": "classic", "ConsumerGroupMetadata": "consumer",
+             "StreamsGroupMetadata": "streams", "ShareGroupMetadata": "share"}
+    expected_types, committed = {}, {}
+    for name in ("__consumer_offsets-0", "__consumer_offsets-1"):
+        with open(os.path.join(root, name + ".manifest.json")) as handle:
+            manifest = json.load(handle)
+        committed.update(manifest["latest_committed"])
+        for record in manifest["records"]:
+            kind = kinds.get(record["record_type_name"])
+            if kind is None:
+                continue
+            group = record["key"].get("group") or record["key"]["groupId"]
+            if record["tombstone"]:
+                expected_types.pop(group, None)
+            else:
+                expected_types[group] = kind
+    rows = consumer_lag([root])
+    assert {(r.group, r.topic, str(r.partition)): r.committed_offset for r in rows} == {
+        (group, topic, partition): offset for group, topics in committed.items()
+        for topic, partitions in topics.items() for partition, offset in partitions.items()}
+    types = {r.group: r.group_type for r in rows}
+    assert types == {group: expected_types.get(group, "classic") for group in committed}
+    assert {"classic", "consumer", "streams"} <= set(types.values())
 
 
 def test_lag_is_the_high_watermark_minus_the_last_commit(groups):
