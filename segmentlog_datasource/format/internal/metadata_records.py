@@ -8,7 +8,20 @@ A metadata record has no key; its value is framed as Kafka's MetadataRecordSerde
 
 The api key picks the record type (Kafka's MetadataRecordType: TOPIC_RECORD, ...). The
 tables below are Kafka's metadata message definitions
-(metadata/src/main/resources/common/metadata) with every version Kafka 3.0 to 4.1 defines.
+(metadata/src/main/resources/common/metadata) with every version Kafka 3.0 to 4.2 defines:
+Kafka 4.2 defines the api keys 0-5, 7-12, 14, 15 and 17-28 (none with 6, 13 or 16), each
+up to the newest version listed here. A version past those is an error naming the record
+type and version, as Kafka's MetadataRecordSerde fails on it.
+
+Versions and what they add, with the metadata.version that first writes them:
+REGISTER_BROKER_RECORD v1 inControlledShutdown (3.3-IV3), v2 isMigratingZkBroker (3.4-IV0),
+v3 the logDirs tag (3.7-IV2); BROKER_REGISTRATION_CHANGE_RECORD v1 inControlledShutdown,
+v2 the logDirs tag; PARTITION_RECORD / PARTITION_CHANGE_RECORD v1 directories (3.7-IV2),
+v2 the eligibleLeaderReplicas and lastKnownElr tags (KIP-966, 4.0-IV1, as CLEAR_ELR_RECORD;
+they hold replicas once eligible.leader.replicas.version is 1).
+PARTITION_CHANGE_RECORD carries only what changes: every field but partitionId and topicId
+is tagged, and its default (a null list, leader -2, leaderRecoveryState -1) means
+"unchanged".
 
 The KRaft control records (LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER, KRAFT_VERSION,
 KRAFT_VOTERS) and transaction markers (COMMIT, ABORT) sit in control batches: key int16
@@ -41,6 +54,9 @@ _BROKER_ENDPOINT = Struct("BrokerEndpoint", (
 _FEATURE_RANGE = Struct("BrokerFeature", (
     Field("name", "string"), Field("minSupportedVersion", "int16"),
     Field("maxSupportedVersion", "int16")))
+# RegisterControllerRecord's structs: the same fields under their own names
+_CONTROLLER_ENDPOINT = Struct("ControllerEndpoint", _BROKER_ENDPOINT.fields)
+_CONTROLLER_FEATURE = Struct("ControllerFeature", _FEATURE_RANGE.fields)
 
 # api key -> (MetadataRecordType name, message)
 RECORD_TYPES: Dict[int, Tuple[str, Message]] = {
@@ -161,9 +177,9 @@ RECORD_TYPES: Dict[int, Tuple[str, Message]] = {
         "RegisterControllerRecord", "0",
         Field("controllerId", "int32"), Field("incarnationId", "uuid"),
         Field("zkMigrationReady", "bool"),
-        Field("endPoints", Array(_BROKER_ENDPOINT)),
-        Field("features", Array(_FEATURE_RANGE)))),
-    28: ("CLEAR_ELR_RECORD", _m(
+        Field("endPoints", Array(_CONTROLLER_ENDPOINT)),
+        Field("features", Array(_CONTROLLER_FEATURE)))),
+    28: ("CLEAR_ELR_RECORD", _m(  # topicName "" clears every topic's ELR
         "ClearElrRecord", "0", Field("topicName", "string"))),
 }
 
