@@ -1,5 +1,7 @@
 """The cluster as KRaft's metadata log says it was at an offset: topics, partitions (with
-leaders, ISR, replicas), configs, brokers, features, producer ids, ACLs, client quotas.
+leaders, ISR, replicas, eligible leader replicas), configs, brokers, features (kraft.version
+from the KRaftVersion control records), the quorum's voters, producer ids, ACLs, client
+quotas.
 
 `__cluster_metadata-0` holds the metadata records from its log start offset on, and its
 `.checkpoint` snapshot files hold the whole state as of their end offsets (exclusive).
@@ -12,7 +14,8 @@ from typing import List, Optional
 
 from ..errors import InvalidOptionError, RecordDecodeError, SegmentLogError
 from ..format.internal.metadata_image import ClusterImage, MetadataReplay, MetadataReplayError
-from ..format.internal.metadata_records import METADATA_TOPIC, decode_metadata_record
+from ..format.internal.metadata_records import (METADATA_TOPIC, decode_control_record,
+                                                decode_metadata_record)
 from ..format.internal.snapshots import (
     SnapshotFile, list_snapshots, parse_snapshot_name, read_snapshot)
 from ..format.layout import MAX_OFFSET
@@ -24,6 +27,7 @@ from .planning import Constraints, offset_ranges, plan_ranges, select_partitions
 from .replicas import read_bound
 
 METADATA_PARTITION = 0
+TRANSACTION_MARKERS = ("COMMIT", "ABORT")  # a scan gives their values as null
 
 
 def _metadata_log(path, options: Optional[dict]):
@@ -104,9 +108,13 @@ def cluster_state(path, as_of_offset: Optional[int] = None,
     replayer = MetadataReplay()
     if base is not None:
         _replay_snapshot(replayer, base, log, read.verify_checksums)
-    for offset, value in _log_values(log, read, replay_from, target):
+    for offset, control_type, key, value in _log_entries(log, read, replay_from, target):
         try:
-            replayer.apply(decode_metadata_record(value), offset)
+            if control_type is None:
+                replayer.apply(decode_metadata_record(value), offset)
+            elif control_type not in TRANSACTION_MARKERS:  # (none in KRaft's log)
+                # KRaftVersion and Voters set KRaft's state; a leader change, nothing
+                replayer.apply_control(decode_control_record(key, value), offset)
         except RecordDecodeError as error:
             raise error.at(METADATA_TOPIC, METADATA_PARTITION, offset) from None
     image = replayer.result()
@@ -117,6 +125,8 @@ def cluster_state(path, as_of_offset: Optional[int] = None,
 def _replay_snapshot(replayer: MetadataReplay, snapshot: SnapshotFile, log: PartitionLog,
                      verify: bool) -> None:
     contents = read_snapshot(snapshot, log.store, verify_checksums=verify)
+    for entry in contents.control_records:  # KRaftVersion and Voters, after the header
+        replayer.apply_control(entry.record, snapshot.last_contained_offset)
     for entry in contents.records:
         try:
             replayer.apply(entry.record, snapshot.last_contained_offset)
@@ -133,6 +143,23 @@ def metadata_log_values(path, start: int, end: int, options: Optional[dict] = No
     `__cluster_metadata-0`) in [start, end), in offset order."""
     read, log = _metadata_log(path, options)
     return _log_values(log, read, max(start, log.start_offset), end)
+
+
+def _log_entries(log: PartitionLog, read, start: int, end: int):
+    """(offset, control type, key, value) of the log's records in [start, end): metadata
+    records (control type None) and the records of control batches, in offset order."""
+    if start >= end:
+        return
+    fragments = plan_ranges([log], {log.topic_partition: (start, end)}, read)
+    scan = ScanOptions(verify_checksums=read.verify_checksums,
+                       max_batch_inflated_bytes=read.max_batch_inflated_bytes,
+                       include_control_records=True)
+    for fragment in fragments:
+        for batch in fragment.scan(scan):
+            yield from zip(batch.column("offset").to_pylist(),
+                           batch.column("controlType").to_pylist(),
+                           batch.column("key").to_pylist(),
+                           batch.column("value").to_pylist())
 
 
 def _log_values(log: PartitionLog, read, start: int, end: int):

@@ -285,7 +285,9 @@ def _check_end_state(state):
         == {0: (False, 3, "rack-a"), 1: (False, 4, "rack-b"), 2: (False, 5, "rack-c")}
     assert state["brokers"][1]["logDirs"] == ["G75-mQJAiZNzc-ktcxYzzg"]
     assert state["features"] == {"metadata.version": 21}  # kraft.version 0: not a feature
-    assert state["producerIds"] == {"brokerId": 1, "brokerEpoch": 4, "nextProducerId": 2000}
+    assert state["producerIds"] == {"nextProducerId": 2000}  # broker 1's block, at 102
+    assert (state["metadataVersion"], state["kraftVersion"], state["voters"]) == \
+        ("3.9-IV0", 0, None)  # a static quorum: no KRaftVersion nor Voters record
     assert state["acls"] == [{"id": "9yxoMg0Mohu2gLUiwPmgFg", "resourceType": 2,
                               "resourceName": "orders", "patternType": 3,
                               "principal": "User:billing", "host": "*", "operation": 3,

@@ -15,8 +15,19 @@ The rules are Kafka's:
   inControlledShutdown 1 sets it, 0 keeps; non-empty logDirs replace the broker's.
   FENCE_/UNFENCE_BROKER_RECORD (older metadata versions) fence and unfence. The broker
   epoch a change names must be the registered one.
+- PARTITION_RECORD's eligibleLeaderReplicas / lastKnownElr, absent (before version 2) or
+  null, are empty lists. CLEAR_ELR_RECORD empties both lists of every partition of the
+  topic it names, or of every topic when its topicName is empty; a partition whose lists
+  are already empty is left alone (its partition epoch stays), any other is changed as a
+  PARTITION_CHANGE_RECORD setting them would change it (its partition epoch bumped). A
+  topic name no topic has is an error.
+- PRODUCER_IDS_RECORD sets the next producer id (the image keeps nothing else of it).
 - FEATURE_LEVEL_RECORD sets a feature's level; level 0 removes a feature (except
-  metadata.version, whose level is always kept).
+  metadata.version, whose level is always kept). One for kraft.version changes nothing
+  (KAFKA-18979: Kafka skips it); kraft.version is KRaft's, set by the KRaftVersion control
+  records of the log and of snapshots, and counts among the features from level 1 on, as
+  in the finalized features a broker reports. The VotersRecord control records give the
+  quorum's voters (a static quorum, kraft.version 0, has none: its voters are configured).
 - BEGIN/END/ABORT_TRANSACTION_RECORD bracket a metadata transaction: an aborted one's
   records are undone, and a state asked for inside an open one is the state before it
   began (Kafka publishes only whole transactions).
@@ -33,6 +44,22 @@ NO_LEADER_CHANGE = -2
 NO_LEADER_RECOVERY_CHANGE = -1
 MIGRATING_DIRECTORY = ZERO_UUID  # DirectoryId.MIGRATING
 METADATA_VERSION_FEATURE = "metadata.version"
+KRAFT_VERSION_FEATURE = "kraft.version"
+
+# metadata.version's feature levels by the names Kafka 4.2's MetadataVersion gives them
+# (3.3-IV3, level 7, is the oldest it knows; 4.3-IV0 is not yet stable in 4.2).
+METADATA_VERSIONS = {
+    7: "3.3-IV3", 8: "3.4-IV0", 9: "3.5-IV0", 10: "3.5-IV1", 11: "3.5-IV2", 12: "3.6-IV0",
+    13: "3.6-IV1", 14: "3.6-IV2", 15: "3.7-IV0", 16: "3.7-IV1", 17: "3.7-IV2", 18: "3.7-IV3",
+    19: "3.7-IV4", 20: "3.8-IV0", 21: "3.9-IV0", 22: "4.0-IV0", 23: "4.0-IV1", 24: "4.0-IV2",
+    25: "4.0-IV3", 26: "4.1-IV0", 27: "4.1-IV1", 28: "4.2-IV0", 29: "4.2-IV1", 30: "4.3-IV0",
+}
+
+
+def metadata_version_name(level: Optional[int]) -> Optional[str]:
+    """The name (4.2-IV1) of a metadata.version feature level; None for one Kafka 4.2 does
+    not know."""
+    return METADATA_VERSIONS.get(level)
 
 # ConfigResource.Type ids
 CONFIG_RESOURCE_TYPES = {0: "UNKNOWN", 2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER",
@@ -150,12 +177,16 @@ class ClusterImage:
     brokers: Dict[int, BrokerState] = field(default_factory=dict)
     controllers: Dict[int, ControllerState] = field(default_factory=dict)
     features: Dict[str, int] = field(default_factory=dict)
-    producer_ids: Optional[dict] = None  # the last PRODUCER_IDS_RECORD's block
+    # {"nextProducerId": n}: all of a PRODUCER_IDS_RECORD Kafka's ProducerIdsImage keeps
+    # (the broker that asked for the block is not kept: a snapshot writes -1 for it)
+    producer_ids: Optional[dict] = None
     acls: Dict[str, dict] = field(default_factory=dict)  # by ACL id
     client_quotas: Dict[QuotaEntity, Dict[str, float]] = field(default_factory=dict)
     scram_credentials: Dict[Tuple[str, int], dict] = field(default_factory=dict)
     delegation_tokens: Dict[str, dict] = field(default_factory=dict)
     zk_migration_state: Optional[int] = None
+    kraft_version: int = 0  # the last KRaftVersion control record's (0: none)
+    voters: Optional[List[dict]] = None  # the last VotersRecord's voters (None: none)
     snapshot: Optional[str] = None  # the snapshot file the replay started from
 
     # ---------------------------------------------------------------- lookups
@@ -168,6 +199,20 @@ class ClusterImage:
     def topic_configs(self, name: str) -> Dict[str, str]:
         return dict(self.configs.get((TOPIC_RESOURCE, name), {}))
 
+    @property
+    def metadata_version(self) -> Optional[str]:
+        """metadata.version by name (4.2-IV1), None before its record or for a level Kafka
+        4.2 does not know."""
+        return metadata_version_name(self.features.get(METADATA_VERSION_FEATURE))
+
+    def finalized_features(self) -> Dict[str, int]:
+        """The features and their levels as a broker reports them finalized: the feature
+        level records' (metadata.version included) and kraft.version from level 1 on."""
+        features = dict(self.features)
+        if self.kraft_version > 0:
+            features[KRAFT_VERSION_FEATURE] = self.kraft_version
+        return dict(sorted(features.items()))
+
     # ---------------------------------------------------------------- replay
     def apply(self, record: DecodedRecord, offset: int) -> None:
         """Apply one decoded metadata record (a type this library does not know is
@@ -176,6 +221,17 @@ class ClusterImage:
             handler = _HANDLERS.get(record.record_type)
             if handler is not None:
                 handler(self, record.value, offset)
+        self.offset = offset
+
+    def apply_control(self, record: DecodedRecord, offset: int) -> None:
+        """Apply one decoded KRaft control record: KRAFT_VERSION sets kraft.version,
+        KRAFT_VOTERS the voters; the others (leader changes, snapshot headers and footers,
+        transaction markers) change nothing of the cluster's metadata."""
+        if record.known and record.value is not None:
+            if record.record_type == "KRAFT_VERSION":
+                self.kraft_version = record.value["kRaftVersion"]
+            elif record.record_type == "KRAFT_VOTERS":
+                self.voters = copy.deepcopy(record.value["voters"])
         self.offset = offset
 
     def to_dict(self) -> dict:
@@ -192,7 +248,10 @@ class ClusterImage:
             "brokers": {b: self.brokers[b].to_dict() for b in sorted(self.brokers)},
             "controllers": {c: self.controllers[c].to_dict()
                             for c in sorted(self.controllers)},
-            "features": dict(sorted(self.features.items())),
+            "features": self.finalized_features(),
+            "metadataVersion": self.metadata_version,
+            "kraftVersion": self.kraft_version,
+            "voters": copy.deepcopy(self.voters),
             "producerIds": dict(self.producer_ids) if self.producer_ids else None,
             "acls": [dict(self.acls[i]) for i in sorted(self.acls)],
             "clientQuotas": [{"entity": [{"entityType": t, "entityName": n} for t, n in e],
@@ -356,6 +415,8 @@ def _register_controller_record(image, value, offset):
 
 
 def _feature_level_record(image, value, offset):
+    if value["name"] == KRAFT_VERSION_FEATURE:
+        return  # KAFKA-18979: kraft.version is the KRaftVersion control records'
     if value["featureLevel"] == 0 and value["name"] != METADATA_VERSION_FEATURE:
         image.features.pop(value["name"], None)
     else:
@@ -363,7 +424,7 @@ def _feature_level_record(image, value, offset):
 
 
 def _producer_ids_record(image, value, offset):
-    image.producer_ids = dict(value)
+    image.producer_ids = {"nextProducerId": value["nextProducerId"]}
 
 
 def _access_control_entry_record(image, value, offset):
@@ -456,6 +517,14 @@ class MetadataReplay:
                 _fail(offset, kind, "no metadata transaction is open")
             self._before_transaction = None
         self.image.apply(record, offset)
+
+    def apply_control(self, record: DecodedRecord, offset: int) -> None:
+        """A KRaft control record: KRaft's own state, outside metadata transactions (an
+        aborted one does not undo it, an open one does not hide it)."""
+        self.image.apply_control(record, offset)
+        if self._before_transaction is not None:
+            self._before_transaction.kraft_version = self.image.kraft_version
+            self._before_transaction.voters = copy.deepcopy(self.image.voters)
 
     @property
     def in_transaction(self) -> bool:
