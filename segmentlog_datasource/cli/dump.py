@@ -292,7 +292,9 @@ def text_line(item: dict) -> str:
                 f"isTransactional: {_bool(item['is_transactional'])} "
                 f"isControl: {_bool(item['is_control'])} ")
         if item["magic"] == 2:
-            line += f"deleteHorizonMs: {item['delete_horizon_ms']} "
+            horizon = item["delete_horizon_ms"]  # as Kafka prints its OptionalLong
+            line += "deleteHorizonMs: " + ("OptionalLong.empty " if horizon is None
+                                           else f"OptionalLong[{horizon}] ")
         line += (f"position: {item['position']} {item['timestamp_type']}: "
                  f"{item['max_timestamp']} size: {item['size_in_bytes']} magic: {item['magic']} "
                  f"compresscodec: {item['compression']} crc: {item['crc']} "
@@ -309,7 +311,7 @@ def text_line(item: dict) -> str:
                 return (line + f" endTxnMarker: {control['type']} "
                         f"coordinatorEpoch: {control['coordinator_epoch']}")
             return line + f" controlType: {control['type']}"
-        line += f" headerKeys: [{', '.join(item['header_keys'])}]"
+        line += f" headerKeys: [{','.join(item['header_keys'])}]"  # as Kafka's mkString(",")
         if "value" in item:
             line += f" key: {_shown(item['key'])} payload: {_shown(item['value'])}"
         return line
