@@ -182,6 +182,20 @@ def consumer_lag(spark, paths, group=None, at=None, options=None):
     return consumer_lag_dataframe(spark, paths, group, at, options)
 
 
+def share_groups(spark, paths, group=None, options=None):
+    """Share groups' progress (KIP-932) from the `__share_group_state` partitions under
+    `paths` and the partitions beside them, as a DataFrame with a row per share-partition:
+    group, topicId, topic, partition, startOffset, deliveryCompleteCount, inFlightRecords,
+    maxDeliveryCount, stateBatches (each firstOffset, lastOffset, deliveryState by name,
+    deliveryCount), stateEpoch, leaderEpoch, snapshotEpoch, createTimestamp,
+    writeTimestamp, highWatermark and lag (as Kafka counts it: the high watermark minus the
+    start offset minus the delivery complete count). `group`: that group's alone;
+    `options`: read options (readUpTo, store.*)."""
+    from .spark.share_groups import share_group_dataframe
+
+    return share_group_dataframe(spark, paths, group, options)
+
+
 def __getattr__(name):
     if name == "SegmentLogDataSource":
         from .spark.source import SegmentLogDataSource
@@ -195,4 +209,4 @@ def __getattr__(name):
 
 
 __all__ = ["SegmentLogDataSource", "register", "check_spark_python", "PUSHDOWN_CONF", "offset_range",
-           "offset_ranges", "time_range", "consumer_lag", "cluster_state"]
+           "offset_ranges", "time_range", "consumer_lag", "share_groups", "cluster_state"]

@@ -62,21 +62,24 @@ class PartitionLag:
 LAG_COLUMNS = [name for name in PartitionLag.__dataclass_fields__]
 
 
-def _read_options(paths: List[str], options: Optional[dict]) -> ReadOptions:
+def internal_read_options(paths: List[str], options: Optional[dict], topic: str
+                          ) -> ReadOptions:
+    """The read of an internal topic's partitions under `paths`, markers included."""
     given = dict(options or {})
     given.pop("path", None)
     given["paths"] = json.dumps(list(paths))
-    given["subscribe"] = CONSUMER_OFFSETS
+    given["subscribe"] = topic
     given["includeMetadata"] = "true"
     given["includeControlRecords"] = "true"
     return parse_read_options(given)
 
 
-def _commit_rows(read: ReadOptions, logs: Dict) -> Iterator[dict]:
-    """The rows of the `__consumer_offsets` partitions among `logs`, markers included, in
-    offset order."""
-    scan = scan_options(read)  # includeMetadata and includeControlRecords: see _read_options
-    chosen = [log for (topic, _), log in logs.items() if topic == CONSUMER_OFFSETS]
+def topic_rows(read: ReadOptions, logs: Dict, topic_name: str) -> Iterator[dict]:
+    """The rows of `topic_name`'s partitions among `logs`, markers included, in offset
+    order."""
+    scan = scan_options(read)  # includeMetadata and includeControlRecords: see
+    # internal_read_options
+    chosen = [log for (topic, _), log in logs.items() if topic == topic_name]
     fragments = plan_ranges(chosen, offset_ranges(read, chosen), read)
     fragments.sort(key=lambda f: (f.partition, f.min_offset, f.start_position))
     columns = ("partition", "offset", "timestamp", "key", "value", "producerId",
@@ -94,19 +97,18 @@ def committed_offsets(paths: List[str], options: Optional[dict] = None,
     partitions under `paths` (read options such as readUpTo and store.* apply), of
     `group` alone if given, as of epoch millisecond `as_of` (the commits written by then)
     if given."""
-    read = _read_options(paths, options)
-    return _committed(read, _partitions(read), group, as_of)[0]
+    read = internal_read_options(paths, options, CONSUMER_OFFSETS)
+    return _committed(read, topic_partitions(read, CONSUMER_OFFSETS), group, as_of)[0]
 
 
-def _partitions(read: ReadOptions) -> Dict:
+def topic_partitions(read: ReadOptions, topic_name: str) -> Dict:
     """The partitions under the read's paths, one log each; an error without any
-    `__consumer_offsets` partition."""
+    partition of the internal topic `topic_name`."""
     logs = {log.topic_partition: log for log in consumer_partitions(read.paths, read.store)}
-    if not any(topic == CONSUMER_OFFSETS for topic, _ in logs):
+    if not any(topic == topic_name for topic, _ in logs):
         raise SegmentLogError(
-            f"no {CONSUMER_OFFSETS} partition under {', '.join(read.paths)}: committed "
-            f"offsets are read from a broker's log dir holding {CONSUMER_OFFSETS}-<n> "
-            f"directories")
+            f"no {topic_name} partition under {', '.join(read.paths)}: it is read from a "
+            f"broker's log dir holding {topic_name}-<n> directories")
     return logs
 
 
@@ -117,7 +119,7 @@ def _committed(read: ReadOptions, logs: Dict, group: Optional[str], as_of: Optio
     committed: Dict[GroupTopicPartition, CommittedOffset] = {}
     group_types: Dict[str, str] = {}
     pending: Dict[Tuple[int, int], Dict[GroupTopicPartition, Optional[CommittedOffset]]] = {}
-    for row in _commit_rows(read, logs):
+    for row in topic_rows(read, logs, CONSUMER_OFFSETS):
         if as_of is not None and _millis(row["timestamp"]) > as_of:
             continue
         producer = (row["partition"], row["producerId"])
@@ -185,8 +187,8 @@ def consumer_lag(paths: List[str], options: Optional[dict] = None,
     watermark - committed; the log end where no checkpoint gives a high watermark, or
     with readUpTo=logEnd). With `as_of` (epoch ms), the commits written by then and each
     partition's end then: its first offset with a later timestamp."""
-    read = _read_options(paths, options)
-    logs = _partitions(read)
+    read = internal_read_options(paths, options, CONSUMER_OFFSETS)
+    logs = topic_partitions(read, CONSUMER_OFFSETS)
     committed, group_types = _committed(read, logs, group, as_of)
     result = []
     for key in sorted(committed):

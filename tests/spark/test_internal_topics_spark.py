@@ -126,3 +126,20 @@ def test_consumer_lag_as_a_dataframe(spark, internal_logdir):
         {(topic, p): offset for topic, parts in committed.items() for p, offset in parts.items()}
     assert lag.where("lag IS NOT NULL").count() == 0  # the topics' partitions are not here
     assert {row.groupType for row in lag.collect()} == {"consumer"}
+
+
+def test_share_groups_as_a_dataframe(spark, internal_logdir):
+    from support.share_state import replayed_from_manifest
+
+    progress = segmentlog_datasource.share_groups(spark, internal_logdir)
+    assert progress.columns[:8] == ["group", "topicId", "topic", "partition", "startOffset",
+                                    "deliveryCompleteCount", "inFlightRecords",
+                                    "maxDeliveryCount"]
+    rows = progress.collect()
+    expected = replayed_from_manifest()
+    assert {(r.group, r.topicId, r.partition): (r.startOffset, r.leaderEpoch)
+            for r in rows} == {key: (state["startOffset"], state["leaderEpoch"])
+                               for key, state in expected.items()}
+    batches = [b for r in rows for b in r.stateBatches]
+    assert batches and {b.deliveryState for b in batches} <= {
+        "AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED"}
