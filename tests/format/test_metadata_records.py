@@ -169,18 +169,24 @@ def test_an_unknown_record_type_is_kept_raw_without_error():
     assert CLUSTER_METADATA.decode(None, b"\x01\x10\x00\x00").known is False  # key 16: none
 
 
-def test_the_topic_is_registered_with_the_union_of_every_value_field():
+def test_the_topic_is_registered_with_a_shape_per_record_type():
     topic = INTERNAL_TOPICS["clusterMetadata"]
     assert topic is CLUSTER_METADATA and topic.topic == "__cluster_metadata"
-    assert topic.key_fields() == []
-    fields = dict(topic.value_fields())
-    # a boolean in one record type and a byte in another, text and a double, uuid and int
-    for clash in ("fenced", "inControlledShutdown", "value", "id"):
-        assert fields[clash] == messages.AS_TEXT, clash
-    assert fields["isr"] == ("array", "int32")
-    assert fields["topicId"] == "string"
-    assert fields["entity"] == ("array", ("struct", {"entityType": "string",
-                                                     "entityName": "string"}))
+    shapes = {shape.name: shape for shape in topic.record_shapes()}
+    assert list(shapes) == list(topic.record_types)
+    assert all(shape.key == () for shape in shapes.values())  # metadata records: no key
+    values = {name: dict(shape.value) for name, shape in shapes.items()}
+    # one field name, each record type's own type: a boolean and a byte, text and a
+    # double, a uuid and an int
+    assert values["REGISTER_BROKER_RECORD"]["fenced"] == "bool"
+    assert values["BROKER_REGISTRATION_CHANGE_RECORD"]["fenced"] == "int8"
+    assert values["CONFIG_RECORD"]["value"] == "string"
+    assert values["CLIENT_QUOTA_RECORD"]["value"] == "float64"
+    assert values["PARTITION_RECORD"]["isr"] == ("array", "int32")
+    assert values["TOPIC_RECORD"]["topicId"] == "string"
+    assert values["CLIENT_QUOTA_RECORD"]["entity"] == (
+        "array", ("struct", {"entityType": "string", "entityName": "string"}))
+    assert values["NO_OP_RECORD"] == {}
     assert "TOPIC_RECORD" in topic.record_types and "CLEAR_ELR_RECORD" in topic.record_types
 
 
