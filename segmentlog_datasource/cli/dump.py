@@ -10,7 +10,7 @@ import datetime
 import json
 from typing import Iterable, Iterator, List, Optional
 
-from ..errors import CorruptLogError, SegmentLogError
+from ..errors import CorruptLogError, InvalidOptionError, SegmentLogError
 from ..format import PartitionLog, Segment, checkpoints
 from ..format.log import parse_partition_dir_name
 from ..read.replicas import consumer_partitions
@@ -20,6 +20,7 @@ from .entries import (LogEntry, LogStop, batch_fields, control_fields, record_me
                       record_sequence_of, timestamp_type_name, walk_log)
 from .files import (base_offset_of, offset_index_entries, producer_snapshot, time_index_entries,
                     transaction_index_entries)
+from .internal import InternalDecoder, control_text, data_text
 
 FILE_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
 # What each offset checkpoint of a log dir holds, per partition.
@@ -32,6 +33,7 @@ OFFSET_CHECKPOINT_HOLDS = {
 CHECKPOINT_FILES = frozenset(OFFSET_CHECKPOINT_HOLDS) | {checkpoints.LEADER_EPOCH_FILE,
                                                          checkpoints.PARTITION_METADATA_FILE}
 DECODERS = ("utf8", "hex", "json", "avro", "protobuf")
+BOOTSTRAP_SNAPSHOT = "bootstrap.checkpoint"  # KRaft's bootstrap metadata, in a log dir
 FRAME_BYTES = 5  # Schema Registry's framing: magic byte 0, 4-byte schema id
 
 
@@ -59,9 +61,11 @@ def decode_bytes(data: Optional[bytes], decoder):
     return text
 
 
-def record_fields(record, batch, print_data: bool, decoder: str, metadata: dict) -> dict:
+def record_fields(record, batch, print_data: bool, decoder: str, metadata: dict,
+                  path: Optional[str] = None) -> dict:
     """A record as kafka-dump-log shows it, with the includeMetadata and
-    includeControlRecords columns under their names (`metadata`: record_metadata's)."""
+    includeControlRecords columns under their names (`metadata`: record_metadata's).
+    With an internal topic's decoder, key and value decoded (control records too)."""
     fields = {"kind": "record", "offset": record.offset, "timestamp": record.timestamp,
               "timestamp_type": timestamp_type_name(record.timestamp_type),
               "key_size": -1 if record.key is None else len(record.key),
@@ -72,8 +76,14 @@ def record_fields(record, batch, print_data: bool, decoder: str, metadata: dict)
     control = control_fields(record) if batch.header.is_control else None
     fields["controlType"] = control["type"] if control else None
     fields["coordinatorEpoch"] = control["coordinator_epoch"] if control else None
+    internal = isinstance(decoder, InternalDecoder)
     if batch.header.is_control:
         fields["control"] = control
+        if internal and print_data:
+            fields.update(decoder.control_fields(record, path, batch.header.position))
+    elif internal and print_data:
+        fields.update(decoder.data_fields(record, path, batch.header.position))
+        fields["headers"] = [[key, decode_bytes(value, "utf8")] for key, value in record.headers]
     elif print_data:
         fields["key"] = decode_bytes(record.key, decoder)
         fields["value"] = decode_bytes(record.value, decoder)
@@ -97,8 +107,19 @@ def framed_decoder(decoder: str, load_registry):
     return FRAMED_DECODERS[decoder](load_registry)
 
 
+def is_metadata_snapshot(name: str) -> bool:
+    """A KRaft snapshot file: `<end offset>-<epoch>.checkpoint`, or the bootstrap one."""
+    if not name.endswith(".checkpoint"):
+        return False
+    from ..format.internal.snapshots import parse_snapshot_name
+
+    return name == BOOTSTRAP_SNAPSHOT or parse_snapshot_name(name) is not None
+
+
 def is_single_file(store, path: str) -> bool:
-    dumped = path.endswith(FILE_SUFFIXES) or store.basename(path) in CHECKPOINT_FILES
+    name = store.basename(path)
+    dumped = path.endswith(FILE_SUFFIXES) or name in CHECKPOINT_FILES or \
+        is_metadata_snapshot(name)
     return dumped and store.size_of(path) is not None and not store.tree(path).isdir(path)
 
 
@@ -127,37 +148,127 @@ def latest_timestamp(log: PartitionLog) -> Optional[int]:
 
 
 class Dump:
+    """`internal_shown`: how the command line named an internal topic's decoder (its
+    kafka-dump-log flag), for messages."""
+
     def __init__(self, records: bool = False, print_data: bool = False,
                  decoder: str = "utf8", offset: Optional[int] = None,
-                 timestamp: Optional[int] = None, load_registry=None):
+                 timestamp: Optional[int] = None, load_registry=None,
+                 internal_shown: Optional[str] = None):
+        self.internal: Optional[InternalDecoder] = None
+        if isinstance(decoder, str) and decoder not in DECODERS:
+            # an internal topic's: key and value decoded, as its kafka-dump-log flag does
+            self.internal = InternalDecoder(decoder, internal_shown)
+            print_data = True
         self.records = records or print_data
         self.print_data = print_data
-        self.decoder = framed_decoder(decoder, load_registry) if print_data else decoder
+        if self.internal is not None:
+            self.decoder = self.internal
+        else:
+            self.decoder = framed_decoder(decoder, load_registry) if print_data else decoder
         self.offset = offset
         self.timestamp = timestamp
 
     def items(self, paths: Iterable[str]) -> Iterator[dict]:
         """Each single file as given; the directories' partitions together where the
         first directory is, as a consumer reads them (the copies of a partition in
-        several brokers' log dirs as one: the leader's copy is dumped)."""
+        several brokers' log dirs as one: the leader's copy is dumped). With an internal
+        topic's decoder, only that topic's partitions of a log dir; a partition of
+        another topic given by name is refused (InvalidOptionError) before anything is
+        dumped."""
         paths = list(paths)
         files = {}
         for given in paths:
             store, path = resolve(given)
             if is_single_file(store, path):
                 files[given] = (store, path)
+                self._check_file(given, store, path)
+            elif self.internal is not None:
+                self._check_topic(given, store.basename(path))
         directories = [given for given in paths if given not in files]
+        logs = self._logs(directories) if directories else []
         for given in paths:
             if given in files:
                 yield from self.file_items(*files[given])
             elif given == directories[0]:
-                for log in consumer_partitions(directories):
+                for log in logs:
                     yield from self.log_items(log)
+                    if self._with_snapshots():
+                        yield from self.partition_snapshot_items(log)
+
+    def _logs(self, directories: List[str]) -> List[PartitionLog]:
+        logs = consumer_partitions(directories)
+        if self.internal is None:
+            return logs
+        topic = self.internal.topic.topic
+        kept = [log for log in logs if log.topic == topic]
+        if not kept:
+            held = sorted({log.topic for log in logs})
+            raise InvalidOptionError(
+                f"no {topic} partition under {' '.join(directories)}: "
+                f"{self.internal.shown} decodes the records of {topic}"
+                + (f" (it holds {', '.join(held)})" if held else " (it holds no partition)"))
+        return kept
+
+    def _check_topic(self, given: str, directory_name: str) -> None:
+        """A partition directory of another topic than the internal decoder's is refused."""
+        parsed = parse_partition_dir_name(directory_name)
+        topic = self.internal.topic.topic
+        if parsed is not None and parsed[0] != topic:
+            raise InvalidOptionError(
+                f"{given} is a partition of {parsed[0]}, and {self.internal.shown} decodes "
+                f"the records of {topic}; leave it out to dump its records as they are")
+
+    def _check_file(self, given: str, store, path: str) -> None:
+        if self.internal is not None and path.endswith((".log", ".checkpoint")):
+            self._check_topic(given, store.basename(store.dirname(path)))
+        if is_metadata_snapshot(store.basename(path)) and (
+                self.offset is not None or self.timestamp is not None):
+            raise InvalidOptionError(
+                f"{given} is a metadata snapshot: its records are the cluster's metadata "
+                f"as of its end offset, numbered from 0; --offset and --timestamp select "
+                f"records of a log")
+
+    def _with_snapshots(self) -> bool:
+        """Whether a partition's snapshot files follow its segments: with the decoder of
+        a topic that has them (__cluster_metadata), dumped whole."""
+        return self.internal is not None and self.internal.topic.has_snapshots and \
+            self.offset is None and self.timestamp is None
+
+    def partition_snapshot_items(self, log: PartitionLog) -> Iterator[dict]:
+        from ..format.internal.snapshots import list_snapshots
+
+        for snapshot in list_snapshots(log.directory, log.store):
+            yield from self.snapshot_items(log.store, snapshot.path)
+
+    def snapshot_items(self, store, path: str) -> Iterator[dict]:
+        """A KRaft snapshot file as kafka-dump-log dumps one: its end offset and epoch
+        (from its name), then its batches and records (offsets from 0)."""
+        from ..format.internal.snapshots import parse_snapshot_name
+
+        name = store.basename(path)
+        parsed = parse_snapshot_name(name)
+        size = store.size_of(path) or 0
+        yield {"kind": "metadata_snapshot", "file": path, "size": size,
+               "bootstrap": parsed is None,
+               "end_offset": None if parsed is None else parsed[0],
+               "epoch": None if parsed is None else parsed[1]}
+        with store.reader(path, size) as reader:
+            for item in walk_log(reader, path, size, 0):
+                if isinstance(item, LogStop):
+                    yield {"kind": "stop", "file": path, "position": item.position,
+                           "remaining": item.remaining, "stop": item.kind,
+                           "reason": item.reason}
+                    break
+                yield from self.entry_items(path, item)
 
     def file_items(self, store, path: str) -> Iterator[dict]:
         name = store.basename(path)
         if path.endswith(".log"):
             yield from self.log_items(standalone_log(store, path))
+            return
+        if is_metadata_snapshot(name):
+            yield from self.snapshot_items(store, path)
             return
         data = store.read_optional(path) or b""
         base = base_offset_of(name) or 0
@@ -248,7 +359,8 @@ class Dump:
         metadata = record_metadata(entry, records, path)
         for record in records:
             if self.offset is None or record.offset >= self.offset or self.timestamp is not None:
-                yield record_fields(record, entry, self.print_data, self.decoder, metadata)
+                yield record_fields(record, entry, self.print_data, self.decoder, metadata,
+                                    path)
 
 
 def checkpoint_items(name: str, data: bytes, path: str) -> Iterator[dict]:
@@ -282,6 +394,10 @@ def text_line(item: dict) -> str:
                 + (f" (from position {item['start_position']})" if item["start_position"] else ""))
     if kind == "file":
         return f"Dumping {item['file']} ({item['size']} bytes)"
+    if kind == "metadata_snapshot":
+        return f"Dumping {item['file']}\n" + (
+            "KRaft bootstrap snapshot" if item["bootstrap"] else
+            f"Snapshot end offset: {item['end_offset']}, epoch: {item['epoch']}")
     if kind == "batch":
         line = (f"baseOffset: {item['base_offset']} lastOffset: {item['last_offset']} "
                 f"count: {item['record_count'] if item['record_count'] is not None else '-'} "
@@ -310,8 +426,14 @@ def text_line(item: dict) -> str:
             if control["type"] in ("ABORT", "COMMIT"):
                 return (line + f" endTxnMarker: {control['type']} "
                         f"coordinatorEpoch: {control['coordinator_epoch']}")
-            return line + f" controlType: {control['type']}"
+            shown = control_text(item) if "decoder" in item else None
+            return line + (shown or f" controlType: {control['type']}")
         line += f" headerKeys: [{','.join(item['header_keys'])}]"  # as Kafka's mkString(",")
+        if "decoder" in item:
+            if "control" in item:  # a control record whose key is too short for one
+                return line + (f" undecodable: {item['decodeError']}"
+                               if item["decodeError"] else "")
+            return line + data_text(item)
         if "value" in item:
             line += f" key: {_shown(item['key'])} payload: {_shown(item['value'])}"
         return line

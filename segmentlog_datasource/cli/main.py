@@ -32,10 +32,12 @@ from ..writer.logdir import check_written_logdir, list_topics, validate_topic_na
 from .describe import describe_partition
 from .dump import DECODERS, Dump, json_line, text_line
 from .framed import FRAMED_DECODERS
+from .internal import KAFKA_FLAGS, decoder_names
 from .tables import Column, print_table
 from .verify import DAMAGE, Finding, verify_copies
 
 DAMAGED, USAGE = 1, 2
+INTERNAL_DECODERS = tuple(decoder_names())  # the internal topics' decoders (`decode` values)
 WRITE_CHUNK_ROWS = 10_000
 
 
@@ -223,11 +225,25 @@ def _copy_names(described: List[dict]) -> dict:
 @click.argument("paths", metavar="PATH...", nargs=-1, required=True)
 @click.option("--records", is_flag=True, help="A line per record after each batch.")
 @click.option("--print-data", is_flag=True, help="Show keys, values and headers (implies --records).")
-@click.option("--decoder", type=click.Choice(DECODERS), default="utf8", show_default=True,
-              help="How --print-data shows keys, values and header values; json also "
-                   "shows Schema Registry framed JSON (its schema ids checked with "
-                   "--schemas), avro and protobuf decode framed Avro and Protobuf keys "
-                   "and values with their writer's schemas (see --schemas).")
+@click.option("--decoder", type=click.Choice(DECODERS + INTERNAL_DECODERS), default=None,
+              help="How --print-data shows keys, values and header values (default "
+                   "utf8); json also shows Schema Registry framed JSON (its schema ids "
+                   "checked with --schemas), avro and protobuf decode framed Avro and "
+                   "Protobuf keys and values with their writer's schemas (see --schemas). "
+                   f"{', '.join(INTERNAL_DECODERS)} decode the records of that internal "
+                   "topic as kafka-dump-log's decoder flags do (and imply --print-data).")
+@click.option("--offsets-decoder", is_flag=True,
+              help="Decode __consumer_offsets records, as kafka-dump-log's flag does "
+                   "(--decoder consumerOffsets; implies --print-data).")
+@click.option("--transaction-log-decoder", is_flag=True,
+              help="Decode __transaction_state records (--decoder transactionState; "
+                   "implies --print-data).")
+@click.option("--cluster-metadata-decoder", is_flag=True,
+              help="Decode __cluster_metadata records and KRaft snapshots (--decoder "
+                   "clusterMetadata; implies --print-data).")
+@click.option("--share-group-state-decoder", is_flag=True,
+              help="Decode __share_group_state records (--decoder shareGroupState; "
+                   "implies --print-data).")
 @click.option("--schemas", default=None, metavar="PATH",
               help="With --decoder avro, protobuf or json: a _schemas log or a registry's "
                    "JSON export (default: the _schemas topic under PATH; json needs none).")
@@ -236,18 +252,35 @@ def _copy_names(described: List[dict]) -> dict:
 @click.option("--timestamp", type=click.IntRange(min=0),
               help="Start at the first record at or after this epoch-ms time (via the time index).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
-def dump(paths, records, print_data, decoder, offset, timestamp, schemas, as_json):
+def dump(paths, records, print_data, decoder, offset, timestamp, schemas, as_json, **flags):
     """Batch by batch, like kafka-dump-log; several log dirs (brokers) as a consumer
     reads them, each partition from the leader's copy. PATH may also be one .log, .index,
-    .timeindex, .txnindex or .snapshot file, or a checkpoint file: a log dir's
+    .timeindex, .txnindex or .snapshot file, a KRaft snapshot
+    (<end offset>-<epoch>.checkpoint), or a checkpoint file: a log dir's
     replication-offset-checkpoint, log-start-offset-checkpoint,
     recovery-point-offset-checkpoint or cleaner-offset-checkpoint, a partition's
     leader-epoch-checkpoint or partition.metadata (their entries, each with its line).
 
     A partition that holds nothing at or after --offset or --timestamp says so, with the
-    offsets (and the latest timestamp) it holds."""
+    offsets (and the latest timestamp) it holds.
+
+    An internal topic's decoder (--offsets-decoder, --transaction-log-decoder,
+    --cluster-metadata-decoder, --share-group-state-decoder, or --decoder with the
+    topic's decode value) shows each record's key and value decoded as kafka-dump-log
+    does; of a log dir it dumps that topic's partitions (a __cluster_metadata partition
+    with its snapshots, unless --offset or --timestamp is given). A record that does not
+    decode is shown as such (naming offset, record type and version, file and byte) and
+    the dump goes on; stderr notes how many there were."""
     if offset is not None and timestamp is not None:
         raise click.UsageError("give --offset or --timestamp, not both")
+    decoder, internal_shown = _internal_decoder(decoder, flags)
+    if internal_shown is not None:
+        print_data = True
+        if schemas is not None:
+            raise click.UsageError(
+                f"--schemas is for the decoders of framed values (--decoder "
+                f"{', '.join(FRAMED_DECODERS)}); {internal_shown} decodes an internal "
+                f"topic's records with Kafka's message definitions, no schemas")
     if schemas is not None and decoder not in FRAMED_DECODERS:
         raise click.UsageError(f"--schemas is for the decoders of framed values "
                                f"(--decoder {', '.join(FRAMED_DECODERS)}), not {decoder}")
@@ -269,14 +302,44 @@ def dump(paths, records, print_data, decoder, offset, timestamp, schemas, as_jso
             load_registry()
         except SegmentLogError as error:
             raise click.UsageError(f"--schemas {schemas}: {error}")
+    undecodable, first = 0, None
     try:
         # json shows framed JSON without schemas; with --schemas it checks their ids too
         for item in Dump(records, print_data, decoder, offset, timestamp,
-                         None if decoder == "json" and schemas is None else load_registry
-                         ).items(paths):
+                         None if decoder == "json" and schemas is None else load_registry,
+                         internal_shown).items(paths):
             click.echo(shown(item))
+            if item.get("decodeError"):
+                undecodable += 1
+                first = first or item["decodeError"]
     except SegmentLogError as error:
         _fail(error)
+    if undecodable:
+        click.echo(f"note: {undecodable} record{'' if undecodable == 1 else 's'} could not "
+                   f"be decoded with {internal_shown}, each shown as undecodable with why "
+                   f"(the first: {first})", err=True)
+
+
+def _internal_decoder(decoder: Optional[str], flags: dict):
+    """(the --decoder value, how the command line named an internal topic's decoder or
+    None): kafka-dump-log's decoder flags are --decoder <decode value>; two decoders at
+    once are refused."""
+    given = [(f"--{flag}", value) for flag, value in KAFKA_FLAGS
+             if flags.get(flag.replace("-", "_"))]
+    if len(given) > 1:
+        raise click.UsageError(f"give one decoder, not {' and '.join(f for f, _ in given)}")
+    if given:
+        flag, value = given[0]
+        if decoder is not None and decoder != value:
+            raise click.UsageError(f"{flag} is --decoder {value}: give one decoder, not "
+                                   f"{flag} and --decoder {decoder}")
+        if value not in INTERNAL_DECODERS:
+            raise click.UsageError(f"{flag}: this segmentlog has no {value} decoder (it "
+                                   f"decodes {', '.join(INTERNAL_DECODERS)})")
+        return value, flag
+    if decoder in INTERNAL_DECODERS:
+        return decoder, f"--decoder {decoder}"
+    return decoder or "utf8", None
 
 
 @main.command()
