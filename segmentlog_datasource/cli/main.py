@@ -427,15 +427,52 @@ def lag(paths, group, at, as_json):
     if not rows:
         click.echo("no committed offsets" + (f" for group {group!r}" if group else ""))
         return
-    columns = [Column("group", "left"), Column("topic", "left"), Column("partition"),
-               Column("current offset"), Column("log end offset"),
+    columns = [Column("group", "left"), Column("type", "left"), Column("topic", "left"),
+               Column("partition"), Column("current offset"), Column("log end offset"),
                Column("high watermark"), Column("lag"), Column("committed at (UTC)", "left")]
-    table = [[row.group, row.topic, str(row.partition), str(row.committed_offset),
+    table = [[row.group, row.group_type, row.topic, str(row.partition),
+              str(row.committed_offset),
               _number(row.log_end_offset), _number(row.high_watermark), _number(row.lag),
               _when(row.commit_timestamp)] for row in rows]
     title = f"segmentlog lag: {_shown_paths(paths)}" + \
         (f" as of {_when(as_of)}" if as_of is not None else "")
     print_table(_console(wide=True), title, columns, table)
+
+
+@main.command("share-groups")
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.option("--group", "group", default=None, help="One share group's partitions only.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of a table.")
+def share_groups(paths, group, as_json):
+    """Share groups' progress (KIP-932), from the __share_group_state partitions under PATH
+    and the partitions beside them, as `kafka-share-groups --describe --offsets` shows it:
+    per group, topic and partition, the start offset, the deliveries completed beyond it,
+    the records still in flight (available or acquired) and their highest delivery count,
+    the leader epoch, and the lag (high watermark - start offset - completed deliveries;
+    "-" where the partition's directory is not under PATH). --json adds every state
+    batch."""
+    from ..read.share_groups import share_group_state
+
+    try:
+        rows = share_group_state(list(paths), group=group)
+    except SegmentLogError as error:
+        _fail(error)
+    if as_json:
+        click.echo(json.dumps({"paths": list(paths), "group": group,
+                               "partitions": [row.to_dict() for row in rows]}, indent=2))
+        return
+    if not rows:
+        click.echo("no share-group state" + (f" for group {group!r}" if group else ""))
+        return
+    columns = [Column("group", "left"), Column("topic", "left"), Column("partition"),
+               Column("start offset"), Column("completed"), Column("in flight"),
+               Column("max deliveries"), Column("leader epoch"), Column("lag")]
+    table = [[row.group, row.topic or row.topic_id, str(row.partition),
+              str(row.start_offset), str(row.delivery_complete_count),
+              str(row.in_flight_records), str(row.max_delivery_count),
+              str(row.leader_epoch), _number(row.lag)] for row in rows]
+    print_table(_console(wide=True), f"segmentlog share-groups: {_shown_paths(paths)}",
+                columns, table)
 
 
 def _moment(text: Optional[str]) -> Optional[int]:
