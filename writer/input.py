@@ -55,6 +55,39 @@ def _headers_ok(t: pa.DataType) -> bool:
         _is_bytes_like(value.type)
 
 
+def in_utc(t: pa.DataType) -> pa.DataType:
+    """`t` with every zoned timestamp in it, at any depth, zoned UTC. Spark's Arrow batches
+    carry the session's time zone on their timestamps, but a timestamp's values are
+    instants (microseconds since the epoch) in any zone: only the label differs."""
+    if pa.types.is_timestamp(t):
+        return pa.timestamp(t.unit, "UTC") if t.tz is not None else t
+    if pa.types.is_struct(t):
+        return pa.struct([field.with_type(in_utc(field.type)) for field in t])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(in_utc(t.key_type)),
+                       t.item_field.with_type(in_utc(t.item_type)), t.keys_sorted)
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(in_utc(t.value_type)))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(in_utc(t.value_type)), t.list_size)
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(in_utc(t.value_type)))
+    return t
+
+
+def framed_in_utc(table: pa.Table, framed: Tuple[str, ...]) -> pa.Table:
+    """`table` with its framed columns' timestamps zoned UTC (in_utc): the same values."""
+    for name in framed:
+        index = table.schema.get_field_index(name)
+        if index < 0:
+            continue
+        wanted = in_utc(table.schema.field(index).type)
+        if wanted != table.schema.field(index).type:
+            table = table.set_column(index, table.schema.field(index).with_type(wanted),
+                                     table.column(index).cast(wanted))
+    return table
+
+
 @dataclass(frozen=True)
 class InputLayout:
     """Which of the Kafka columns the input has (checked against its schema)."""
@@ -105,7 +138,7 @@ class InputLayout:
             raise InvalidInputError(
                 "no topic to write to: add a 'topic' column or set the 'topic' option"
             )
-        framed_types = tuple((name, schema.field(name).type) for name in framed
+        framed_types = tuple((name, in_utc(schema.field(name).type)) for name in framed
                              if name in names)
         return cls("key" in names, "topic" in names, "partition" in names,
                    "timestamp" in names, "headers" in names, framed_types)

@@ -29,7 +29,8 @@ from .checkpointing import append_start
 from .errors import InvalidInputError, WriteAbortedError, WriteError, raise_out_of_space
 from .framed import FramingPlan, encode_framed
 from .fsops import preallocate
-from .input import InputLayout, NormalizedRows, approximate_sizes, normalize, take_rows
+from .input import (
+    InputLayout, NormalizedRows, approximate_sizes, framed_in_utc, normalize, take_rows)
 from .logdir import check_num_partitions, partition_count, partition_dir, validate_topic_name
 from .options import WriteOptions
 from .partitioner import StickyRoundRobin, assign_partitions
@@ -180,6 +181,8 @@ class TaskWriter:
             data = pa.Table.from_batches([data])
         elif not isinstance(data, pa.Table):
             raise InvalidInputError(f"expected a pyarrow Table or RecordBatch, got {type(data)}")
+        if self.spec.options.framed_sides:
+            data = framed_in_utc(data, self.spec.options.framed_sides)
         if self._schema is None or not data.schema.equals(self._schema):
             layout = InputLayout.from_schema(data.schema, self.spec.topic,
                                              self.spec.options.framed_sides)
