@@ -49,3 +49,43 @@ def test_json_schema_and_protobuf_values_written_by_spark_read_back(spark, tmp_p
                   [("_schemas", 0)]]
     assert [(r["subject"], r["id"], r["schemaType"]) for r in registered] == \
         [("json-value", 1, "JSON"), ("protobuf-value", 2, "PROTOBUF")]
+
+
+def test_nested_timestamps_write_and_read_back_in_any_session_time_zone(spark, tmp_path):
+    """A struct with timestamps in a struct, an array and a map (and a date): written in
+    sessions zoned east and west of UTC, each language's values are the same bytes, and a
+    read in another zone gives back the same instants."""
+    zone_before = spark.conf.get("spark.sql.session.timeZone")
+    logdir = str(tmp_path / "logdir")
+    columns = ("TIMESTAMP'2024-03-31 00:59:59.123456 UTC' AS at, "
+               "named_struct('when', TIMESTAMP'2024-11-03 06:30:00 UTC', "
+               "'day', DATE'2024-11-03') AS inner, "
+               "array(TIMESTAMP'1969-12-31 23:59:59.999999 UTC') AS history, "
+               "map('first', TIMESTAMP'2024-01-01 00:00:00 UTC') AS by_name")
+    try:
+        written = {}
+        for zone in ("Europe/Berlin", "America/New_York"):
+            spark.conf.set("spark.sql.session.timeZone", zone)
+            for language in ("avro", "json", "protobuf"):
+                selected = columns if language != "protobuf" else \
+                    columns.replace(", 'day', DATE'2024-11-03'", "")  # no Protobuf date
+                topic = f"{language}-{zone.replace('/', '-')}"
+                spark.sql(f"SELECT struct(*) AS value FROM (SELECT {selected})").write \
+                    .format("segmentlog").option("topic", topic).option("numPartitions", 1) \
+                    .option("valueFormat", language).mode("append").save(logdir)
+                written[(language, zone)] = read_values(logdir, subscribe=topic)[(topic, 0)]
+        spark.conf.set("spark.sql.session.timeZone", "Asia/Kolkata")
+        for language in ("avro", "json", "protobuf"):
+            assert written[(language, "Europe/Berlin")] == \
+                written[(language, "America/New_York")], language
+            topic = f"{language}-Europe-Berlin"
+            (row,) = spark.read.format("segmentlog").option("subscribe", topic) \
+                .option("valueFormat", language).load(logdir) \
+                .selectExpr("unix_micros(valueDecoded.at) AS at",
+                            "unix_micros(valueDecoded.inner.when) AS inner_when",
+                            "unix_micros(valueDecoded.history[0]) AS history",
+                            "unix_micros(valueDecoded.by_name['first']) AS first").collect()
+            assert tuple(row) == (1711846799123456, 1730615400000000, -1,
+                                  1704067200000000), language
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone_before)
