@@ -64,8 +64,13 @@ AVRO_SOURCE = os.path.join("segmentlog_datasource", "decode", "_avrocolumns.c")
 if os.path.exists(AVRO_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
     # valueFormat=avro's compiled decoder (decode/avro_program.py); avro.py falls back to
     # fastavro when it is not built.
+    # SEGMENTLOG_SOURCE_SHA256: as for the record decoder, a checkout run loads an
+    # installed build only when it was built from the checkout's source.
+    buildinfo = runpy.run_path(os.path.join(FASTPATH, "buildinfo.py"))
     ext_modules.append(
         Extension("segmentlog_datasource.decode._avrocolumns", sources=[AVRO_SOURCE],
+                  define_macros=buildinfo["plain_define_macros"](
+                      os.path.dirname(AVRO_SOURCE), os.path.basename(AVRO_SOURCE)),
                   extra_compile_args=["-O3"]))
 
 setup(

@@ -963,5 +963,14 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_avrocolumns",
 
 PyMODINIT_FUNC PyInit__avrocolumns(void) {
     if (PyType_Ready(&ColumnBufferType) < 0) return NULL;
-    return PyModule_Create(&module);
+    PyObject *created = PyModule_Create(&module);
+    if (created == NULL) return NULL;
+#ifdef SEGMENTLOG_SOURCE_SHA256
+    /* what a run from a checkout compares with its own source before loading this build */
+    if (PyModule_AddStringConstant(created, "SOURCE_SHA256", SEGMENTLOG_SOURCE_SHA256) < 0) {
+        Py_DECREF(created);
+        return NULL;
+    }
+#endif
+    return created;
 }

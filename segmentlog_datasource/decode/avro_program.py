@@ -19,10 +19,14 @@ symbols or branches from the end), a skipped writer field that runs past the pay
 end (fastavro's skip does not check); and an int outside 32 bits (fastavro returns it,
 and the whole batch then fails to become an int32 column).
 """
+import os
 import warnings
 from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
+
+from ..format.fastpath.buildinfo import plain_source_sha256
+from ..format.fastpath.loading import load_extension
 
 # Column kinds, step operations, writer kinds and conversions: _avrocolumns.c's enums.
 COL_NULL, COL_BOOL, COL_I32, COL_I64, COL_F32, COL_F64, COL_BINARY, COL_LIST, COL_STRUCT = range(9)
@@ -58,7 +62,10 @@ def extension():
     global _extension, _extension_error
     if _extension is None:
         try:
-            from . import _avrocolumns
+            _avrocolumns = load_extension(
+                "_avrocolumns", "_avrocolumns.c", package=__package__,
+                here=os.path.dirname(os.path.abspath(__file__)),
+                checkout_sha256=plain_source_sha256)
         except ImportError as missing:
             _extension, _extension_error = False, missing
             warnings.warn(

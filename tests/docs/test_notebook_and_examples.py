@@ -5,14 +5,15 @@ support/run_notebook.py). The examples that use Spark run in this process on the
 run's one SparkSession, through their `main(spark)`; the demo (the README's first command)
 and the Spark-free example run as scripts of this interpreter. The notebook and the demo
 start when the run begins and are checked at its end (support/background.py). Each
-program runs in a scratch directory that is its working directory (not the checkout:
-Spark's Python workers put the working directory first on sys.path, and would import the
-checkout's package), its TMPDIR and Spark's local and temp directory; what it leaves there
-is checked.
+program runs in a scratch directory that is its working directory, its TMPDIR and Spark's
+local and temp directory; what it leaves there is checked. Spark's Python workers put the
+working directory first on sys.path: the demo's holds a copy of the checkout's package
+source, as a checkout's root does, so its workers import that copy, as a user's do.
 """
 import glob
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,7 @@ import nbformat
 import pytest
 
 from support.fixtures import internal_topics_root
+from support.paths import CHECKOUT
 
 pytestmark = pytest.mark.spark
 
@@ -97,7 +99,15 @@ def check_script_run(name, directory, run):
 
 
 def start_demo(request):
+    """The demo run from a checkout's root, as the README runs it: its working directory
+    (first on the path of Spark's Python workers) holds the package's source and no
+    compiled module, as a checkout does where the package was installed with pip."""
     directory = request.getfixturevalue("tmp_path_factory").mktemp("demo")
+    for name in ("segmentlog_datasource", "writer"):
+        shutil.copytree(os.path.join(CHECKOUT, name), directory / name,
+                        ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    for name in ("pyspark_segmentlog.py", "setup.py"):
+        shutil.copy(os.path.join(CHECKOUT, name), directory)
     return lambda: (directory, run_script_example("demo.py", directory))
 
 
@@ -105,6 +115,17 @@ def start_demo(request):
 def test_the_demo_runs_as_a_script(background):
     directory, run = background.result(start_demo)
     check_script_run("demo.py", directory, run)
+
+
+@pytest.mark.background(starter=start_demo)
+def test_the_demo_from_a_checkout_decodes_avro_with_the_compiled_decoder(background):
+    """Spark's workers import the checkout's package (their working directory comes
+    first): the compiled decoders of the installed build load all the same, and no
+    fallback warning is printed."""
+    _, run = background.result(start_demo)
+    assert "valueFormat=avro: 1,000 records decoded" in run.stdout, run.stdout
+    assert "Unavailable" not in run.stderr and "unavailable" not in run.stderr, \
+        run.stderr[-5000:]
 
 
 def test_the_engine_example_runs_as_a_script_without_pyspark(tmp_path):

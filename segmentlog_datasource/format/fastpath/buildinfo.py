@@ -84,6 +84,21 @@ def source_sha256(directory: str = HERE, source: str = C_SOURCE):
     return digest.hexdigest()
 
 
+def plain_source_sha256(directory: str, source: str):
+    """The sha256 of a C source that compiles in no Python values (the value decoders of
+    decode/); None when it is not there (an installed copy)."""
+    try:
+        with open(os.path.join(directory, source), "rb") as text:
+            return hashlib.sha256(text.read() + b"\0").hexdigest()
+    except FileNotFoundError:
+        return None
+
+
+def plain_define_macros(directory: str, source: str) -> list:
+    """The macros setup.py compiles such a source with: its SOURCE_SHA256 alone."""
+    return [("SEGMENTLOG_SOURCE_SHA256", f'"{plain_source_sha256(directory, source)}"')]
+
+
 def define_macros(directory: str = HERE, source: str = C_SOURCE) -> list:
     """The (name, value) macros setup.py compiles the C `source` with."""
     macros = [(name, str(value))

@@ -5,7 +5,8 @@ Run from a checkout (the source tree first on sys.path, as Spark's Python worker
 their working directory), an extension is usually not built beside its source; the build
 of an installed copy of the package is then used, but only if it was built from the
 checkout's own C source and the Python values compiled into it (setup.py compiles
-buildinfo.source_sha256() into the module's SOURCE_SHA256).
+buildinfo.source_sha256() into the module's SOURCE_SHA256). The record decoder and encoder
+here load so, and so do the value decoders of decode/ (load_extension's `package`).
 """
 import importlib.machinery
 import importlib.util
@@ -17,30 +18,32 @@ from .buildinfo import source_sha256
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _spec_in_another_copy(name: str):
-    """The first build of this package's extension `name` in another sys.path entry, or None."""
+def _spec_in_another_copy(name: str, package: str, here: str):
+    """The first build of `package`'s extension `name` in another sys.path entry, or None."""
     for entry in sys.path:
         if not isinstance(entry, str):
             continue
-        directory = os.path.join(entry or os.curdir, *__package__.split("."))
-        if not os.path.isdir(directory) or os.path.samefile(directory, _HERE):
+        directory = os.path.join(entry or os.curdir, *package.split("."))
+        if not os.path.isdir(directory) or os.path.samefile(directory, here):
             continue
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
             path = os.path.join(directory, name + suffix)
             if os.path.isfile(path):
-                return importlib.util.spec_from_file_location(f"{__package__}.{name}", path)
+                return importlib.util.spec_from_file_location(f"{package}.{name}", path)
     return None
 
 
-def load_extension(name: str, c_source: str):
-    """The compiled module `name` (built from `c_source`); ImportError saying why when
-    there is no usable build."""
-    full_name = f"{__package__}.{name}"
-    source = os.path.join(_HERE, c_source)
-    checkout_sha256 = source_sha256(_HERE, c_source)  # None in an install: no C source
-    spec = importlib.util.find_spec(full_name)  # beside this file: an install or in-place build
+def load_extension(name: str, c_source: str, package: str = __package__,
+                   here: str = _HERE, checkout_sha256=source_sha256):
+    """The compiled module `name` of `package` (whose directory is `here`), built from
+    `c_source`; ImportError saying why when there is no usable build. `checkout_sha256`
+    computes the sha256 a build of the source in `here` records (None: no source there)."""
+    full_name = f"{package}.{name}"
+    source = os.path.join(here, c_source)
+    checkout_sha256 = checkout_sha256(here, c_source)  # None in an install: no C source
+    spec = importlib.util.find_spec(full_name)  # beside the source: an install or in-place build
     if spec is None and checkout_sha256 is not None:
-        spec = _spec_in_another_copy(name)  # a checkout: e.g. the installed package's build
+        spec = _spec_in_another_copy(name, package, here)  # a checkout: e.g. the installed build
     if spec is None:
         elsewhere = "" if checkout_sha256 is None else " or in another copy on sys.path"
         raise ImportError(f"not built: no compiled {name} module beside {source}" + elsewhere)
@@ -59,5 +62,5 @@ def load_extension(name: str, c_source: str):
                           f"{source} and the values it compiles in (its source sha256 is "
                           f"{built_from or 'not recorded'}, the checkout's is {checkout_sha256})")
     sys.modules[full_name] = module
-    setattr(sys.modules[__package__], name, module)
+    setattr(sys.modules[package], name, module)
     return module
