@@ -148,6 +148,14 @@ class Store(ABC):
         tree = self.tree(path)
         return sorted(tree.names(path)) if tree.isdir(path) else []
 
+    def child_dirs(self, path: str) -> List[str]:
+        """The names of the directories directly under `path` now, sorted (none when it
+        is not a directory): what a glob is matched against (storage.globs)."""
+        tree = self.tree(path)
+        if not tree.isdir(path):
+            return []
+        return sorted(name for name in tree.names(path) if tree.isdir(self.join(path, name)))
+
     @abstractmethod
     def read_optional(self, path: str) -> Optional[bytes]:
         """The whole file, None when there is none."""

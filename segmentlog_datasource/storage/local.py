@@ -201,6 +201,16 @@ class LocalStore(Store):
     def tree(self, root: str) -> TreeView:
         return LocalTree()
 
+    def child_dirs(self, path: str) -> List[str]:
+        try:
+            with os.scandir(path) as entries:
+                return sorted(entry.name for entry in entries if _is_dir(entry))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            raise_if_link_loop(exc, path)
+            raise
+
     def read_optional(self, path: str) -> Optional[bytes]:
         try:
             with open(path, "rb") as handle:
@@ -261,6 +271,15 @@ class LocalStore(Store):
     @staticmethod
     def dirname(path: str) -> str:
         return os.path.dirname(path.rstrip(os.sep))
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    """Whether a listed entry is a directory, or a link to one (a link that loops or
+    dangles is not)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 LOCAL = LocalStore()

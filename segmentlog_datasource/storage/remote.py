@@ -276,6 +276,17 @@ class ArrowStore(Store):
             raise self.error(path, "cannot list", exc) from None
         return sorted(posixpath.basename(info.path.rstrip("/")) for info in infos)
 
+    def child_dirs(self, path: str) -> List[str]:
+        """One delimited listing of `path`: the prefixes directly under it."""
+        from pyarrow import fs as pafs
+
+        try:
+            infos = self._listing(self.to_fs(path), recursive=False)
+        except Exception as exc:
+            raise self.error(path, "cannot list", exc) from None
+        return sorted(posixpath.basename(info.path.rstrip("/")) for info in infos
+                      if info.type == pafs.FileType.Directory)
+
     def _listing(self, fs_root: str, recursive: bool = True):
         """The listing under `fs_root`. A listing page cut off inside a well-formed
         response does not parse, which the SDK does not retry: the listing is then made
