@@ -35,6 +35,7 @@ from ..format.checkpoints import (
 )
 from ..format.log import SEGMENT_NAME, partition_dir_name
 from ..format.paths import local_path
+from ..storage.globs import refuse_glob
 
 from .assembly import StagedBatches, write_segment
 from .checkpointing import (
@@ -125,6 +126,8 @@ class WriteJob:
             )
         if not logdir:
             raise InvalidOptionError("no log dir given: pass a path (df.write...save(path))")
+        # a glob would otherwise become a directory named "broker-*"
+        refuse_glob(logdir)
         # an s3:// path would otherwise become a local directory named "s3:"
         self.logdir = os.path.abspath(os.path.expanduser(local_path(logdir)))
         self.mode = mode

@@ -95,7 +95,7 @@ from ..format.log import INDEX_SUFFIX, LOG_SUFFIX, SEGMENT_NAME, TIME_INDEX_SUFF
     TXN_INDEX_SUFFIX, PartitionLog, parse_partition_dir_name, partition_dir_name, \
     segment_file_name
 from ..format.pending import JOURNAL, PUBLISH_TOKEN  # readers rely on them too
-from ..storage import STORE_OPTIONS, StoreConfig, resolve
+from ..storage import STORE_OPTIONS, StoreConfig, refuse_glob, resolve
 from ..storage.remote import backoff_s, store_error
 from ..storage.resolve import is_remote_uri
 
@@ -613,6 +613,7 @@ class ObjectStoreWriteJob:
             raise InvalidOptionError(
                 f"save mode {mode!r} is not supported; segmentlog writes take 'append' or "
                 f"'overwrite'")
+        refuse_glob(logdir)
         refuse_unwritable_store(logdir)
         if mode == "overwrite":
             raise InvalidOptionError(
