@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import InvalidOptionError, did_you_mean
-from ..storage import STORE_OPTIONS, StoreConfig, parse_store_config, resolve
+from ..storage import (
+    STORE_OPTIONS, StoreConfig, expand_glob, is_glob, parse_store_config, resolve,
+)
 from ..format.compression import DEFAULT_MAX_INFLATED_BYTES
 from ..format.scan import DEFAULT_MAX_BATCH_ROWS
 from .consumer_settings import CONSUMER_SETTINGS, is_consumer_setting
@@ -225,10 +227,20 @@ class ReadOptions:
     read_up_to: str = "highWatermark"  # READ_UP_TO's values
     include_metadata: bool = False  # each record's batch metadata as columns
     include_control_records: bool = False  # control records as rows too
+    # (option, text) of each path as given, globs unexpanded: see current_paths
+    given_paths: Tuple[Tuple[str, str], ...] = ()
 
     @property
     def to_high_watermark(self) -> bool:
         return self.read_up_to == HIGH_WATERMARK
+
+    def current_paths(self) -> List[str]:
+        """The paths as they are now: `paths`, with every glob among the given paths
+        matched again (a streaming query's trigger lists them anew, as it lists the log
+        dirs for new partitions); a glob that matches nothing now is an error."""
+        if not any(is_glob(text) for _, text in self.given_paths):
+            return self.paths
+        return expand_given_paths(self.given_paths, self.store)
 
 
 DEFAULT_MAX_PARTITION_BYTES = 128 << 20
@@ -290,22 +302,41 @@ def check_known_read_options(options) -> None:
             f"options and kafka.<consumer setting> are accepted too"))
 
 
-def parse_paths(options, config: Optional[StoreConfig] = None) -> List[str]:
-    paths = []
+def given_paths(options) -> Tuple[Tuple[str, str], ...]:
+    """(option, text) of every path given: the entries of `paths` (a JSON list, as
+    `load([...])` passes several), then `path`."""
+    given = []
     raw_paths = _get(options, "paths")
     if raw_paths:
         try:
             parsed = json.loads(raw_paths)
         except json.JSONDecodeError:
             parsed = [raw_paths]
-        paths.extend(parsed if isinstance(parsed, list) else [parsed])
+        given.extend(("paths", str(p)) for p in (parsed if isinstance(parsed, list) else [parsed]))
     raw_path = _get(options, "path")
     if raw_path:
-        paths.append(raw_path)
-    if not paths:
+        given.append(("path", str(raw_path)))
+    if not given:
         raise InvalidOptionError.for_value("path", None, "a log dir or partition directory: .load(path)")
-    # Local paths made absolute, file: URIs decoded, store URIs checked (see storage).
-    return [resolve(p, config, "paths" if raw_paths else "path")[1] for p in paths]
+    return tuple(given)
+
+
+def expand_given_paths(given, config: Optional[StoreConfig] = None) -> List[str]:
+    """The paths to read: local paths made absolute, file: URIs decoded, store URIs
+    checked (see storage), each glob replaced by the directories it matches, sorted (an
+    error naming it and its option when it matches none), less those given before it."""
+    paths: List[str] = []
+    for option, text in given:
+        if is_glob(text):
+            paths.extend(match for match in expand_glob(text, config, option)
+                         if match not in paths)
+        else:
+            paths.append(resolve(text, config, option)[1])
+    return paths
+
+
+def parse_paths(options, config: Optional[StoreConfig] = None) -> List[str]:
+    return expand_given_paths(given_paths(options), config)
 
 
 def parse_isolation(options) -> bool:
@@ -341,8 +372,10 @@ def parse_read_options(options) -> ReadOptions:
         raise InvalidOptionError.for_value("startingOffsetsByTimestampStrategy", strategy, "error or latest")
     ending = parse_offset_spec(options, "ending")
     store = parse_store_config(options)
+    given = given_paths(options)
     return ReadOptions(
-        paths=parse_paths(options, store),
+        paths=expand_given_paths(given, store),
+        given_paths=given,
         selection=parse_topic_selection(options),
         starting=parse_offset_spec(options, "starting"),
         ending=ending,

@@ -240,7 +240,10 @@ class LogStream:
 
     # ------------------------------------------------------------ discovery
     def partitions_now(self) -> Dict[TopicPartition, PartitionView]:
-        logs = consumer_partitions(self.read.paths, self.read.store)
+        # A glob among the paths is matched again, as the log dirs are listed again: a
+        # broker's log dir that appears is read from now on, and the partitions of one
+        # that is gone count as vanished.
+        logs = consumer_partitions(self.read.current_paths(), self.read.store)
         views = {}
         for log in logs:
             if not self.read.selection.matches(log.topic, log.partition):
