@@ -286,7 +286,16 @@ def test_anonymous_access_sends_unsigned_requests(s3_env, fixtures_in_s3, kafka_
     assert rows == expected_rows(load_manifest(kafka_logdir, "plain-0"))
 
 
-def test_three_brokers_disks_in_s3_read_as_the_clusters_consumer_view(s3_env, bucket):
+@pytest.fixture(scope="module")
+def cluster_in_s3(s3_env, bucket):
+    """The broker-disks fixtures uploaded as they are, under cluster/."""
+    from support import broker_disks as disks
+
+    s3_env.upload_tree(disks.root(), BUCKET, "cluster")
+    return f"s3://{BUCKET}/cluster"
+
+
+def test_three_brokers_disks_in_s3_read_as_the_clusters_consumer_view(cluster_in_s3):
     """The broker-disks fixtures uploaded as they are: checkpoints found in the listing,
     leader epochs read, the copies compared header by header (no compiled walk over a
     store), and every partition read as the manifest says, as from local disk."""
@@ -294,8 +303,7 @@ def test_three_brokers_disks_in_s3_read_as_the_clusters_consumer_view(s3_env, bu
 
     from support import broker_disks as disks
 
-    s3_env.upload_tree(disks.root(), BUCKET, "cluster")
-    uris = [f"s3://{BUCKET}/cluster/{broker}" for broker in disks.BROKERS]
+    uris = [f"{cluster_in_s3}/{broker}" for broker in disks.BROKERS]
     # read_committed: the last stable offset as computed below the high watermark too
     read = parse_read_options({"paths": json.dumps(uris), "includeHeaders": "true",
                                "isolationLevel": "read_committed"})
@@ -305,3 +313,32 @@ def test_three_brokers_disks_in_s3_read_as_the_clusters_consumer_view(s3_env, bu
     assert sorted(got) == sorted(disks.manifest()["partitions"])
     for name in got:
         assert got[name] == disks.expected(name, "read_committed"), name
+
+
+def test_a_glob_of_brokers_in_s3_is_matched_by_delimited_listings(s3_env, cluster_in_s3):
+    """`s3://bucket/cluster/broker-*`: one delimited listing of cluster/ (never the tree
+    below), the same brokers as the list, and the read the manifest says; `{a,b}` and
+    `[...]` alike; one that matches nothing names itself and its option."""
+    import json
+
+    from support import broker_disks as disks
+
+    uris = [f"{cluster_in_s3}/{broker}" for broker in disks.BROKERS]
+    s3_env.reset_counts()
+    read = parse_read_options({"path": cluster_in_s3 + "/broker-*",
+                               "includeHeaders": "true", "isolationLevel": "read_committed"})
+    listings = [r for r in s3_env.requests() if r.op == "LIST"]
+    assert read.paths == uris
+    assert [(r.query.get("prefix"), r.query.get("delimiter")) for r in listings] == \
+        [("cluster/", "/")]
+    got = disks.arrow_rows_by_partition(
+        scan_fragments(plan_fragments(read, Constraints()), ScanOptions(include_headers=True)))
+    assert sorted(got) == sorted(disks.manifest()["partitions"])
+    for name in got:
+        assert got[name] == disks.expected(name, "read_committed"), name
+    assert parse_read_options({"paths": json.dumps([
+        cluster_in_s3.replace("s3://", "s3a://") + "/broker-{0,2}",
+        cluster_in_s3 + "/broker-[01]"])}).paths == [uris[0], uris[2], uris[1]]
+    with pytest.raises(SegmentLogError, match=r"^option 'path': the glob "
+                       r"'s3://kafka-backups/cluster/broker-\[3-9\]' matches no directory"):
+        parse_read_options({"path": cluster_in_s3 + "/broker-[3-9]"})
