@@ -1,6 +1,9 @@
 """Spark reads of a cluster's disks (three brokers' log dirs): batch and streaming give
-what a consumer of that cluster reads, as Kafka's reader wrote it into the manifest."""
+what a consumer of that cluster reads, as Kafka's reader wrote it into the manifest,
+whether the brokers' dirs are given as a list or as a glob (in load(), `paths` and SQL)."""
 import json
+import os
+import re
 
 import pytest
 
@@ -30,16 +33,42 @@ def test_a_batch_read_of_three_brokers_is_the_clusters_consumer_view(spark, isol
         assert got[name] == disks.expected(name, isolation), name
 
 
+def glob(pattern):
+    return os.path.join(disks.root(), pattern)
+
+
+def consumer_offsets():
+    """{(topic, partition): the offsets a consumer of the cluster reads}, as the manifest
+    says."""
+    return {(p["topic"], p["partition"]): [r[0] for r in disks.expected(name)]
+            for name, p in PARTITIONS.items()}
+
+
+def offsets_of(frame):
+    return offsets_by_partition(sorted(
+        tuple(r) for r in frame.select("topic", "partition", "offset").collect()))
+
+
+# The brokers' dirs as a streaming query is given them: the `paths` list, a glob to
+# load() (which takes no list), and a `paths` list that holds a glob.
+STREAM_PATHS = {
+    "paths list": lambda reader: reader.option("paths", json.dumps(disks.broker_dirs())).load(),
+    "glob": lambda reader: reader.load(glob("broker-*")),
+    "paths with a glob": lambda reader: reader.option("paths", json.dumps(
+        [glob("broker-0"), glob("broker-{1,2}")])).load(),
+}
+
+
+@pytest.mark.parametrize("given", list(STREAM_PATHS))
 def test_a_stream_of_three_brokers_delivers_each_offset_below_the_high_watermark_once(
-        spark, tmp_path):
+        spark, tmp_path, given):
     batches = []
 
     def collect(frame, batch_id):
         batches.append([tuple(r) for r in frame.select("topic", "partition", "offset").collect()])
 
-    query = (spark.readStream.format("segmentlog")
-             .option("paths", json.dumps(disks.broker_dirs()))
-             .option("maxOffsetsPerTrigger", 2000).load()
+    query = (STREAM_PATHS[given](spark.readStream.format("segmentlog")
+                                 .option("maxOffsetsPerTrigger", 2000))
              .writeStream.foreachBatch(collect)
              .option("checkpointLocation", str(tmp_path / "checkpoint"))
              .trigger(availableNow=True).start())
@@ -49,3 +78,62 @@ def test_a_stream_of_three_brokers_delivers_each_offset_below_the_high_watermark
     got = offsets_by_partition([row for rows in batches for row in rows])
     for name, p in PARTITIONS.items():
         assert got[(p["topic"], p["partition"])] == [r[0] for r in disks.expected(name)], name
+
+
+@pytest.fixture
+def sql_names(spark):
+    """Tables and temporary views a test makes, dropped after it."""
+    names = []
+    yield names
+    for name in names:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+        spark.catalog.dropTempView(name)
+
+
+def test_a_glob_of_the_brokers_reads_as_their_list_in_batch_and_in_sql(spark, sql_names):
+    listed = offsets_of(spark.read.format("segmentlog").load(disks.broker_dirs()))
+    assert listed == consumer_offsets()
+    assert offsets_of(spark.read.format("segmentlog").load(glob("broker-*"))) == listed
+    sql_names.extend(["brokers_table", "brokers_view", "brokers_at"])
+    spark.sql(f"CREATE TABLE brokers_table USING segmentlog OPTIONS (path '{glob('broker-*')}')")
+    spark.sql(f"CREATE TEMPORARY VIEW brokers_view USING segmentlog "
+              f"OPTIONS (path '{glob('broker-{0,1,2}')}')")
+    # Spark passes a LOCATION as a file: URI, '?' and all
+    spark.sql(f"CREATE TABLE brokers_at USING segmentlog LOCATION '{glob('broker-?')}'")
+    for name in ("brokers_table", "brokers_view", "brokers_at"):
+        assert offsets_of(spark.table(name)) == listed, name
+
+
+def segmentlog_error(caught) -> str:
+    """segmentlog's message in Spark's error text (one line)."""
+    lines = [line.split(": ", 1)[1] for line in str(caught.value).splitlines()
+             if re.match(r"segmentlog_datasource\.errors\.\w+: ", line)]
+    assert len(lines) == 1, str(caught.value)
+    return lines[0]
+
+
+def test_a_glob_that_matches_nothing_fails_naming_it_and_a_write_refuses_a_glob(
+        spark, sql_names, tmp_path):
+    nothing = glob("broker-[3-9]")
+    expected = f"option 'path': the glob '{nothing}' matches no directory"
+    with pytest.raises(Exception) as caught:
+        spark.read.format("segmentlog").load(nothing).collect()
+    assert segmentlog_error(caught).startswith(expected)
+    with pytest.raises(Exception) as caught:
+        spark.readStream.format("segmentlog").load(nothing).writeStream.format("noop") \
+            .option("checkpointLocation", str(tmp_path / "checkpoint")).start() \
+            .awaitTermination(60)
+    assert expected in str(caught.value)
+    sql_names.append("no_brokers")
+    with pytest.raises(Exception) as caught:
+        spark.sql(f"CREATE TABLE no_brokers USING segmentlog OPTIONS (path '{nothing}')")
+    # (a table's path reaches the source as a file: URI)
+    assert segmentlog_error(caught).startswith(expected.replace("'/", "'file:/"))
+    assert not spark.catalog.tableExists("no_brokers")
+    target = str(tmp_path / "copy-*")
+    with pytest.raises(Exception) as caught:
+        spark.range(1).selectExpr("X'76' AS value").write.format("segmentlog") \
+            .mode("append").option("topic", "t").save(target)
+    assert segmentlog_error(caught).startswith(f"option 'path' is {target!r}: a write goes to "
+                                               f"one log dir, and a glob")
+    assert not any(name.startswith("copy") for name in os.listdir(tmp_path))
