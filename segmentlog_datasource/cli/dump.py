@@ -62,10 +62,11 @@ def decode_bytes(data: Optional[bytes], decoder):
 
 
 def record_fields(record, batch, print_data: bool, decoder: str, metadata: dict,
-                  path: Optional[str] = None) -> dict:
+                  path: Optional[str] = None, key_decoder="utf8") -> dict:
     """A record as kafka-dump-log shows it, with the includeMetadata and
     includeControlRecords columns under their names (`metadata`: record_metadata's).
-    With an internal topic's decoder, key and value decoded (control records too)."""
+    With an internal topic's decoder, key and value decoded (control records too);
+    otherwise the value with `decoder` and the key with `key_decoder`."""
     fields = {"kind": "record", "offset": record.offset, "timestamp": record.timestamp,
               "timestamp_type": timestamp_type_name(record.timestamp_type),
               "key_size": -1 if record.key is None else len(record.key),
@@ -85,7 +86,7 @@ def record_fields(record, batch, print_data: bool, decoder: str, metadata: dict,
         fields.update(decoder.data_fields(record, path, batch.header.position))
         fields["headers"] = [[key, decode_bytes(value, "utf8")] for key, value in record.headers]
     elif print_data:
-        fields["key"] = decode_bytes(record.key, decoder)
+        fields["key"] = decode_bytes(record.key, key_decoder)
         fields["value"] = decode_bytes(record.value, decoder)
         shown = decoder.headers if callable(decoder) else decoder  # headers are never framed
         fields["headers"] = [[key, decode_bytes(value, shown)] for key, value in record.headers]
@@ -148,13 +149,15 @@ def latest_timestamp(log: PartitionLog) -> Optional[int]:
 
 
 class Dump:
-    """`internal_shown`: how the command line named an internal topic's decoder (its
+    """`decoder` shows values (and header values), `key_decoder` keys (as they are, UTF-8,
+    unless one is given): a log whose values are framed Avro has plain keys as often as
+    not. `internal_shown`: how the command line named an internal topic's decoder (its
     kafka-dump-log flag), for messages."""
 
     def __init__(self, records: bool = False, print_data: bool = False,
                  decoder: str = "utf8", offset: Optional[int] = None,
                  timestamp: Optional[int] = None, load_registry=None,
-                 internal_shown: Optional[str] = None):
+                 internal_shown: Optional[str] = None, key_decoder: str = "utf8"):
         self.internal: Optional[InternalDecoder] = None
         if isinstance(decoder, str) and decoder not in DECODERS:
             # an internal topic's: key and value decoded, as its kafka-dump-log flag does
@@ -166,6 +169,8 @@ class Dump:
             self.decoder = self.internal
         else:
             self.decoder = framed_decoder(decoder, load_registry) if print_data else decoder
+        self.key_decoder = framed_decoder(key_decoder, load_registry) if print_data \
+            else key_decoder
         self.offset = offset
         self.timestamp = timestamp
 
@@ -360,7 +365,7 @@ class Dump:
         for record in records:
             if self.offset is None or record.offset >= self.offset or self.timestamp is not None:
                 yield record_fields(record, entry, self.print_data, self.decoder, metadata,
-                                    path)
+                                    path, self.key_decoder)
 
 
 def checkpoint_items(name: str, data: bytes, path: str) -> Iterator[dict]:

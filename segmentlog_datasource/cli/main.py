@@ -229,9 +229,13 @@ def _copy_names(described: List[dict]) -> dict:
               help="How --print-data shows keys, values and header values (default "
                    "utf8); json also shows Schema Registry framed JSON (its schema ids "
                    "checked with --schemas), avro and protobuf decode framed Avro and "
-                   "Protobuf keys and values with their writer's schemas (see --schemas). "
+                   "Protobuf values with their writer's schemas (see --schemas). "
                    f"{', '.join(INTERNAL_DECODERS)} decode the records of that internal "
                    "topic as kafka-dump-log's decoder flags do (and imply --print-data).")
+@click.option("--key-decoder", type=click.Choice(DECODERS), default=None,
+              help="How --print-data shows keys. --decoder json, avro or protobuf decodes "
+                   "values (and header values) alone: keys are shown as UTF-8 text unless "
+                   "this says otherwise; --decoder utf8 or hex shows keys so too.")
 @click.option("--offsets-decoder", is_flag=True,
               help="Decode __consumer_offsets records, as kafka-dump-log's flag does "
                    "(--decoder consumerOffsets; implies --print-data).")
@@ -252,7 +256,8 @@ def _copy_names(described: List[dict]) -> dict:
 @click.option("--timestamp", type=click.IntRange(min=0),
               help="Start at the first record at or after this epoch-ms time (via the time index).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
-def dump(paths, records, print_data, decoder, offset, timestamp, schemas, as_json, **flags):
+def dump(paths, records, print_data, decoder, key_decoder, offset, timestamp, schemas, as_json,
+         **flags):
     """Batch by batch, like kafka-dump-log; several log dirs (brokers) as a consumer
     reads them, each partition from the leader's copy. PATH may also be one .log, .index,
     .timeindex, .txnindex or .snapshot file, a KRaft snapshot
@@ -281,9 +286,16 @@ def dump(paths, records, print_data, decoder, offset, timestamp, schemas, as_jso
                 f"--schemas is for the decoders of framed values (--decoder "
                 f"{', '.join(FRAMED_DECODERS)}); {internal_shown} decodes an internal "
                 f"topic's records with Kafka's message definitions, no schemas")
-    if schemas is not None and decoder not in FRAMED_DECODERS:
+    if key_decoder is None:
+        key_decoder = decoder if decoder in ("utf8", "hex") else "utf8"
+    elif internal_shown is not None:
+        raise click.UsageError(f"{internal_shown} decodes keys and values itself; "
+                               f"--key-decoder is for other topics")
+    if schemas is not None and decoder not in FRAMED_DECODERS and \
+            key_decoder not in FRAMED_DECODERS:
         raise click.UsageError(f"--schemas is for the decoders of framed values "
-                               f"(--decoder {', '.join(FRAMED_DECODERS)}), not {decoder}")
+                               f"(--decoder or --key-decoder "
+                               f"{', '.join(FRAMED_DECODERS)}), not {decoder}")
     shown = json_line if as_json else text_line
 
     @functools.lru_cache(maxsize=None)
@@ -305,9 +317,10 @@ def dump(paths, records, print_data, decoder, offset, timestamp, schemas, as_jso
     undecodable, first = 0, None
     try:
         # json shows framed JSON without schemas; with --schemas it checks their ids too
-        for item in Dump(records, print_data, decoder, offset, timestamp,
-                         None if decoder == "json" and schemas is None else load_registry,
-                         internal_shown).items(paths):
+        registry = None if schemas is None and "json" in (decoder, key_decoder) and \
+            not {decoder, key_decoder} & {"avro", "protobuf"} else load_registry
+        for item in Dump(records, print_data, decoder, offset, timestamp, registry,
+                         internal_shown, key_decoder).items(paths):
             click.echo(shown(item))
             if item.get("decodeError"):
                 undecodable += 1

@@ -79,6 +79,38 @@ def test_dump_decodes_framed_avro_and_json(tmp_path):
     assert code == 2 and f"--schemas {tmp_path / 'missing.json'}: " in output, output
 
 
+def test_dump_decodes_values_and_shows_plain_keys_as_text(tmp_path):
+    """--decoder avro decodes values; string keys stay text (no 'bad magic byte' on every
+    record), unless --key-decoder says how keys are framed."""
+    from decimal import Decimal
+
+    logdir = str(tmp_path / "logs")
+    registered = encode_record(SchemaValue(subject="orders-value", version=1, id=7,
+                                           schema=json.dumps(SCHEMA)))
+    write_log(logdir, pa.table({"key": [registered[0]], "value": [registered[1]]}),
+              topic="_schemas", num_partitions=1)
+    value = framed(7, SCHEMA, {"id": 1, "item": "tea", "price": Decimal("3.50"),
+                               "note": None})
+    write_log(logdir, pa.table({"key": [b"customer-1"], "value": [value]}), topic="orders",
+              num_partitions=1)
+    code, output = dump(f"{logdir}/orders-0", "--print-data", "--decoder", "avro", "--json")
+    assert code == 0, output
+    (record,) = [json.loads(line) for line in output.splitlines()
+                 if json.loads(line).get("kind") == "record"]
+    assert (record["key"], record["value"]["item"]) == ("customer-1", "tea")
+    code, output = dump(f"{logdir}/orders-0", "--print-data", "--decoder", "avro",
+                        "--key-decoder", "avro", "--json")
+    (record,) = [json.loads(line) for line in output.splitlines()
+                 if json.loads(line).get("kind") == "record"]
+    assert record["key"].startswith("undecodable: bad magic byte"), record
+    code, output = dump(f"{logdir}/orders-0", "--print-data", "--decoder", "hex", "--json")
+    (record,) = [json.loads(line) for line in output.splitlines()
+                 if json.loads(line).get("kind") == "record"]
+    assert record["key"] == b"customer-1".hex()  # a display decoder shows keys too
+    code, output = dump(f"{logdir}/orders-0", "--offsets-decoder", "--key-decoder", "hex")
+    assert code == 2 and "--key-decoder is for other topics" in output, output
+
+
 def schemas_topic(logdir, entries):
     """A `_schemas` topic holding `entries` (export entries), its records written as
     Schema Registry writes them."""
@@ -157,7 +189,8 @@ def test_dump_decodes_framed_protobuf_by_message_indexes(tmp_path):
     keys = [framed_proto(1, body(V1(id=7)))] + [None] * (len(values) - 1)
     write_log(logdir, pa.table({"key": keys, "value": values}), topic="orders",
               num_partitions=1)
-    code, output = dump(f"{logdir}/orders-0", "--print-data", "--decoder", "protobuf", "--json")
+    code, output = dump(f"{logdir}/orders-0", "--print-data", "--decoder", "protobuf",
+                        "--key-decoder", "protobuf", "--json")
     assert code == 0, output
     shown = shown_records(output)
     assert shown_records(output, "key")[:2] == [{"id": 7, "legacy": "", "quantity": 0}, None]
