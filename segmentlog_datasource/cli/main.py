@@ -61,6 +61,18 @@ def _fail(error: SegmentLogError):
     raise click.UsageError(str(error))
 
 
+def _expand_globs(context, parameter, paths):
+    """PATH arguments with each quoted glob replaced by the log dirs it matches, as a
+    read's `path` option takes one (storage.expand_paths); a shell expands an unquoted
+    local glob before this sees it."""
+    from ..storage import expand_paths
+
+    try:
+        return tuple(expand_paths(paths))
+    except SegmentLogError as error:
+        _fail(error)
+
+
 def _partitions(paths):
     """The partitions under `paths` as a consumer of the cluster reads them: the copies
     of one partition (several brokers' log dirs) are one, served by the leader's."""
@@ -103,7 +115,8 @@ def main():
 
 
 @main.command()
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True,
+                callback=_expand_globs)
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of tables.")
 def describe(paths, as_json):
     """Per topic-partition: what its files hold (segments, offsets, time range, batches,
@@ -222,7 +235,8 @@ def _copy_names(described: List[dict]) -> dict:
 
 
 @main.command()
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True,
+                callback=_expand_globs)
 @click.option("--records", is_flag=True, help="A line per record after each batch.")
 @click.option("--print-data", is_flag=True, help="Show keys, values and headers (implies --records).")
 @click.option("--decoder", type=click.Choice(DECODERS + INTERNAL_DECODERS), default=None,
@@ -356,7 +370,8 @@ def _internal_decoder(decoder: Optional[str], flags: dict):
 
 
 @main.command()
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True,
+                callback=_expand_globs)
 @click.option("--json", "as_json", is_flag=True, help="The findings as one JSON document.")
 def verify(paths, as_json):
     """Check every batch (checksum, offsets, decoding), the offset, time and transaction
@@ -414,7 +429,8 @@ def verify(paths, as_json):
 
 
 @main.command()
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True,
+                callback=_expand_globs)
 @click.option("--group", "group", default=None, help="One consumer group's partitions only.")
 @click.option("--at", "at", default=None, metavar="TIME",
               help="As of this moment (epoch milliseconds, or ISO 8601 such as "
@@ -453,7 +469,8 @@ def lag(paths, group, at, as_json):
 
 
 @main.command("share-groups")
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True,
+                callback=_expand_globs)
 @click.option("--group", "group", default=None, help="One share group's partitions only.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of a table.")
 def share_groups(paths, group, as_json):
