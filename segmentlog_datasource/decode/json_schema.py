@@ -125,9 +125,23 @@ class _Node:
 # Converters of the leaf types -------------------------------------------------------
 
 
+def _unicode(text: str, path) -> str:
+    """`text` as a string column holds it: UTF-8, which a lone surrogate (a \\ud800-\\udfff
+    escape without its pair, which Python's json accepts) cannot be encoded in."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as failure:
+        raise _Misfit(path, f"{_describe(text)} holds a lone surrogate "
+                            f"(\\u{ord(text[failure.start]):04x} without its pair), which "
+                            f"UTF-8 text cannot hold") from None
+    return text
+
+
 def _string(value, path):
     if isinstance(value, str):
-        return value
+        return _unicode(value, path)
     raise _Misfit(path, f"expected a string, got {_describe(value)}")
 
 
@@ -154,7 +168,11 @@ def _integer(bits: int) -> Callable:
 
 def _number(value, path):
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an int past a double's range
+            raise _Misfit(path, f"an integer of {len(str(abs(value)))} digits is out of the "
+                                f"range of a double") from None
         if math.isinf(number):
             raise _Misfit(path, f"{value} is out of the range of a double")
         return number
@@ -199,16 +217,27 @@ def _connect_days(value, path):
     return _integer(32)(value, path)
 
 
+# the milliseconds whose microseconds fit a timestamp column's int64
+_MILLIS_RANGE = (-(2 ** 63 // 1000), (2 ** 63 - 1) // 1000)
+
+
 def _connect_millis(value, path):
-    return _integer(64)(value, path) * 1000
+    millis = _integer(64)(value, path)
+    if not _MILLIS_RANGE[0] <= millis <= _MILLIS_RANGE[1]:
+        raise _Misfit(path, f"{millis} milliseconds is out of the range of a timestamp")
+    return millis * 1000
 
 
 def _json_text(value, path):
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except RecursionError:
+        raise _Misfit(path, "JSON nested too deeply for Python's json to write it") from None
+    return _unicode(text, path)
 
 
 def _enum_text(value, path):
-    return value if isinstance(value, str) else _json_text(value, path)
+    return _unicode(value, path) if isinstance(value, str) else _json_text(value, path)
 
 
 # The schema -> column mapping -------------------------------------------------------
@@ -484,7 +513,8 @@ class _Mapper:
         def convert_map(value, path):
             if not isinstance(value, dict):
                 raise _Misfit(path, f"expected an object, got {_describe(value)}")
-            return [(key, convert(item, f"{path}[{key!r}]")) for key, item in value.items()]
+            return [(_unicode(key, f"{path}[{key!r}]"), convert(item, f"{path}[{key!r}]"))
+                    for key, item in value.items()]
 
         return _Node(arrow, False, convert_map, element=value_node)
 
@@ -648,6 +678,9 @@ def decode_json(column: JsonSchemaColumn, body: bytes, start: int = FRAME_SIZE) 
                          f"value)") from None
     except ValueError as failure:
         raise ValueError(f"invalid JSON after the schema id: {failure}") from None
+    except RecursionError:
+        raise ValueError("invalid JSON after the schema id: nested too deeply for Python's "
+                         "json to read it") from None
     return column.convert(value)
 
 
