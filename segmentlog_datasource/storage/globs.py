@@ -21,6 +21,7 @@ path that was read before globs existed reads the same. A path without an unesca
 """
 import os
 import re
+import urllib.parse
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import InvalidOptionError, StoreError
@@ -233,8 +234,6 @@ def _split(text: str, pattern: str, option: Optional[str]) -> Tuple[str, List[st
     scheme = parts.group("scheme").lower()
     netloc, rest = parts.group("netloc"), parts.group("path")
     if scheme == "file":
-        import urllib.parse
-
         if netloc not in (None, "", "localhost"):
             raise InvalidOptionError(
                 f"{_where(option)}{text!r}: a file: URI must name a path on this machine "
@@ -329,6 +328,10 @@ def expand_glob(pattern, config: Optional[StoreConfig] = None,
     nothing is an InvalidOptionError naming it and `option` (None: no option, as on the
     command line); a malformed one (an unclosed '[' or '{') too."""
     text = str(pattern)
+    if "=" in urllib.parse.urlparse(text).query and "://" in text:
+        # `?` after a store URI's path and before `key=value`: a query, which resolve
+        # refuses naming the option, not a wildcard
+        resolve(text, config, option or "path")
     found = set()
     for alternative in _expand_slash_groups(text, text, option):
         found.update(_matches(alternative, text, config, option))
