@@ -1,6 +1,6 @@
 """`segmentlog dump` with an internal topic's decoder: the records of `__consumer_offsets`,
 `__transaction_state`, `__cluster_metadata`, `__share_group_state` (every topic the
-`decode` read option decodes: format.internal.topics.internal_topics()) shown as Kafka's
+`decode` read option decodes: format.internal.registry.internal_topics()) shown as Kafka's
 kafka-dump-log shows them with its --offsets-decoder, --transaction-log-decoder,
 --cluster-metadata-decoder and --share-group-state-decoder.
 
@@ -50,7 +50,7 @@ _INT16 = struct.Struct(">h")
 
 def internal_decoders() -> Dict[str, object]:
     """Every internal topic the decoders know, by its `decode` option value."""
-    from ..format.internal.topics import internal_topics
+    from ..format.internal.registry import internal_topics
 
     return internal_topics()
 

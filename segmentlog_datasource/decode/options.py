@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..errors import InvalidOptionError
-from ..format.internal.topics import InternalTopic, internal_topics
+from ..format.internal.registry import internal_topics
+from ..format.internal.topics import InternalTopic
 from ..read.options import _get
 
 FAILFAST, PERMISSIVE = "FAILFAST", "PERMISSIVE"

@@ -16,7 +16,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 from ..errors import SegmentLogError
 from ..format.internal.group_records import GROUP_TYPES, OFFSET_COMMIT_TYPES
-from ..format.internal.topics import internal_topics
+from ..format.internal.registry import internal_topics
 from .fragments import scan_fragments, scan_options
 from .options import ReadOptions, parse_read_options
 from .planning import offset_ranges, plan_ranges

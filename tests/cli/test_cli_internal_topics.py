@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from segmentlog_datasource.cli.main import main
-from segmentlog_datasource.format.internal.topics import internal_topics
+from segmentlog_datasource.format.internal.registry import internal_topics
 from support.fixtures import internal_topics_kafka4_root, internal_topics_root
 from support.kafka_json import assert_same
 

@@ -24,7 +24,7 @@ from segmentlog_datasource.format.internal.messages import (
     Array, Struct, in_range, uuid_text, versions, write_version)
 from segmentlog_datasource.format.internal.share_records import (
     RECORD_TYPES as SHARE_RECORD_TYPES, SHARE_GROUP_STATE)
-from segmentlog_datasource.format.internal.topics import internal_topics
+from segmentlog_datasource.format.internal.registry import internal_topics
 from segmentlog_datasource.format.internal.transaction_records import (
     TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE, TRANSACTION_STATE)
 from segmentlog_datasource.read.options import parse_read_options

@@ -20,7 +20,7 @@ from segmentlog_datasource.format.internal.metadata_records import (
 from segmentlog_datasource.format.internal.snapshots import (
     encode_snapshot, list_snapshots, parse_snapshot_name, read_snapshot, snapshot_file_name,
     write_snapshot)
-from segmentlog_datasource.format.internal.topics import INTERNAL_TOPICS
+from segmentlog_datasource.format.internal.registry import internal_topics
 from segmentlog_datasource.read.cluster_metadata import cluster_state, metadata_log_values
 
 from support.fixtures import internal_topics_root
@@ -170,7 +170,7 @@ def test_an_unknown_record_type_is_kept_raw_without_error():
 
 
 def test_the_topic_is_registered_with_a_shape_per_record_type():
-    topic = INTERNAL_TOPICS["clusterMetadata"]
+    topic = internal_topics()["clusterMetadata"]
     assert topic is CLUSTER_METADATA and topic.topic == "__cluster_metadata"
     shapes = {shape.name: shape for shape in topic.record_shapes()}
     assert list(shapes) == list(topic.record_types)

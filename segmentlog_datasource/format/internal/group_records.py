@@ -20,7 +20,6 @@ from typing import Dict, Tuple
 from . import consumer_protocol
 from .coordinator import CoordinatorTopic, key_message
 from .messages import Array, Field, Message, Struct
-from .topics import register
 
 
 def _value(name: str, *fields: Field, valid: str = "0", flexible: str = "0+") -> Message:
@@ -360,4 +359,4 @@ def _add_consumer_protocol(value: dict) -> None:
             consumer_protocol.ASSIGNMENT, member.get("assignment"))
 
 
-CONSUMER_OFFSETS = register(ConsumerOffsets())
+CONSUMER_OFFSETS = ConsumerOffsets()

@@ -34,7 +34,7 @@ from typing import Dict, List, Optional, Tuple
 from ...errors import RecordDecodeError
 from ..control import CONTROL_KEY, CONTROL_TYPE_NAMES, END_TXN_MARKER
 from .messages import Array, Field, Message, Struct
-from .topics import DecodedRecord, InternalTopic, RecordShape, register, shape_of
+from .topics import DecodedRecord, InternalTopic, RecordShape, shape_of
 
 METADATA_TOPIC = "__cluster_metadata"
 FRAME_VERSION = 1  # AbstractApiMessageSerde's only frame version
@@ -370,4 +370,4 @@ class ClusterMetadataTopic(InternalTopic):
                 for name, message in RECORD_TYPES.values()]
 
 
-CLUSTER_METADATA = register(ClusterMetadataTopic())
+CLUSTER_METADATA = ClusterMetadataTopic()

@@ -12,7 +12,6 @@ from typing import Dict
 
 from .coordinator import CoordinatorTopic, key_message
 from .messages import Array, Field, Message, Struct
-from .topics import register
 
 SHARE_SNAPSHOT = "ShareSnapshot"
 SHARE_UPDATE = "ShareUpdate"
@@ -66,4 +65,4 @@ class ShareGroupState(CoordinatorTopic):
     record_types = (SHARE_SNAPSHOT, SHARE_UPDATE)
 
 
-SHARE_GROUP_STATE = register(ShareGroupState())
+SHARE_GROUP_STATE = ShareGroupState()

@@ -1,12 +1,11 @@
 """What decoding an internal topic's record gives, and the topics that can be decoded.
 
-Each internal topic's module defines an `InternalTopic` and registers it under the name
-the `decode` read option takes (consumerOffsets, shareGroupState, transactionState,
-clusterMetadata).
+Each internal topic's module defines an `InternalTopic`; registry.py gathers them under
+the names the `decode` read option takes.
 """
 import abc
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from .messages import Message, field_tree
 
@@ -72,19 +71,3 @@ class InternalTopic(abc.ABC):
         decoded consumer-protocol bytes or a transaction's state name), in the order of
         the record types' ids. One struct per record type: a field name that two record
         types give different types never shares a column."""
-
-
-INTERNAL_TOPICS: Dict[str, InternalTopic] = {}
-
-
-def register(topic: InternalTopic) -> InternalTopic:
-    INTERNAL_TOPICS[topic.option_value] = topic
-    return topic
-
-
-def internal_topics() -> Dict[str, InternalTopic]:
-    """Every decodable internal topic by its `decode` option value."""
-    from . import (  # noqa: F401 (each module registers its topic)
-        group_records, metadata_records, share_records, transaction_records)
-
-    return INTERNAL_TOPICS

@@ -10,7 +10,6 @@ an error too.
 from ...errors import RecordDecodeError
 from .coordinator import CoordinatorTopic, key_message
 from .messages import Array, Field, Message, Struct
-from .topics import register
 
 RECORD_TYPE = "TransactionLog"
 
@@ -65,4 +64,4 @@ class TransactionState(CoordinatorTopic):
         value[STATE] = TRANSACTION_STATES[status]
 
 
-TRANSACTION_STATE = register(TransactionState())
+TRANSACTION_STATE = TransactionState()
