@@ -73,6 +73,17 @@ if os.path.exists(AVRO_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
                       os.path.dirname(AVRO_SOURCE), os.path.basename(AVRO_SOURCE)),
                   extra_compile_args=["-O3"]))
 
+JSON_SOURCE = os.path.join("segmentlog_datasource", "decode", "_jsoncolumns.c")
+if os.path.exists(JSON_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
+    # valueFormat=json's columnar decoder (decode/json_program.py); json_schema.py decodes
+    # row by row when it is not built. Loaded from a checkout as _avrocolumns is.
+    buildinfo = runpy.run_path(os.path.join(FASTPATH, "buildinfo.py"))
+    ext_modules.append(
+        Extension("segmentlog_datasource.decode._jsoncolumns", sources=[JSON_SOURCE],
+                  define_macros=buildinfo["plain_define_macros"](
+                      os.path.dirname(JSON_SOURCE), os.path.basename(JSON_SOURCE)),
+                  extra_compile_args=["-O3"]))
+
 setup(
     name="segmentlog",
     version="0.1.0",
@@ -141,6 +152,8 @@ setup(
             "protobuf>=4.22",  # valueFormat=protobuf
             # tests/write/test_json_schema_format.py: payloads validated independently
             "jsonschema>=4",
+            # tests/decode/test_json_columns.py: documents orjson writes, decoded both ways
+            "orjson>=3.9",
             # tests/docs: the notebook executed through a kernel, its plots drawn
             "nbclient>=0.10",
             "nbformat>=5.9",

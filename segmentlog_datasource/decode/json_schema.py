@@ -26,6 +26,12 @@ Values written with older schemas are read into the latest schema's column: a pr
 absent from the value takes its `default` (else null), properties the column lacks are
 dropped, integers widen to numbers. The column takes a value as far as its type needs: a
 value that does not fit is an error naming the field path.
+
+This module decodes row by row: json.loads, then the converters the mapping builds. A
+scan's payloads decode columnar instead (JsonSchemaColumn.decode_bodies): the compiled
+parser of json_program.py / _jsoncolumns.c fills the Arrow buffers, and gives back to
+this path the rows it leaves (documents that are not JSON, values that do not fit, and a
+few rare forms), so that both give every value and every error alike.
 """
 import datetime as dt
 import json
@@ -34,20 +40,27 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import unquote
 
+import numpy as np
 import pyarrow as pa
 
 from ..errors import RecordDecodeError, UnsupportedFormatError
-from .value_formats import (FRAME_SIZE, FormatReader, IncompatibleSchemaError, ValueFormat,
-                            decoded_rows, frame_error)
+from .value_formats import (FRAME_SIZE, FormatReader, IncompatibleSchemaError, Payloads,
+                            ValueFormat, decoded_rows, frame_error)
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _EPOCH_DAY = dt.date(1970, 1, 1).toordinal()
 _INT_RANGES = {8: (-2 ** 7, 2 ** 7 - 1), 16: (-2 ** 15, 2 ** 15 - 1),
                32: (-2 ** 31, 2 ** 31 - 1), 64: (-2 ** 63, 2 ** 63 - 1)}
+# Whether values decode through the compiled decoder (json_program.py) when it is built;
+# tests set it (or pass `compiled`) to force either twin.
+USE_COMPILED = True
 _CONNECT_DATE = "org.apache.kafka.connect.data.Date"
 _CONNECT_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
 _JSON_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
+# What a _Node's convert does (its `kind`), one per converter below.
+_KINDS = ("string", "boolean", "integer", "number", "date", "timestamp", "base64",
+          "connect_days", "connect_millis", "text", "enum", "array", "object", "map", "union")
 
 
 @dataclass(frozen=True)
@@ -106,6 +119,12 @@ class _Node:
     text: bool = False  # schema-less: JSON text
     fields: Optional[Dict[str, "_Node"]] = None  # a struct's, by name
     element: Optional["_Node"] = None  # an array's items, a map's values
+    # What `convert` does, for the compiled decoder (json_program.py), which mirrors it:
+    # one of _KINDS; an object's properties as (name, node, nullable, default, required),
+    # default the schema's JSON value or _NO_DEFAULT; a union's member nodes.
+    kind: str = ""
+    properties: Optional[List[tuple]] = None
+    members: Optional[List["_Node"]] = None
 
     def checked(self, nullable: Optional[bool] = None) -> Callable[[Any, str], Any]:
         """convert, with null passed through where the column takes it."""
@@ -288,9 +307,9 @@ class _Mapper:
             return self.all_of(schema, document, pointer)
         if "enum" in schema:
             values = schema["enum"]
-            return _Node(pa.string(), None in values, _enum_text)
+            return _Node(pa.string(), None in values, _enum_text, kind="enum")
         if "const" in schema:
-            return _Node(pa.string(), schema["const"] is None, _enum_text)
+            return _Node(pa.string(), schema["const"] is None, _enum_text, kind="enum")
         types = schema.get("type")
         if types is None:
             types = _implied_type(schema)
@@ -306,24 +325,26 @@ class _Mapper:
         if kind == "string":
             form = schema.get("format")
             if form == "date":
-                return _Node(pa.date32(), False, _date)
+                return _Node(pa.date32(), False, _date, kind="date")
             if form == "date-time":
-                return _Node(TIMESTAMP, False, _timestamp)
+                return _Node(TIMESTAMP, False, _timestamp, kind="timestamp")
             if connect == "bytes" or schema.get("contentEncoding") == "base64":
-                return _Node(pa.binary(), False, _base64)
-            return _Node(pa.string(), False, _string)
+                return _Node(pa.binary(), False, _base64, kind="base64")
+            return _Node(pa.string(), False, _string, kind="string")
         if kind == "integer":
             if title == _CONNECT_DATE:
-                return _Node(pa.date32(), False, _connect_days)
+                return _Node(pa.date32(), False, _connect_days, kind="connect_days")
             if title == _CONNECT_TIMESTAMP:
-                return _Node(TIMESTAMP, False, _connect_millis)
+                return _Node(TIMESTAMP, False, _connect_millis, kind="connect_millis")
             bits = {"int8": 8, "int16": 16, "int32": 32}.get(connect, 64)
             return _Node(pa.int8() if bits == 8 else pa.int16() if bits == 16
-                         else pa.int32() if bits == 32 else pa.int64(), False, _integer(bits))
+                         else pa.int32() if bits == 32 else pa.int64(), False, _integer(bits),
+                         kind="integer")
         if kind == "number":
-            return _Node(pa.float32() if connect == "float32" else pa.float64(), False, _number)
+            return _Node(pa.float32() if connect == "float32" else pa.float64(), False, _number,
+                         kind="number")
         if kind == "boolean":
-            return _Node(pa.bool_(), False, _boolean)
+            return _Node(pa.bool_(), False, _boolean, kind="boolean")
         if kind == "array":
             return self.array(schema, document, pointer)
         if kind == "object":
@@ -458,7 +479,7 @@ class _Mapper:
                 raise _Misfit(path, f"expected an array, got {_describe(value)}")
             return [convert(item, f"{path}[{index}]") for index, item in enumerate(value)]
 
-        return _Node(arrow, False, convert_array, element=element)
+        return _Node(arrow, False, convert_array, element=element, kind="array")
 
     def object(self, schema, document, pointer, owners=None) -> _Node:
         properties = schema.get("properties") or {}
@@ -468,7 +489,7 @@ class _Mapper:
                 return self.map_node(additional, document, pointer + "/additionalProperties")
             return _text_node()
         required = set(schema.get("required") or ())
-        fields, converters, nodes = [], [], {}
+        fields, converters, nodes, mirrored = [], [], {}, []
         for name, part in properties.items():
             part_document, part_pointer = (owners or {}).get(
                 name, (document, f"{pointer}/properties/{_escape(name)}"))
@@ -485,6 +506,9 @@ class _Mapper:
             fields.append(pa.field(name, node.type, nullable=nullable))
             nodes[name] = node
             converters.append((name, node.checked(nullable), default, name in required))
+            mirrored.append((name, node, nullable,
+                               part["default"] if default is not _NO_DEFAULT else _NO_DEFAULT,
+                               name in required))
         arrow = pa.struct(fields)
 
         def convert_object(value, path):
@@ -502,7 +526,8 @@ class _Mapper:
                                          "no default)")
             return row
 
-        return _Node(arrow, False, convert_object, fields=nodes)
+        return _Node(arrow, False, convert_object, fields=nodes, kind="object",
+                     properties=mirrored)
 
     def map_node(self, values, document, pointer) -> _Node:
         value_node = self.node(values, document, pointer)
@@ -516,7 +541,7 @@ class _Mapper:
             return [(_unicode(key, f"{path}[{key!r}]"), convert(item, f"{path}[{key!r}]"))
                     for key, item in value.items()]
 
-        return _Node(arrow, False, convert_map, element=value_node)
+        return _Node(arrow, False, convert_map, element=value_node, kind="map")
 
 
 def _referenced(document: SchemaDocument, base: str) -> Optional[SchemaDocument]:
@@ -554,7 +579,7 @@ def _shapes(schema) -> bool:
 
 
 def _text_node() -> _Node:
-    return _Node(pa.string(), True, _json_text, text=True)
+    return _Node(pa.string(), True, _json_text, text=True, kind="text")
 
 
 def _nullable(node: _Node, nullable: bool) -> _Node:
@@ -579,7 +604,7 @@ def _union_node(members: Sequence[_Node]) -> _Node:
         raise _Misfit(path, f"{_describe(value)} fits none of the union's members "
                             f"({'; '.join(reasons)})")
 
-    return _Node(arrow, False, convert_union, union=True)
+    return _Node(arrow, False, convert_union, union=True, kind="union", members=list(members))
 
 
 # Columns and decoding ---------------------------------------------------------------
@@ -594,6 +619,27 @@ class JsonSchemaColumn:
         self._node = _Mapper(document).map()
         self.type: pa.DataType = self._node.type
         self._convert = self._node.checked(True)
+        self._program = None  # the compiled decoder's program, once asked for; False: none
+
+    def decode_bodies(self, bodies, compiled: Optional[bool] = None
+                      ) -> Tuple[Any, List[Optional[str]]]:
+        """Each JSON document of `bodies` (framed values after their frames: a sequence of
+        bytes, or value_formats.Payloads) as the column holds it, and each one's error
+        reason (None where it decoded; its value is then null). The values are a pa.Array
+        from the compiled decoder (json_program.py), or a list from the row-by-row path
+        when it is not built. `compiled` (default USE_COMPILED) says whether it may be
+        used; both give the same values and reasons."""
+        if USE_COMPILED if compiled is None else compiled:
+            if self._program is None:
+                from .json_program import program_for
+
+                self._program = program_for(self._node) or False
+            if self._program:
+                try:
+                    return self._program.decode(bodies, lambda body: decode_json(self, body))
+                except MemoryError:  # a column past Arrow's 2 GiB offsets: lists take it
+                    pass
+        return decoded_rows(lambda body: decode_json(self, body), bodies)
 
     def convert(self, value) -> Any:
         """`value` (parsed JSON) as the column holds it; raises ValueError naming the field
@@ -725,13 +771,40 @@ class JsonSchemaValues:
             raise ValueError(problem)
         return decode_json(self.reader, payload[FRAME_SIZE:])
 
-    def decode(self, payloads) -> Tuple[pa.Array, List[Optional[str]]]:
+    def decode(self, payloads, compiled: Optional[bool] = None
+               ) -> Tuple[pa.Array, List[Optional[str]]]:
         """The column of `payloads` (a list of bytes/None or an Arrow binary array) and, row
-        by row, why a value could not be decoded (None where it was): such rows are null."""
+        by row, why a value could not be decoded (None where it was): such rows are null.
+        The JSON documents decode together (JsonSchemaColumn.decode_bodies; `compiled`
+        as there)."""
         if isinstance(payloads, (pa.Array, pa.ChunkedArray)):
             payloads = payloads.to_pylist()
-        values, errors = decoded_rows(self.decode_one, payloads)
-        return pa.array(values, type=self.type), errors
+        errors: List[Optional[str]] = [None] * len(payloads)
+        rows, bodies = [], []
+        for row, payload in enumerate(payloads):
+            if payload is None:
+                continue
+            payload = bytes(payload)
+            try:
+                problem = self._writer_problem(framed_schema_id(payload))
+            except ValueError as failure:  # not framed
+                errors[row] = str(failure)
+                continue
+            if problem:
+                errors[row] = problem
+                continue
+            rows.append(row)
+            bodies.append(payload[FRAME_SIZE:])
+        decoded, body_errors = self.reader.decode_bodies(bodies, compiled)
+        for row, error in zip(rows, body_errors):
+            errors[row] = error
+        if not isinstance(decoded, pa.Array):
+            decoded = pa.array(decoded, type=self.type)
+        # each row's place in [a null] + the decoded bodies
+        index = np.zeros(len(payloads), np.int64)
+        index[rows] = np.arange(1, len(rows) + 1)
+        column = pa.concat_arrays([pa.nulls(1, self.type), decoded])
+        return column.take(pa.array(index)), errors
 
 
 # valueFormat=json in the shared framed-values layer (decode/value_formats.py) ----------
@@ -785,7 +858,10 @@ class JsonSchemaReader(FormatReader):
         problem = self._writers[key]
         if problem:
             raise IncompatibleSchemaError(problem)
-        return decoded_rows(lambda body: decode_json(self.column, body), payloads)
+        if isinstance(payloads, Payloads):  # spans of a column, as FramedColumn gives them
+            return self.column.decode_bodies(payloads)
+        # a caller's own bytes: its values as Python values, row by row
+        return self.column.decode_bodies(payloads, compiled=False)
 
 
 class JsonSchemaFormat(ValueFormat):

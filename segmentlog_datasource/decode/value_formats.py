@@ -173,8 +173,8 @@ class _Frames:
 class Payloads(collections.abc.Sequence):
     """Payloads as spans of one buffer (bytes, or a memoryview of a column's data): a
     sequence of bytes for a format that takes them one by one, and `data`, `starts`,
-    `ends` (int64 arrays) for one that reads them in place (the compiled Avro decoder),
-    with no bytes object per row."""
+    `ends` (int64 arrays) for one that reads them in place (the compiled Avro and JSON
+    decoders), with no bytes object per row."""
 
     def __init__(self, data, starts, ends):
         self.data = data

@@ -1,0 +1,1893 @@
+/* The compiled twin of decode/json_schema.py's row-by-row decoding (json.loads, then the
+ * converters of the column's mapping) for the programs decode/json_program.py compiles:
+ * JSON documents parsed straight into Arrow-layout column buffers.
+ *
+ * compile(columns, step, flags, defer) -> a program (a capsule); run(program, payloads)
+ * and run_spans(program, data, starts, ends) -> (the columns' buffers, the rows left to
+ * Python).
+ *
+ * A row this parser accepts has the values the row-by-row path gives it, exactly; it
+ * decides nothing else. A document that is not JSON as json.loads reads it, a value that
+ * does not fit its column, and what is left to Python (NaN and Infinity, integer
+ * literals past int64, duplicate keys, lone surrogate escapes, nesting past MAX_DEPTH)
+ * make the row "deferred": its partial values are rolled back to a null and its index is
+ * returned, and json_program.py decodes it with the Python twin, which gives its value or
+ * its error reason. Leaf values outside the fast paths (dates and date-times in other ISO
+ * forms, base64 that is not canonical, schema-less JSON text) go to the Python
+ * converters one value at a time (the step's `slow` callable).
+ *
+ * A union (a struct of member0, member1, ...) takes the first member the value fits, as
+ * the converters do: a member that does not fit (MISFIT) is rolled back and the next one
+ * tried from the same place. A value that misfits inside an object or a map is a misfit
+ * only once the whole object is known to hold no key twice (json.loads keeps the last of
+ * duplicates, which may fit).
+ *
+ * Every read is bounds-checked against the payload: hostile bytes give deferred rows.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Column kinds: the Arrow layouts (json_program.py's COL_*). */
+enum { COL_BOOL = 1, COL_I8, COL_I16, COL_I32, COL_I64, COL_F32, COL_F64, COL_BINARY, COL_LIST,
+       COL_STRUCT };
+#define COL_LAST COL_STRUCT
+static const int WIDTHS[] = {0, 0, 1, 2, 4, 8, 4, 8, 0, 0, 0};
+/* Step kinds: what a _Node's convert does (json_program.py's KINDS). */
+enum { K_STRING = 1, K_BOOLEAN, K_INTEGER, K_NUMBER, K_DATE, K_TIMESTAMP, K_BASE64,
+       K_CONNECT_DAYS, K_CONNECT_MILLIS, K_TEXT, K_ENUM, K_ARRAY, K_OBJECT, K_MAP, K_UNION };
+#define K_LAST K_UNION
+/* Flags of compile: which date-time forms this Python's datetime.fromisoformat reads. */
+enum { F_Z = 1, F_SPACE = 2, F_MILLIS = 4, F_MICROS = 8, F_OFFSET = 16 };
+
+/* OK; MISFIT: the value does not fit the step (a union tries its next member); DEFER: the
+ * row is left to Python; NOMEM; ERROR: a Python exception is set. */
+enum { OK = 0, MISFIT = 1, DEFER = 2, NOMEM = -2, ERROR = -3 };
+
+#define MAX_DEPTH 128
+#define HOT inline __attribute__((always_inline))
+
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap;
+} Buf;
+
+typedef struct {
+    int kind;
+    int width;
+    int nullable;         /* its field's nullability (checked: nulls go only where it is) */
+    int nchildren;
+    int *children;
+    Py_ssize_t length;
+    int has_validity;     /* validity bytes are kept from a column's first null in a run */
+    Buf validity;
+    Buf values;           /* fixed-width values, or bool bytes */
+    Buf offsets;          /* int32 offsets of binary and list columns (length + 1) */
+    Buf data;             /* binary column bytes */
+    double values_per_row, offsets_per_row, data_per_row;
+} Column;
+
+typedef struct Step Step;
+
+typedef struct {
+    char *name;
+    Py_ssize_t name_len;
+    int plain;            /* no quote, backslash or control character: matched in place */
+    int required;
+    int has_default;
+    char *default_text;   /* the default as JSON text, read with the property's step */
+    Py_ssize_t default_len;
+} Property;
+
+struct Step {
+    int kind, col, nullable;
+    int64_t low, high;    /* integers: the column's range */
+    PyObject *slow;       /* the Python converter of what the fast paths leave */
+    int nchildren;
+    Step **children;      /* array: [items]; map: [values]; object: properties; union: members */
+    Property *props;      /* object: one per child */
+    uint8_t *seen;        /* object: which properties a value has given (scratch) */
+    int key_col;          /* map: the keys' column */
+};
+
+typedef struct {
+    int ncols;
+    Column *cols;
+    Step *root;
+    int flags;
+    int extended;         /* long double has a 64-bit mantissa here (x87) */
+    PyObject *defer;      /* what a slow converter returns to leave the row to Python */
+    int busy;             /* a run is under way (its slow converters run Python code, during
+                           * which another thread may call in) */
+    Buf scratch;          /* unescaped keys and strings, numbers for strtod */
+    Buf keys;             /* a map's duplicate check: its hash table */
+} Program;
+
+typedef struct {
+    const uint8_t *p, *end;
+} Cursor;
+
+/* ------------------------------------------------------------------ buffers */
+
+static int buf_reserve(Buf *b, Py_ssize_t more) {
+    if (more < 0 || b->len > PY_SSIZE_T_MAX - more) return NOMEM;
+    if (b->len + more <= b->cap) return OK;
+    Py_ssize_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + more) {
+        if (cap > PY_SSIZE_T_MAX / 2) return NOMEM;
+        cap *= 2;
+    }
+    char *grown = PyMem_RawRealloc(b->data, (size_t)cap);
+    if (!grown) return NOMEM;
+    b->data = grown;
+    b->cap = cap;
+    return OK;
+}
+
+static HOT int buf_put(Buf *b, const void *src, Py_ssize_t n) {
+    if (buf_reserve(b, n) != OK) return NOMEM;
+    if (n) memcpy(b->data + b->len, src, (size_t)n);
+    b->len += n;
+    return OK;
+}
+
+static HOT int buf_byte(Buf *b, uint8_t v) {
+    if (b->len >= b->cap && buf_reserve(b, 1) != OK) return NOMEM;
+    b->data[b->len++] = (char)v;
+    return OK;
+}
+
+/* ------------------------------------------------------------------ appends */
+
+static HOT int append_validity(Column *col, int valid) {
+    if (!valid && !col->has_validity) {  /* the first null: the slots before it were valid */
+        if (buf_reserve(&col->validity, col->length + 1) != OK) return NOMEM;
+        if (col->length > 0) memset(col->validity.data, 1, (size_t)col->length);
+        col->validity.len = col->length;
+        col->has_validity = 1;
+    }
+    if (col->has_validity && buf_byte(&col->validity, (uint8_t)valid) != OK) return NOMEM;
+    col->length++;
+    return OK;
+}
+
+static HOT int end_offset(Column *col, Py_ssize_t end) {
+    if (end > INT32_MAX) return NOMEM;  /* past Arrow's int32 offsets: the run fails */
+    int32_t offset = (int32_t)end;
+    return buf_put(&col->offsets, &offset, 4);
+}
+
+/* A slot of column `index` with no value: a null (`valid` 0), or an empty value (`valid`
+ * 1: zero, "", [], a struct of empty values). A null struct's children take empty values,
+ * as pa.array builds them: a field that is not nullable holds no null, and a cast to the
+ * column's type holds. */
+static int append_slot(Program *prog, int index, int valid) {
+    Column *col = &prog->cols[index];
+    switch (col->kind) {
+    case COL_BOOL:
+        if (buf_byte(&col->values, 0) != OK) return NOMEM;
+        break;
+    case COL_I8: case COL_I16: case COL_I32: case COL_I64: case COL_F32: case COL_F64: {
+        static const char zeros[8] = {0};
+        if (buf_put(&col->values, zeros, col->width) != OK) return NOMEM;
+        break;
+    }
+    case COL_BINARY:
+        if (end_offset(col, col->data.len) != OK) return NOMEM;
+        break;
+    case COL_LIST:
+        if (end_offset(col, prog->cols[col->children[0]].length) != OK) return NOMEM;
+        break;
+    case COL_STRUCT:
+        for (int k = 0; k < col->nchildren; k++)
+            if (append_slot(prog, col->children[k], 1) != OK) return NOMEM;
+        break;
+    }
+    return append_validity(col, valid);
+}
+
+/* A null in column `index` (one whose field is nullable). */
+static int append_null(Program *prog, int index) {
+    return append_slot(prog, index, 0);
+}
+
+/* An integer already checked against the column's range. */
+static HOT int append_int(Column *col, int64_t v) {
+    switch (col->kind) {
+    case COL_I8: { int8_t x = (int8_t)v; if (buf_put(&col->values, &x, 1) != OK) return NOMEM; break; }
+    case COL_I16: { int16_t x = (int16_t)v; if (buf_put(&col->values, &x, 2) != OK) return NOMEM; break; }
+    case COL_I32: { int32_t x = (int32_t)v; if (buf_put(&col->values, &x, 4) != OK) return NOMEM; break; }
+    default: if (buf_put(&col->values, &v, 8) != OK) return NOMEM; break;
+    }
+    return append_validity(col, 1);
+}
+
+static HOT int append_real(Column *col, double v) {
+    if (col->kind == COL_F32) {  /* as pa.array casts a Python float to float32 */
+        float x = (float)v;
+        if (buf_put(&col->values, &x, 4) != OK) return NOMEM;
+    } else if (buf_put(&col->values, &v, 8) != OK) {
+        return NOMEM;
+    }
+    return append_validity(col, 1);
+}
+
+static HOT int append_bytes(Column *col, const void *s, Py_ssize_t n) {
+    if (buf_put(&col->data, s, n) != OK) return NOMEM;
+    if (end_offset(col, col->data.len) != OK) return NOMEM;
+    return append_validity(col, 1);
+}
+
+/* Column `index` cut back to its first `length` slots, and its children to what those
+ * slots hold: a struct's children have its length, a list's child and a binary column's
+ * bytes end where its last kept offset says. */
+static void roll_back(Program *prog, int index, Py_ssize_t length) {
+    Column *col = &prog->cols[index];
+    col->length = length;
+    if (col->has_validity) col->validity.len = length;
+    switch (col->kind) {
+    case COL_BOOL:
+        col->values.len = length;
+        break;
+    case COL_I8: case COL_I16: case COL_I32: case COL_I64: case COL_F32: case COL_F64:
+        col->values.len = length * col->width;
+        break;
+    case COL_BINARY:
+        col->offsets.len = (length + 1) * 4;
+        col->data.len = ((const int32_t *)col->offsets.data)[length];
+        break;
+    case COL_LIST:
+        col->offsets.len = (length + 1) * 4;
+        roll_back(prog, col->children[0], ((const int32_t *)col->offsets.data)[length]);
+        break;
+    case COL_STRUCT:
+        for (int k = 0; k < col->nchildren; k++) roll_back(prog, col->children[k], length);
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ JSON text */
+
+static HOT int is_ws(uint8_t b) {
+    return b == ' ' || b == '\n' || b == '\r' || b == '\t';
+}
+
+/* json.loads's whitespace: space, tab, newline, carriage return. */
+static HOT void skip_ws(Cursor *c) {
+    while (c->p < c->end && is_ws(*c->p)) c->p++;
+}
+
+static HOT int is_digit(uint8_t b) {
+    return (unsigned)(b - '0') < 10;
+}
+
+static int hex_value(uint8_t b) {
+    if (b >= '0' && b <= '9') return b - '0';
+    if (b >= 'a' && b <= 'f') return b - 'a' + 10;
+    if (b >= 'A' && b <= 'F') return b - 'A' + 10;
+    return -1;
+}
+
+/* The 4 hex digits at s (which has 4 bytes), or -1. */
+static int hex4(const uint8_t *s) {
+    int value = 0;
+    for (int k = 0; k < 4; k++) {
+        int digit = hex_value(s[k]);
+        if (digit < 0) return -1;
+        value = value << 4 | digit;
+    }
+    return value;
+}
+
+static HOT int same_bytes(const uint8_t *a, const char *b, Py_ssize_t n) {
+    while (n >= 8) {
+        uint64_t x, y;
+        memcpy(&x, a, 8);
+        memcpy(&y, b, 8);
+        if (x != y) return 0;
+        a += 8;
+        b += 8;
+        n -= 8;
+    }
+    if (n >= 4) {
+        uint32_t x, y;
+        memcpy(&x, a, 4);
+        memcpy(&y, b, 4);
+        if (x != y) return 0;
+        a += 4;
+        b += 4;
+        n -= 4;
+    }
+    while (n-- > 0)
+        if (*a++ != (uint8_t)*b++) return 0;
+    return 1;
+}
+
+/* The length of the UTF-8 sequence at s, as Python's strict decoder takes it (no
+ * overlongs, surrogates or values past U+10FFFF), or 0 when it is not one. */
+static HOT int utf8_sequence(const uint8_t *s, const uint8_t *end) {
+    uint8_t b = s[0];
+    Py_ssize_t left = end - s;
+    if (b >= 0xc2 && b <= 0xdf) {
+        return left >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
+    }
+    if (b >= 0xe0 && b <= 0xef) {
+        if (left < 3) return 0;
+        uint8_t b1 = s[1];
+        if ((b1 & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80) return 0;
+        if (b == 0xe0 && b1 < 0xa0) return 0;
+        if (b == 0xed && b1 > 0x9f) return 0;
+        return 3;
+    }
+    if (b >= 0xf0 && b <= 0xf4) {
+        if (left < 4) return 0;
+        uint8_t b1 = s[1];
+        if ((b1 & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80) return 0;
+        if (b == 0xf0 && b1 < 0x90) return 0;
+        if (b == 0xf4 && b1 > 0x8f) return 0;
+        return 4;
+    }
+    return 0;
+}
+
+/* Of 8 bytes (little-endian), the high bit of each that is a quote, a backslash, a
+ * control character or not ASCII: exact up to the first such byte (a borrow may mark
+ * bytes after it), so the lowest bit set finds the first. */
+static HOT uint64_t special8(uint64_t v) {
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t quote = v ^ (ones * '"'), slash = v ^ (ones * '\\');
+    uint64_t control = (v - ones * 0x20) & ~v;
+    return (v | control | ((quote - ones) & ~quote) | ((slash - ones) & ~slash)) & highs;
+}
+
+/* The string whose opening quote is at c->p, as json.loads reads it: its raw content
+ * [*s, *s + *n), *escaped when it holds an escape, *lone when an escape is a surrogate
+ * without its pair (Python keeps it; UTF-8 cannot). DEFER when json.loads would refuse
+ * it: a control character, a bad escape, bytes that are not UTF-8, no closing quote. */
+static HOT int scan_string(Cursor *c, const uint8_t **s, Py_ssize_t *n, int *escaped,
+                           int *lone) {
+    const uint8_t *p = c->p + 1, *end = c->end;
+    *s = p;
+    *escaped = 0;
+    *lone = 0;
+    for (;;) {
+        while (end - p >= 8) {
+            uint64_t v;
+            memcpy(&v, p, 8);
+            uint64_t found = special8(v);
+            if (found) {
+                p += __builtin_ctzll(found) >> 3;
+                break;
+            }
+            p += 8;
+        }
+        if (p >= end) return DEFER;
+        uint8_t b = *p;
+        if (b == '"') break;
+        if (b == '\\') {
+            *escaped = 1;
+            if (end - p < 2) return DEFER;
+            uint8_t e = p[1];
+            if (e != 'u') {
+                if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n'
+                    && e != 'r' && e != 't') return DEFER;
+                p += 2;
+                continue;
+            }
+            int u = end - p >= 6 ? hex4(p + 2) : -1;
+            if (u < 0) return DEFER;
+            p += 6;
+            if (u >= 0xd800 && u <= 0xdbff) {
+                /* As Python's scanner: a \u right after a high surrogate must be 4 hex
+                 * digits; a low surrogate pairs with it, anything else is read alone. */
+                if (end - p >= 2 && p[0] == '\\' && p[1] == 'u') {
+                    int u2 = end - p >= 6 ? hex4(p + 2) : -1;
+                    if (u2 < 0) return DEFER;
+                    if (u2 >= 0xdc00 && u2 <= 0xdfff) {
+                        p += 6;
+                        continue;
+                    }
+                }
+                *lone = 1;
+            } else if (u >= 0xdc00 && u <= 0xdfff) {
+                *lone = 1;
+            }
+            continue;
+        }
+        if (b < 0x20) return DEFER;
+        if (b < 0x80) {
+            p++;
+            continue;
+        }
+        int k = utf8_sequence(p, end);
+        if (!k) return DEFER;
+        p += k;
+    }
+    *n = p - *s;
+    c->p = p + 1;
+    return OK;
+}
+
+static HOT uint8_t *put_utf8(uint8_t *out, uint32_t cp) {
+    if (cp < 0x80) {
+        *out++ = (uint8_t)cp;
+    } else if (cp < 0x800) {
+        *out++ = (uint8_t)(0xc0 | cp >> 6);
+        *out++ = (uint8_t)(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+        *out++ = (uint8_t)(0xe0 | cp >> 12);
+        *out++ = (uint8_t)(0x80 | (cp >> 6 & 0x3f));
+        *out++ = (uint8_t)(0x80 | (cp & 0x3f));
+    } else {
+        *out++ = (uint8_t)(0xf0 | cp >> 18);
+        *out++ = (uint8_t)(0x80 | (cp >> 12 & 0x3f));
+        *out++ = (uint8_t)(0x80 | (cp >> 6 & 0x3f));
+        *out++ = (uint8_t)(0x80 | (cp & 0x3f));
+    }
+    return out;
+}
+
+/* The content of a string scan_string read (escaped, no lone surrogate) as UTF-8,
+ * appended to `b`: never longer than the raw content. */
+static int unescape(const uint8_t *s, Py_ssize_t n, Buf *b) {
+    if (buf_reserve(b, n) != OK) return NOMEM;
+    uint8_t *out = (uint8_t *)b->data + b->len;
+    const uint8_t *end = s + n;
+    while (s < end) {
+        const uint8_t *slash = memchr(s, '\\', (size_t)(end - s));
+        if (!slash) slash = end;
+        memcpy(out, s, (size_t)(slash - s));
+        out += slash - s;
+        s = slash;
+        if (s >= end) break;
+        if (end - s < 2) return DEFER;
+        uint8_t e = s[1];
+        if (e != 'u') {
+            *out++ = e == 'b' ? '\b' : e == 'f' ? '\f' : e == 'n' ? '\n' : e == 'r' ? '\r'
+                   : e == 't' ? '\t' : e;
+            s += 2;
+            continue;
+        }
+        int u = end - s >= 6 ? hex4(s + 2) : -1;
+        if (u < 0) return DEFER;
+        s += 6;
+        uint32_t cp = (uint32_t)u;
+        if (u >= 0xd800 && u <= 0xdbff && end - s >= 6 && s[0] == '\\' && s[1] == 'u') {
+            int u2 = hex4(s + 2);
+            if (u2 >= 0xdc00 && u2 <= 0xdfff) {
+                cp = 0x10000 + (((uint32_t)u - 0xd800) << 10) + ((uint32_t)u2 - 0xdc00);
+                s += 6;
+            }
+        }
+        if (cp >= 0xd800 && cp <= 0xdfff) return DEFER;  /* lone: scan_string said so */
+        out = put_utf8(out, cp);
+    }
+    b->len = (char *)out - b->data;
+    return OK;
+}
+
+/* A number literal, as json.loads's scanner matches it. */
+typedef struct {
+    const uint8_t *start, *end;
+    int negative;
+    int is_int;         /* no fraction, no exponent: Python's int */
+    int big;            /* an int literal past int64 (left to Python) */
+    int64_t i;          /* an int's value */
+    int exact;          /* a float's value is w * 10^q, w of at most 19 digits */
+    uint64_t w;
+    int64_t q;
+} Num;
+
+/* Whether the 8 bytes at p are all ASCII digits. */
+static HOT int eight_digits(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return ((v & 0xf0f0f0f0f0f0f0f0ULL)
+            | (((v + 0x0606060606060606ULL) & 0xf0f0f0f0f0f0f0f0ULL) >> 4))
+           == 0x3333333333333333ULL;
+}
+
+/* The value of the 8 ASCII digits at p. */
+static HOT uint64_t eight_value(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    v = (v & 0x0f0f0f0f0f0f0f0fULL) * 2561 >> 8;
+    v = (v & 0x00ff00ff00ff00ffULL) * 6553601 >> 16;
+    return (v & 0x0000ffff0000ffffULL) * 42949672960001ULL >> 32;
+}
+
+/* A run of digits at p (before end) taken into w, at most 19 significant ones: *digits
+ * counts those in w (leading zeros not counted when `skip_zeros`: *zeros counts them),
+ * *dropped those past 19. Returns the end of the run. */
+static HOT const uint8_t *digit_run(const uint8_t *p, const uint8_t *end, uint64_t *w,
+                                     int *digits, int *dropped, int skip_zeros, int *zeros) {
+    if (skip_zeros && *digits == 0) {
+        while (p < end && *p == '0') {
+            p++;
+            (*zeros)++;
+        }
+    }
+    while (end - p >= 8 && *digits <= 11 && eight_digits(p)) {
+        *w = *w * 100000000 + eight_value(p);
+        *digits += 8;
+        p += 8;
+    }
+    while (p < end && is_digit(*p)) {
+        if (*digits < 19) {
+            *w = *w * 10 + (uint64_t)(*p - '0');
+            (*digits)++;
+        } else {
+            (*dropped)++;
+        }
+        p++;
+    }
+    return p;
+}
+
+/* The number at c->p; DEFER when there is none there (json.loads's NaN, Infinity and
+ * -Infinity included: Python reads them, and leaves them to Python). */
+static HOT int scan_number(Cursor *c, Num *n) {
+    const uint8_t *p = c->p, *end = c->end;
+    n->start = p;
+    n->negative = 0;
+    n->is_int = 1;
+    n->big = 0;
+    if (p < end && *p == '-') {
+        n->negative = 1;
+        p++;
+    }
+    if (p >= end) return DEFER;
+    uint64_t w = 0;
+    int digits = 0, dropped = 0, zeros = 0;
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        p = digit_run(p, end, &w, &digits, &dropped, 0, &zeros);
+    } else {
+        return DEFER;
+    }
+    /* an int's value, when it fits int64 (19 digits at most; then checked) */
+    if (!dropped && (n->negative ? w <= (uint64_t)INT64_MAX + 1 : w <= (uint64_t)INT64_MAX))
+        n->i = n->negative ? (int64_t)(0 - w) : (int64_t)w;
+    else
+        n->big = 1;
+    int64_t q = dropped;
+    if (end - p >= 2 && *p == '.' && is_digit(p[1])) {
+        n->is_int = 0;
+        const uint8_t *fraction = ++p;
+        int before = dropped;
+        p = digit_run(p, end, &w, &digits, &dropped, 1, &zeros);
+        /* each fraction digit taken into w (or a leading zero) scales by 1/10 */
+        q -= (p - fraction) - (dropped - before);
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        const uint8_t *e = p + 1;
+        int negative = 0;
+        if (e < end && (*e == '+' || *e == '-')) negative = *e++ == '-';
+        if (e < end && is_digit(*e)) {  /* else Python backtracks: the number ends at 'e' */
+            int64_t x = 0;
+            while (e < end && is_digit(*e)) {
+                if (x < 100000000) x = x * 10 + (*e - '0');
+                e++;
+            }
+            q += negative ? -x : x;
+            n->is_int = 0;
+            p = e;
+        }
+    }
+    if (!n->is_int) n->big = 0;
+    n->exact = dropped == 0;
+    n->w = w;
+    n->q = q;
+    n->end = p;
+    c->p = p;
+    return OK;
+}
+
+static const double POW10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+                                 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+                                 1e20, 1e21, 1e22};
+#if LDBL_MANT_DIG == 64
+static const long double POW10L[28] = {
+    1e0L, 1e1L, 1e2L, 1e3L, 1e4L, 1e5L, 1e6L, 1e7L, 1e8L, 1e9L, 1e10L, 1e11L, 1e12L, 1e13L,
+    1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L, 1e20L, 1e21L, 1e22L, 1e23L, 1e24L, 1e25L,
+    1e26L, 1e27L};
+#endif
+
+/* A float literal's value as Python's float() gives it: correctly rounded. Exact
+ * shortcuts first (a double or x87 long double operation on exact operands, when its
+ * rounding cannot differ from the decimal's), then CPython's own strtod. */
+static int num_double(Program *prog, const Num *n, double *out) {
+    if (n->exact) {
+        uint64_t w = n->w;
+        int64_t q = n->q;
+        if (w == 0) {
+            *out = n->negative ? -0.0 : 0.0;
+            return OK;
+        }
+        if (w <= (1ULL << 53) && q >= -22 && q <= 22) {  /* Clinger's: one rounding */
+            double d = (double)w;
+            d = q < 0 ? d / POW10[-q] : d * POW10[q];
+            *out = n->negative ? -d : d;
+            return OK;
+        }
+#if LDBL_MANT_DIG == 64
+        if (prog->extended && q >= -27 && q <= 27) {
+            /* w and 10^|q| are exact in 64 bits; the quotient or product is rounded once
+             * to 64 bits, then to 53. The second rounding is right unless the first
+             * landed within one unit of a halfway point between two doubles. */
+            long double x = (long double)w;
+            x = q < 0 ? x / POW10L[-q] : x * POW10L[q];
+            uint64_t mantissa;
+            memcpy(&mantissa, &x, 8);
+            unsigned low = (unsigned)(mantissa & 0x7ff);
+            if (low < 0x3ff || low > 0x401) {
+                double d = (double)x;
+                *out = n->negative ? -d : d;
+                return OK;
+            }
+        }
+#endif
+    }
+    Py_ssize_t len = n->end - n->start;
+    prog->scratch.len = 0;
+    if (buf_reserve(&prog->scratch, len + 1) != OK) return NOMEM;
+    memcpy(prog->scratch.data, n->start, (size_t)len);
+    prog->scratch.data[len] = 0;
+    char *stop;
+    double d = PyOS_string_to_double(prog->scratch.data, &stop, NULL);  /* overflow: inf */
+    if (d == -1.0 && PyErr_Occurred()) return ERROR;
+    if (stop != prog->scratch.data + len) return DEFER;
+    *out = d;
+    return OK;
+}
+
+/* A literal (true, false, null) at c->p. */
+static HOT int literal(Cursor *c, const char *word, Py_ssize_t n) {
+    if (c->end - c->p < n || memcmp(c->p, word, (size_t)n) != 0) return 0;
+    c->p += n;
+    return 1;
+}
+
+/* Reads past one JSON value at c->p, checking it as json.loads would; OK or DEFER. */
+static int skip_value(Cursor *c, int depth) {
+    if (depth > MAX_DEPTH || c->p >= c->end) return DEFER;
+    const uint8_t *s;
+    Py_ssize_t n;
+    int escaped, lone;
+    switch (*c->p) {
+    case '"':
+        return scan_string(c, &s, &n, &escaped, &lone);
+    case '{':
+        c->p++;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == '}') {
+            c->p++;
+            return OK;
+        }
+        for (;;) {
+            if (c->p >= c->end || *c->p != '"') return DEFER;
+            if (scan_string(c, &s, &n, &escaped, &lone) != OK) return DEFER;
+            skip_ws(c);
+            if (c->p >= c->end || *c->p != ':') return DEFER;
+            c->p++;
+            skip_ws(c);
+            if (skip_value(c, depth + 1) != OK) return DEFER;
+            skip_ws(c);
+            if (c->p >= c->end) return DEFER;
+            if (*c->p == '}') {
+                c->p++;
+                return OK;
+            }
+            if (*c->p != ',') return DEFER;
+            c->p++;
+            skip_ws(c);
+        }
+    case '[':
+        c->p++;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ']') {
+            c->p++;
+            return OK;
+        }
+        for (;;) {
+            if (skip_value(c, depth + 1) != OK) return DEFER;
+            skip_ws(c);
+            if (c->p >= c->end) return DEFER;
+            if (*c->p == ']') {
+                c->p++;
+                return OK;
+            }
+            if (*c->p != ',') return DEFER;
+            c->p++;
+            skip_ws(c);
+        }
+    case 't':
+        return literal(c, "true", 4) ? OK : DEFER;
+    case 'f':
+        return literal(c, "false", 5) ? OK : DEFER;
+    case 'n':
+        return literal(c, "null", 4) ? OK : DEFER;
+    default: {
+        Num num;
+        if (scan_number(c, &num) != OK) return DEFER;
+        return num.big ? DEFER : OK;  /* Python's int() of a long literal may refuse it */
+    }
+    }
+}
+
+/* ------------------------------------------------------------------ dates */
+
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+static int digits_at(const uint8_t *s, int count, int *out) {
+    int value = 0;
+    for (int k = 0; k < count; k++) {
+        if (!is_digit(s[k])) return 0;
+        value = value * 10 + (s[k] - '0');
+    }
+    *out = value;
+    return 1;
+}
+
+/* YYYY-MM-DD at s (10 bytes) as days since 1970-01-01, or 0 when it is not a date. */
+static int ymd(const uint8_t *s, int64_t *days) {
+    int y, m, d;
+    if (!digits_at(s, 4, &y) || s[4] != '-' || !digits_at(s + 5, 2, &m) || s[7] != '-'
+        || !digits_at(s + 8, 2, &d)) return 0;
+    static const int month_days[] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (y < 1 || m < 1 || m > 12 || d < 1 || d > month_days[m]) return 0;
+    if (m == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))) return 0;
+    *days = days_from_civil(y, (unsigned)m, (unsigned)d);
+    return 1;
+}
+
+/* The forms date.fromisoformat reads alike in every Python: YYYY-MM-DD. */
+static int fast_date(const uint8_t *s, Py_ssize_t n, int64_t *days) {
+    return n == 10 && ymd(s, days);
+}
+
+/* The forms datetime.fromisoformat(value.upper()) reads alike here (the flags say which
+ * this Python reads): YYYY-MM-DD, T (t) or a space, HH:MM:SS, then .fff or .ffffff, then
+ * Z (z) or +HH:MM / -HH:MM, as microseconds since the epoch (UTC when no offset). */
+static int fast_timestamp(int flags, const uint8_t *s, Py_ssize_t n, int64_t *micros) {
+    int64_t days;
+    int hour, minute, second, fraction = 0;
+    if (n < 19 || !ymd(s, &days)) return 0;
+    if (!(s[10] == 'T' || s[10] == 't' || (s[10] == ' ' && (flags & F_SPACE)))) return 0;
+    if (!digits_at(s + 11, 2, &hour) || s[13] != ':' || !digits_at(s + 14, 2, &minute)
+        || s[16] != ':' || !digits_at(s + 17, 2, &second)) return 0;
+    if (hour > 23 || minute > 59 || second > 59) return 0;
+    Py_ssize_t at = 19;
+    if (at < n && s[at] == '.') {
+        if (n - at >= 7 && (flags & F_MICROS) && digits_at(s + at + 1, 6, &fraction)
+            && (n - at == 7 || !is_digit(s[at + 7]))) {
+            at += 7;
+        } else if (n - at >= 4 && (flags & F_MILLIS) && digits_at(s + at + 1, 3, &fraction)
+                   && (n - at == 4 || !is_digit(s[at + 4]))) {
+            fraction *= 1000;
+            at += 4;
+        } else {
+            return 0;
+        }
+    }
+    int64_t offset = 0;
+    if (at < n) {
+        if ((s[at] == 'Z' || s[at] == 'z') && n - at == 1 && (flags & F_Z)) {
+            at++;
+        } else if ((s[at] == '+' || s[at] == '-') && n - at == 6 && (flags & F_OFFSET)) {
+            int oh, om;
+            if (!digits_at(s + at + 1, 2, &oh) || s[at + 3] != ':'
+                || !digits_at(s + at + 4, 2, &om) || oh > 23 || om > 59) return 0;
+            offset = (int64_t)(oh * 3600 + om * 60) * (s[at] == '-' ? -1 : 1);
+            at += 6;
+        } else {
+            return 0;
+        }
+    }
+    if (at != n) return 0;
+    *micros = ((days * 86400 + hour * 3600 + minute * 60 + second) - offset) * 1000000
+              + fraction;
+    return 1;
+}
+
+static const int8_t BASE64[256] = {
+    ['A'] = 1, ['B'] = 2, ['C'] = 3, ['D'] = 4, ['E'] = 5, ['F'] = 6, ['G'] = 7, ['H'] = 8,
+    ['I'] = 9, ['J'] = 10, ['K'] = 11, ['L'] = 12, ['M'] = 13, ['N'] = 14, ['O'] = 15,
+    ['P'] = 16, ['Q'] = 17, ['R'] = 18, ['S'] = 19, ['T'] = 20, ['U'] = 21, ['V'] = 22,
+    ['W'] = 23, ['X'] = 24, ['Y'] = 25, ['Z'] = 26, ['a'] = 27, ['b'] = 28, ['c'] = 29,
+    ['d'] = 30, ['e'] = 31, ['f'] = 32, ['g'] = 33, ['h'] = 34, ['i'] = 35, ['j'] = 36,
+    ['k'] = 37, ['l'] = 38, ['m'] = 39, ['n'] = 40, ['o'] = 41, ['p'] = 42, ['q'] = 43,
+    ['r'] = 44, ['s'] = 45, ['t'] = 46, ['u'] = 47, ['v'] = 48, ['w'] = 49, ['x'] = 50,
+    ['y'] = 51, ['z'] = 52, ['0'] = 53, ['1'] = 54, ['2'] = 55, ['3'] = 56, ['4'] = 57,
+    ['5'] = 58, ['6'] = 59, ['7'] = 60, ['8'] = 61, ['9'] = 62, ['+'] = 63, ['/'] = 64};
+
+/* Canonical base64 (groups of 4, "=" only as the last one or two characters), which
+ * base64.b64decode(validate=True) decodes alike in every Python, appended to `col`'s
+ * bytes; 0 (nothing appended) otherwise. */
+static int fast_base64(Column *col, const uint8_t *s, Py_ssize_t n, int *status) {
+    if (n % 4) return 0;
+    Py_ssize_t pad = n >= 1 && s[n - 1] == '=' ? (n >= 2 && s[n - 2] == '=' ? 2 : 1) : 0;
+    for (Py_ssize_t k = 0; k < n - pad; k++)
+        if (!BASE64[s[k]]) return 0;
+    if (pad && n - pad < 2) return 0;
+    if ((*status = buf_reserve(&col->data, n / 4 * 3)) != OK) return 1;
+    uint8_t *out = (uint8_t *)col->data.data + col->data.len;
+    uint32_t bits = 0;
+    int held = 0;
+    for (Py_ssize_t k = 0; k < n - pad; k++) {
+        bits = bits << 6 | (uint32_t)(BASE64[s[k]] - 1);
+        held += 6;
+        if (held >= 8) {
+            held -= 8;
+            *out++ = (uint8_t)(bits >> held);
+            bits &= (1u << held) - 1;
+        }
+    }
+    col->data.len = (char *)out - col->data.data;
+    if ((*status = end_offset(col, col->data.len)) == OK) *status = append_validity(col, 1);
+    return 1;
+}
+
+/* ------------------------------------------------------------------ the Python converters */
+
+/* What a step's `slow` converter returned for a value: appended to its column, MISFIT
+ * for None, DEFER for the program's defer marker. Takes the reference. */
+static int slow_result(Program *prog, Step *step, PyObject *result) {
+    if (!result) return ERROR;
+    Column *col = &prog->cols[step->col];
+    int r;
+    if (result == Py_None) {
+        r = MISFIT;
+    } else if (result == prog->defer) {
+        r = DEFER;
+    } else if (col->kind == COL_BINARY && PyUnicode_Check(result)) {
+        Py_ssize_t n;
+        const char *text = PyUnicode_AsUTF8AndSize(result, &n);
+        r = text ? append_bytes(col, text, n) : ERROR;
+    } else if (col->kind == COL_BINARY && PyBytes_Check(result)) {
+        r = append_bytes(col, PyBytes_AS_STRING(result), PyBytes_GET_SIZE(result));
+    } else if ((col->kind == COL_I32 || col->kind == COL_I64) && PyLong_Check(result)) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(result, &overflow);
+        if (v == -1 && PyErr_Occurred()) {
+            r = ERROR;
+        } else if (overflow || v < step->low || v > step->high) {
+            PyErr_Format(PyExc_ValueError, "a converter's value %R is out of its column's "
+                         "range", result);
+            r = ERROR;
+        } else {
+            r = append_int(col, v);
+        }
+    } else {
+        PyErr_Format(PyExc_TypeError, "a converter returned %R for a column of kind %d",
+                     result, col->kind);
+        r = ERROR;
+    }
+    Py_DECREF(result);
+    return r;
+}
+
+/* The slow converter of a string value (its UTF-8 content). */
+static int slow_string(Program *prog, Step *step, const uint8_t *s, Py_ssize_t n) {
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)s, n, "strict");
+    if (!text) return ERROR;
+    PyObject *result = PyObject_CallOneArg(step->slow, text);
+    Py_DECREF(text);
+    return slow_result(prog, step, result);
+}
+
+/* The slow converter of a whole JSON value (its text), read past at the cursor. */
+static int slow_value(Program *prog, Step *step, Cursor *c, int depth) {
+    const uint8_t *start = c->p;
+    int r = skip_value(c, depth);
+    if (r != OK) return r;
+    PyObject *span = PyBytes_FromStringAndSize((const char *)start, c->p - start);
+    if (!span) return ERROR;
+    PyObject *result = PyObject_CallOneArg(step->slow, span);
+    Py_DECREF(span);
+    return slow_result(prog, step, result);
+}
+
+/* ------------------------------------------------------------------ steps */
+
+static int parse_value(Program *prog, Step *step, Cursor *c, int depth);
+
+/* A string value's content into the scratch buffer when it has escapes: (s, n) then
+ * point at UTF-8 text. */
+static HOT int string_content(Program *prog, Cursor *c, const uint8_t **s, Py_ssize_t *n) {
+    int escaped, lone;
+    int r = scan_string(c, s, n, &escaped, &lone);
+    if (r != OK) return r;
+    if (lone) return DEFER;
+    if (escaped) {
+        prog->scratch.len = 0;
+        if ((r = unescape(*s, *n, &prog->scratch)) != OK) return r;
+        *s = (const uint8_t *)prog->scratch.data;
+        *n = prog->scratch.len;
+    }
+    return OK;
+}
+
+/* A string value straight into a binary column. */
+static HOT int parse_string(Program *prog, Column *col, Cursor *c) {
+    const uint8_t *s;
+    Py_ssize_t n;
+    int escaped, lone;
+    int r = scan_string(c, &s, &n, &escaped, &lone);
+    if (r != OK) return r;
+    if (lone) return DEFER;
+    if (!escaped) return append_bytes(col, s, n);
+    if ((r = unescape(s, n, &col->data)) != OK) return r;
+    if (end_offset(col, col->data.len) != OK) return NOMEM;
+    return append_validity(col, 1);
+}
+
+/* An integer of the step's range, from an int or an integral float (JSON Schema counts
+ * 1.0 as an integer). */
+static HOT int parse_integer(Program *prog, Step *step, Cursor *c, int64_t *out) {
+    uint8_t b = *c->p;
+    if (b != '-' && !is_digit(b)) return MISFIT;  /* NaN, Infinity: not integers either */
+    Num n;
+    int r = scan_number(c, &n);
+    if (r != OK) return r;
+    int64_t v;
+    if (n.is_int) {
+        if (n.big) return DEFER;
+        v = n.i;
+    } else {
+        double d;
+        if ((r = num_double(prog, &n, &d)) != OK) return r;
+        if (!isfinite(d) || d != floor(d) || d < -9223372036854775808.0
+            || d >= 9223372036854775808.0) return MISFIT;
+        v = (int64_t)d;
+    }
+    if (v < step->low || v > step->high) return MISFIT;
+    *out = v;
+    return OK;
+}
+
+static int parse_object(Program *prog, Step *step, Cursor *c, int depth);
+static int parse_map(Program *prog, Step *step, Cursor *c, int depth);
+
+/* A value of the scalar kinds most columns are (string, boolean, integer, number),
+ * inlined where values are read. */
+static HOT int parse_scalar(Program *prog, Step *step, Cursor *c) {
+    if (c->p >= c->end) return DEFER;
+    Column *col = &prog->cols[step->col];
+    uint8_t b = *c->p;
+    int r;
+    switch (step->kind) {
+    case K_STRING:
+        return b == '"' ? parse_string(prog, col, c) : MISFIT;
+    case K_BOOLEAN:
+        if (literal(c, "true", 4)) r = buf_byte(&col->values, 1);
+        else if (literal(c, "false", 5)) r = buf_byte(&col->values, 0);
+        else return MISFIT;
+        return r != OK ? r : append_validity(col, 1);
+    case K_INTEGER: case K_CONNECT_DAYS: {
+        int64_t v;
+        if ((r = parse_integer(prog, step, c, &v)) != OK) return r;
+        return append_int(col, v);
+    }
+    case K_CONNECT_MILLIS: {
+        int64_t v;
+        if ((r = parse_integer(prog, step, c, &v)) != OK) return r;
+        if (__builtin_mul_overflow(v, (int64_t)1000, &v)) return MISFIT;
+        return append_int(col, v);
+    }
+    default: {  /* K_NUMBER */
+        if (b != '-' && !is_digit(b)) return b == 'N' || b == 'I' ? DEFER : MISFIT;
+        Num n;
+        double d;
+        if ((r = scan_number(c, &n)) != OK) return r;
+        if (n.is_int) {
+            if (n.big) return DEFER;
+            d = (double)n.i;  /* as Python's float(int): rounded to nearest, ties to even */
+        } else if ((r = num_double(prog, &n, &d)) != OK) {
+            return r;
+        }
+        if (isinf(d)) return MISFIT;
+        return append_real(col, d);
+    }
+    }
+}
+
+static HOT int is_scalar(int kind) {
+    return kind == K_STRING || kind == K_BOOLEAN || kind == K_INTEGER || kind == K_NUMBER
+        || kind == K_CONNECT_DAYS || kind == K_CONNECT_MILLIS;
+}
+
+/* A value where the column may take null (an object's property, an array's item, a
+ * map's value, the document): null as the step's nullability says, else the value. */
+static HOT int parse_slot(Program *prog, Step *step, Cursor *c, int depth) {
+    if (c->p < c->end && *c->p == 'n') {
+        if (!literal(c, "null", 4)) return DEFER;
+        return step->nullable ? append_null(prog, step->col) : MISFIT;
+    }
+    return is_scalar(step->kind) ? parse_scalar(prog, step, c) : parse_value(prog, step, c, depth);
+}
+
+static int parse_value(Program *prog, Step *step, Cursor *c, int depth) {
+    if (c->p >= c->end || depth > MAX_DEPTH) return DEFER;
+    if (is_scalar(step->kind)) return parse_scalar(prog, step, c);
+    Column *col = &prog->cols[step->col];
+    uint8_t b = *c->p;
+    int r;
+    switch (step->kind) {
+    case K_ENUM:
+        if (b == '"') return parse_string(prog, col, c);
+        return slow_value(prog, step, c, depth);
+    case K_TEXT:
+        return slow_value(prog, step, c, depth);
+    case K_DATE: case K_TIMESTAMP: case K_BASE64: {
+        if (b != '"') return MISFIT;
+        const uint8_t *s;
+        Py_ssize_t n;
+        if ((r = string_content(prog, c, &s, &n)) != OK) return r;
+        int64_t v;
+        if (step->kind == K_DATE && fast_date(s, n, &v)) return append_int(col, v);
+        if (step->kind == K_TIMESTAMP && fast_timestamp(prog->flags, s, n, &v))
+            return append_int(col, v);
+        if (step->kind == K_BASE64 && fast_base64(col, s, n, &r)) return r;
+        return slow_string(prog, step, s, n);
+    }
+    case K_ARRAY: {
+        if (b != '[') return MISFIT;
+        Step *item = step->children[0];
+        c->p++;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ']') {
+            c->p++;
+        } else {
+            for (;;) {
+                if ((r = parse_slot(prog, item, c, depth + 1)) != OK) return r;
+                skip_ws(c);
+                if (c->p >= c->end) return DEFER;
+                if (*c->p == ']') {
+                    c->p++;
+                    break;
+                }
+                if (*c->p != ',') return DEFER;
+                c->p++;
+                skip_ws(c);
+            }
+        }
+        if (end_offset(col, prog->cols[col->children[0]].length) != OK) return NOMEM;
+        return append_validity(col, 1);
+    }
+    case K_OBJECT:
+        return b == '{' ? parse_object(prog, step, c, depth) : MISFIT;
+    case K_MAP:
+        return b == '{' ? parse_map(prog, step, c, depth) : MISFIT;
+    case K_UNION: {
+        const uint8_t *start = c->p;
+        for (int k = 0; k < step->nchildren; k++) {
+            Step *member = step->children[k];
+            Py_ssize_t length = prog->cols[member->col].length;
+            c->p = start;
+            r = parse_value(prog, member, c, depth + 1);
+            if (r == MISFIT) {
+                roll_back(prog, member->col, length);
+                continue;
+            }
+            if (r != OK) return r;
+            for (int j = 0; j < step->nchildren; j++)
+                if (j != k && append_null(prog, step->children[j]->col) != OK) return NOMEM;
+            return append_validity(col, 1);
+        }
+        return MISFIT;
+    }
+    }
+    return DEFER;
+}
+
+/* The property a key names: the one after the last matched first (values mostly come in
+ * the schema's order), else any; -1 for none. */
+static HOT int property_of(Step *step, const uint8_t *key, Py_ssize_t n, int hint) {
+    if (hint < step->nchildren) {
+        Property *p = &step->props[hint];
+        if (p->name_len == n && same_bytes(key, p->name, n)) return hint;
+    }
+    for (int k = 0; k < step->nchildren; k++) {
+        Property *p = &step->props[k];
+        if (p->name_len == n && same_bytes(key, p->name, n)) return k;
+    }
+    return -1;
+}
+
+/* Past the ':' after a key. */
+static HOT int colon(Cursor *c) {
+    if (c->p < c->end && *c->p == ':') {  /* compact JSON: no whitespace */
+        c->p++;
+        skip_ws(c);
+        return OK;
+    }
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != ':') return DEFER;
+    c->p++;
+    skip_ws(c);
+    return OK;
+}
+
+/* Whether the key at c->p ('"') is property `k`'s plain name as it stands (then past
+ * it): the raw bytes are the name, so the key is. */
+static HOT int key_is(Step *step, Cursor *c, int k) {
+    if (k >= step->nchildren) return 0;
+    Property *p = &step->props[k];
+    Py_ssize_t n = p->name_len;
+    if (!p->plain || c->end - c->p < n + 2 || c->p[0] != '"' || c->p[n + 1] != '"'
+        || !same_bytes(c->p + 1, p->name, n)) return 0;
+    c->p += n + 2;
+    return 1;
+}
+
+/* A key at c->p ('"'), unescaped when it needs to be; then past the ':'. */
+static HOT int read_key(Program *prog, Cursor *c, const uint8_t **key, Py_ssize_t *n) {
+    if (c->p >= c->end || *c->p != '"') return DEFER;
+    int r = string_content(prog, c, key, n);
+    return r != OK ? r : colon(c);
+}
+
+/* After a member: past a ',' (0) or the closing `close` (1); -1: neither. */
+static HOT int next_member(Cursor *c, uint8_t close) {
+    if (c->p < c->end && *c->p == ',') {  /* compact JSON: no whitespace */
+        c->p++;
+        skip_ws(c);
+        return 0;
+    }
+    skip_ws(c);
+    if (c->p >= c->end) return -1;
+    if (*c->p == close) {
+        c->p++;
+        return 1;
+    }
+    if (*c->p != ',') return -1;
+    c->p++;
+    skip_ws(c);
+    return 0;
+}
+
+/* Whether the object at `start` ('{') names one of the step's properties twice (DEFER:
+ * json.loads keeps the last value, which may fit), else MISFIT: what a value that did
+ * not fit returns, once the whole object is checked. */
+static int misfit_unless_repeated(Program *prog, Step *step, const uint8_t *start,
+                                  const uint8_t *end, int depth) {
+    Cursor c = {start + 1, end};
+    memset(step->seen, 0, (size_t)step->nchildren);
+    skip_ws(&c);
+    if (c.p < c.end && *c.p == '}') return MISFIT;
+    for (;;) {
+        const uint8_t *key;
+        Py_ssize_t n;
+        if (read_key(prog, &c, &key, &n) != OK) return DEFER;
+        int k = property_of(step, key, n, 0);
+        if (k >= 0) {
+            if (step->seen[k]) return DEFER;
+            step->seen[k] = 1;
+        }
+        if (skip_value(&c, depth + 1) != OK) return DEFER;
+        int closed = next_member(&c, '}');
+        if (closed < 0) return DEFER;
+        if (closed) return MISFIT;
+    }
+}
+
+static int parse_object(Program *prog, Step *step, Cursor *c, int depth) {
+    const uint8_t *start = c->p;
+    Column *col = &prog->cols[step->col];
+    int r, hint = 0;
+    memset(step->seen, 0, (size_t)step->nchildren);
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+    } else {
+        for (;;) {
+            int k;
+            if (key_is(step, c, hint)) {  /* the expected property, its name as it stands */
+                k = hint;
+                if ((r = colon(c)) != OK) return r;
+            } else {
+                const uint8_t *key;
+                Py_ssize_t n;
+                if ((r = read_key(prog, c, &key, &n)) != OK) return r;
+                k = property_of(step, key, n, hint);
+            }
+            if (k < 0) {
+                r = skip_value(c, depth + 1);  /* a property the column lacks: dropped */
+            } else {
+                if (step->seen[k]) return DEFER;  /* json.loads keeps the last */
+                step->seen[k] = 1;
+                hint = k + 1;
+                r = parse_slot(prog, step->children[k], c, depth + 1);
+                if (r == MISFIT) return misfit_unless_repeated(prog, step, start, c->end, depth);
+            }
+            if (r != OK) return r;
+            int closed = next_member(c, '}');
+            if (closed < 0) return DEFER;
+            if (closed) break;
+        }
+    }
+    for (int k = 0; k < step->nchildren; k++) {
+        if (step->seen[k]) continue;
+        Property *p = &step->props[k];
+        if (p->has_default) {  /* the schema's default, read as a value would be */
+            Cursor d = {(const uint8_t *)p->default_text,
+                        (const uint8_t *)p->default_text + p->default_len};
+            r = parse_slot(prog, step->children[k], &d, depth + 1);
+            if (r != OK) return r == MISFIT ? DEFER : r;
+            skip_ws(&d);
+            if (d.p != d.end) return DEFER;
+        } else if (p->required) {
+            return MISFIT;  /* no duplicates: they were deferred on the way */
+        } else if (append_null(prog, step->children[k]->col) != OK) {
+            return NOMEM;
+        }
+    }
+    return append_validity(col, 1);
+}
+
+static uint64_t hash_bytes(const char *s, Py_ssize_t n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (Py_ssize_t k = 0; k < n; k++) h = (h ^ (uint8_t)s[k]) * 1099511628211ULL;
+    return h;
+}
+
+/* Whether keys [first, last) of the binary column `keys` hold one twice; -1: no memory. */
+static int repeated_keys(Program *prog, Column *keys, Py_ssize_t first, Py_ssize_t last) {
+    const int32_t *offsets = (const int32_t *)keys->offsets.data;
+    const char *data = keys->data.data;
+    Py_ssize_t count = last - first;
+    if (count < 2) return 0;
+    if (count <= 16) {
+        for (Py_ssize_t a = first; a < last; a++)
+            for (Py_ssize_t b = a + 1; b < last; b++) {
+                int32_t n = offsets[a + 1] - offsets[a];
+                if (n == offsets[b + 1] - offsets[b]
+                    && memcmp(data + offsets[a], data + offsets[b], (size_t)n) == 0) return 1;
+            }
+        return 0;
+    }
+    Py_ssize_t size = 64;
+    while (size < count * 2) size *= 2;
+    prog->keys.len = 0;
+    if (buf_reserve(&prog->keys, size * (Py_ssize_t)sizeof(int64_t)) != OK) return -1;
+    int64_t *table = (int64_t *)prog->keys.data;
+    for (Py_ssize_t k = 0; k < size; k++) table[k] = -1;
+    for (Py_ssize_t a = first; a < last; a++) {
+        int32_t n = offsets[a + 1] - offsets[a];
+        Py_ssize_t slot = (Py_ssize_t)(hash_bytes(data + offsets[a], n) & (uint64_t)(size - 1));
+        while (table[slot] >= 0) {
+            int64_t b = table[slot];
+            if (n == offsets[b + 1] - offsets[b]
+                && memcmp(data + offsets[a], data + offsets[b], (size_t)n) == 0) return 1;
+            slot = (slot + 1) & (size - 1);
+        }
+        table[slot] = a;
+    }
+    return 0;
+}
+
+/* A map's keys when one of its values did not fit: MISFIT, or DEFER for a key given
+ * twice (json.loads keeps the last value) or an object that is not JSON. */
+static int misfit_unless_repeated_key(Program *prog, Step *step, const uint8_t *start,
+                                      const uint8_t *end, int depth) {
+    Column *keys = &prog->cols[step->key_col];
+    Cursor c = {start + 1, end};
+    Py_ssize_t length = keys->length;
+    int r = MISFIT;
+    skip_ws(&c);
+    if (!(c.p < c.end && *c.p == '}')) {
+        for (;;) {
+            const uint8_t *key;
+            Py_ssize_t n;
+            if (read_key(prog, &c, &key, &n) != OK || append_bytes(keys, key, n) != OK
+                || skip_value(&c, depth + 1) != OK) {
+                r = DEFER;
+                break;
+            }
+            int closed = next_member(&c, '}');
+            if (closed < 0) {
+                r = DEFER;
+                break;
+            }
+            if (closed) break;
+        }
+    }
+    if (r == MISFIT) {
+        int repeated = repeated_keys(prog, keys, length, keys->length);
+        r = repeated < 0 ? NOMEM : repeated ? DEFER : MISFIT;
+    }
+    roll_back(prog, step->key_col, length);
+    return r;
+}
+
+static int parse_map(Program *prog, Step *step, Cursor *c, int depth) {
+    const uint8_t *start = c->p;
+    Column *col = &prog->cols[step->col];
+    Column *entries = &prog->cols[col->children[0]];
+    Column *keys = &prog->cols[step->key_col];
+    Step *values = step->children[0];
+    Py_ssize_t first = keys->length;
+    int r;
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') {
+        c->p++;
+    } else {
+        for (;;) {
+            const uint8_t *key;
+            Py_ssize_t n;
+            if ((r = read_key(prog, c, &key, &n)) != OK) return r;
+            if (append_bytes(keys, key, n) != OK) return NOMEM;
+            r = parse_slot(prog, values, c, depth + 1);
+            if (r == MISFIT)
+                return misfit_unless_repeated_key(prog, step, start, c->end, depth);
+            if (r != OK) return r;
+            if (append_validity(entries, 1) != OK) return NOMEM;
+            int closed = next_member(c, '}');
+            if (closed < 0) return DEFER;
+            if (closed) break;
+        }
+    }
+    int repeated = repeated_keys(prog, keys, first, keys->length);
+    if (repeated) return repeated < 0 ? NOMEM : DEFER;
+    if (end_offset(col, entries->length) != OK) return NOMEM;
+    return append_validity(col, 1);
+}
+
+/* ------------------------------------------------------------------ compiling */
+
+static void free_step(Step *step) {
+    if (!step) return;
+    for (int k = 0; k < step->nchildren; k++) free_step(step->children[k]);
+    PyMem_Free(step->children);
+    if (step->props) {
+        for (int k = 0; k < step->nchildren; k++) {
+            PyMem_Free(step->props[k].name);
+            PyMem_Free(step->props[k].default_text);
+        }
+        PyMem_Free(step->props);
+    }
+    PyMem_Free(step->seen);
+    Py_XDECREF(step->slow);
+    PyMem_Free(step);
+}
+
+static void free_columns(Program *prog) {
+    for (int k = 0; k < prog->ncols; k++) {
+        Column *col = &prog->cols[k];
+        PyMem_RawFree(col->validity.data);
+        PyMem_RawFree(col->values.data);
+        PyMem_RawFree(col->offsets.data);
+        PyMem_RawFree(col->data.data);
+        col->validity = col->values = col->offsets = col->data = (Buf){0};
+        col->length = 0;
+        col->has_validity = 0;
+    }
+}
+
+static void free_program(PyObject *capsule) {
+    Program *prog = PyCapsule_GetPointer(capsule, "jsoncolumns.program");
+    if (!prog) return;
+    free_columns(prog);
+    for (int k = 0; k < prog->ncols; k++) PyMem_Free(prog->cols[k].children);
+    PyMem_Free(prog->cols);
+    free_step(prog->root);
+    PyMem_RawFree(prog->scratch.data);
+    PyMem_RawFree(prog->keys.data);
+    Py_XDECREF(prog->defer);
+    PyMem_Free(prog);
+}
+
+static char *copy_bytes(PyObject *obj, Py_ssize_t *len) {
+    char *src;
+    if (PyBytes_AsStringAndSize(obj, &src, len) < 0) return NULL;
+    char *out = PyMem_Malloc((size_t)(*len ? *len : 1));
+    if (!out) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(out, src, (size_t)*len);
+    return out;
+}
+
+#define REFUSE(message) do { PyErr_SetString(PyExc_ValueError, message); goto fail; } while (0)
+
+/* The column kinds a step kind fills. */
+static int fits(int kind, int col) {
+    switch (kind) {
+    case K_STRING: case K_TEXT: case K_ENUM: case K_BASE64: return col == COL_BINARY;
+    case K_BOOLEAN: return col == COL_BOOL;
+    case K_INTEGER: return col >= COL_I8 && col <= COL_I64;
+    case K_CONNECT_DAYS: case K_DATE: return col == COL_I32;
+    case K_CONNECT_MILLIS: case K_TIMESTAMP: return col == COL_I64;
+    case K_NUMBER: return col == COL_F32 || col == COL_F64;
+    case K_ARRAY: case K_MAP: return col == COL_LIST;
+    case K_OBJECT: case K_UNION: return col == COL_STRUCT;
+    }
+    return 0;
+}
+
+/* step: (kind, col, nullable, low, high, slow, children, extra); `filled` counts the
+ * steps filling each column (one each). */
+static Step *build_step(Program *prog, PyObject *obj, int depth, int *filled) {
+    if (depth > MAX_DEPTH) {
+        PyErr_SetString(PyExc_ValueError, "program nested too deeply");
+        return NULL;
+    }
+    PyObject *slow, *children, *extra;
+    long long low, high;
+    Step *step = PyMem_Calloc(1, sizeof(Step));
+    if (!step) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    if (!PyTuple_Check(obj)) REFUSE("a step is a tuple");
+    if (!PyArg_ParseTuple(obj, "iiiLLOO!O", &step->kind, &step->col, &step->nullable, &low,
+                          &high, &slow, &PyTuple_Type, &children, &extra))
+        goto fail;
+    step->low = low;
+    step->high = high;
+    if (step->kind < K_STRING || step->kind > K_LAST) REFUSE("step kind");
+    if (step->col < 0 || step->col >= prog->ncols) REFUSE("a step's column");
+    Column *col = &prog->cols[step->col];
+    if (!fits(step->kind, col->kind)) REFUSE("a step fills a column of another kind");
+    if (filled[step->col]++) REFUSE("two steps fill one column");
+    if (step->nullable && !col->nullable) REFUSE("a step takes null for a column that does not");
+    if (step->kind == K_INTEGER || step->kind == K_CONNECT_DAYS
+        || step->kind == K_CONNECT_MILLIS) {
+        int bits = col->width * 8;
+        int64_t most = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1;
+        if (low > high || low < -most - 1 || high > most) REFUSE("an integer range");
+    } else if (step->kind == K_DATE) {
+        step->low = INT32_MIN;
+        step->high = INT32_MAX;
+    } else if (step->kind == K_TIMESTAMP) {
+        step->low = INT64_MIN;
+        step->high = INT64_MAX;
+    }
+    if (slow != Py_None) {
+        if (!PyCallable_Check(slow)) REFUSE("slow: a callable");
+        step->slow = Py_NewRef(slow);
+    }
+    int needs_slow = step->kind == K_DATE || step->kind == K_TIMESTAMP
+        || step->kind == K_BASE64 || step->kind == K_TEXT || step->kind == K_ENUM;
+    if (needs_slow && !step->slow) REFUSE("this step needs its Python converter");
+    Py_ssize_t n = PyTuple_GET_SIZE(children);
+    if (n > 100000) REFUSE("too many children");
+    step->children = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Step *));
+    if (!step->children) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    step->nchildren = (int)n;  /* the children not built yet are NULL: free_step skips them */
+    /* the column layout each kind's children have */
+    switch (step->kind) {
+    case K_ARRAY:
+        if (n != 1) REFUSE("an array step has one child");
+        break;
+    case K_MAP:
+        if (n != 1) REFUSE("a map step has one child");
+        break;
+    case K_OBJECT: case K_UNION:
+        if (n != col->nchildren) REFUSE("a struct step has a child per field");
+        if (step->kind == K_UNION && n < 1) REFUSE("a union has members");
+        break;
+    default:
+        if (n != 0) REFUSE("a leaf step has no children");
+    }
+    if (step->kind == K_OBJECT) {
+        if (!PyTuple_Check(extra) || PyTuple_GET_SIZE(extra) != n)
+            REFUSE("properties: a tuple, one per child");
+        step->props = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Property));
+        step->seen = PyMem_Calloc((size_t)(n ? n : 1), 1);
+        if (!step->props || !step->seen) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+    }
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (!(step->children[k] = build_step(prog, PyTuple_GET_ITEM(children, k), depth + 1,
+                                             filled)))
+            goto fail;
+    switch (step->kind) {
+    case K_ARRAY:
+        if (col->nchildren != 1 || step->children[0]->col != col->children[0])
+            REFUSE("an array's items fill its list's child");
+        break;
+    case K_MAP: {
+        long key = PyLong_AsLong(extra);
+        if (key == -1 && PyErr_Occurred()) goto fail;
+        if (col->nchildren != 1) REFUSE("a map's list has one child");
+        Column *entries = &prog->cols[col->children[0]];
+        if (entries->kind != COL_STRUCT || entries->nchildren != 2
+            || entries->children[0] != key || entries->children[1] != step->children[0]->col
+            || prog->cols[key].kind != COL_BINARY)
+            REFUSE("a map's list holds structs of its keys and values");
+        if (filled[key]++ || filled[col->children[0]]++) REFUSE("two steps fill one column");
+        step->key_col = (int)key;
+        break;
+    }
+    case K_OBJECT: case K_UNION:
+        for (Py_ssize_t k = 0; k < n; k++) {
+            if (step->children[k]->col != col->children[k])
+                REFUSE("a struct's fields fill its children");
+            if (step->kind == K_UNION && !prog->cols[col->children[k]].nullable)
+                REFUSE("a union's members are nullable");
+        }
+        break;
+    }
+    if (step->kind == K_OBJECT) {
+        for (Py_ssize_t k = 0; k < n; k++) {
+            Property *p = &step->props[k];
+            PyObject *name, *fallback;
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(extra, k), "O!pO", &PyBytes_Type, &name,
+                                  &p->required, &fallback))
+                goto fail;
+            if (!(p->name = copy_bytes(name, &p->name_len))) goto fail;
+            p->plain = 1;
+            for (Py_ssize_t j = 0; j < p->name_len; j++) {
+                uint8_t b = (uint8_t)p->name[j];
+                if (b == '"' || b == '\\' || b < 0x20) p->plain = 0;
+            }
+            if (fallback != Py_None) {
+                if (!PyBytes_Check(fallback)) REFUSE("a default: JSON text, or None");
+                if (!(p->default_text = copy_bytes(fallback, &p->default_len))) goto fail;
+                p->has_default = 1;
+            } else if (!p->required && !prog->cols[col->children[k]].nullable) {
+                REFUSE("a property that may be absent has a nullable column");
+            }
+        }
+    }
+    return step;
+fail:
+    free_step(step);
+    return NULL;
+}
+
+/* compile(columns, step, flags, defer): columns a list of (kind, children tuple, nullable),
+ * children after their parent; step the root's, filling column 0; flags the F_* the date-time fast
+ * path may take; defer what slow converters return to leave a row to Python. */
+static PyObject *compile_program(PyObject *self, PyObject *args) {
+    PyObject *columns, *root, *defer;
+    int flags;
+    if (!PyArg_ParseTuple(args, "O!O!iO", &PyList_Type, &columns, &PyTuple_Type, &root,
+                          &flags, &defer))
+        return NULL;
+    Program *prog = PyMem_Calloc(1, sizeof(Program));
+    if (!prog) return PyErr_NoMemory();
+    PyObject *capsule = PyCapsule_New(prog, "jsoncolumns.program", free_program);
+    if (!capsule) {
+        PyMem_Free(prog);
+        return NULL;
+    }
+    int *filled = NULL;
+    prog->flags = flags;
+    prog->defer = Py_NewRef(defer);
+#if LDBL_MANT_DIG == 64
+    {
+        volatile long double one = 1.0L, tiny = 0x1p-63L;
+        prog->extended = one + tiny != one;  /* the x87 unit rounds to 64 bits */
+    }
+#endif
+    Py_ssize_t n = PyList_GET_SIZE(columns);
+    if (n < 1 || n > 100000) REFUSE("column count");
+    prog->cols = PyMem_Calloc((size_t)n, sizeof(Column));
+    filled = PyMem_Calloc((size_t)n, sizeof(int));
+    if (!prog->cols || !filled) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    prog->ncols = (int)n;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Column *col = &prog->cols[k];
+        PyObject *children;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(columns, k), "iO!p", &col->kind, &PyTuple_Type,
+                              &children, &col->nullable))
+            goto fail;
+        if (col->kind < COL_BOOL || col->kind > COL_LAST) REFUSE("column kind");
+        col->width = WIDTHS[col->kind];
+        Py_ssize_t m = PyTuple_GET_SIZE(children);
+        if (col->kind == COL_LIST ? m != 1 : col->kind != COL_STRUCT && m != 0)
+            REFUSE("a list column has one child, a struct any, others none");
+        col->children = PyMem_Calloc((size_t)(m ? m : 1), sizeof(int));
+        if (!col->children) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        col->nchildren = (int)m;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            long child = PyLong_AsLong(PyTuple_GET_ITEM(children, j));
+            if (child == -1 && PyErr_Occurred()) goto fail;
+            if (child <= k || child >= n) REFUSE("child column");  /* after its parent */
+            col->children[j] = (int)child;
+        }
+    }
+    if (!(prog->root = build_step(prog, root, 0, filled))) goto fail;
+    if (prog->root->col != 0) REFUSE("the root step fills column 0");
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (filled[k] != 1) REFUSE("every column is filled by one step");
+    PyMem_Free(filled);
+    return capsule;
+fail:
+    PyMem_Free(filled);
+    Py_DECREF(capsule);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ running */
+
+/* A buffer of a run's column, handed to Arrow as it is (pa.py_buffer takes its buffer
+ * protocol): the decoded bytes are not copied again. */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t len;
+} ColumnBuffer;
+
+static int column_buffer_get(PyObject *self, Py_buffer *view, int flags) {
+    ColumnBuffer *buffer = (ColumnBuffer *)self;
+    return PyBuffer_FillInfo(view, self, buffer->data ? buffer->data : "", buffer->len, 1, flags);
+}
+
+static void column_buffer_dealloc(PyObject *self) {
+    PyMem_RawFree(((ColumnBuffer *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs column_buffer_procs = {column_buffer_get, NULL};
+
+static PyTypeObject ColumnBufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_jsoncolumns.ColumnBuffer",
+    .tp_basicsize = sizeof(ColumnBuffer),
+    .tp_dealloc = column_buffer_dealloc,
+    .tp_as_buffer = &column_buffer_procs,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A decoded column's buffer, owned until Arrow releases it.",
+};
+
+static PyObject *hand_over(Buf *b) {
+    ColumnBuffer *buffer = PyObject_New(ColumnBuffer, &ColumnBufferType);
+    if (!buffer) return NULL;
+    buffer->data = b->data;
+    buffer->len = b->len;
+    *b = (Buf){0};
+    return (PyObject *)buffer;
+}
+
+/* Slot bytes (non-zero: set) packed into an Arrow bitmap; the zero slots in `unset`. */
+static PyObject *packed_bits(Buf *b, Py_ssize_t length, Py_ssize_t *unset) {
+    Buf bits = {PyMem_RawCalloc((size_t)(length + 7) / 8 + 1, 1), (length + 7) / 8, 0};
+    if (!bits.data) return PyErr_NoMemory();
+    bits.cap = bits.len;
+    uint8_t *out = (uint8_t *)bits.data;
+    const uint8_t *bytes = (const uint8_t *)b->data;
+    Py_ssize_t set = 0;
+    for (Py_ssize_t i = 0; i < length; i++) {
+        uint8_t on = bytes[i] != 0;
+        out[i >> 3] |= (uint8_t)(on << (i & 7));
+        set += on;
+    }
+    *unset = length - set;
+    return hand_over(&bits);
+}
+
+/* One document as row `row`: OK (its values in, or a null with the row in `deferred`),
+ * NOMEM or ERROR (the run stops). */
+static int decode_row(Program *prog, const uint8_t *start, Py_ssize_t size, Py_ssize_t row,
+                      PyObject *deferred) {
+    Cursor c = {start, start + size};
+    skip_ws(&c);
+    int r = parse_slot(prog, prog->root, &c, 0);
+    if (r == OK) {
+        skip_ws(&c);
+        if (c.p == c.end) return OK;
+    }
+    if (r == NOMEM || r == ERROR) return r;
+    PyObject *index = PyLong_FromSsize_t(row);
+    if (!index || PyList_Append(deferred, index) < 0) {
+        Py_XDECREF(index);
+        return ERROR;
+    }
+    Py_DECREF(index);
+    roll_back(prog, 0, row);
+    return append_null(prog, 0);
+}
+
+static PyObject *column_buffers(Program *prog, Py_ssize_t rows) {
+    PyObject *columns = PyList_New(prog->ncols);
+    if (!columns) return NULL;
+    for (int k = 0; k < prog->ncols; k++) {
+        Column *col = &prog->cols[k];
+        if (rows) {
+            col->values_per_row = (double)col->values.len / (double)rows;
+            col->offsets_per_row = (double)col->offsets.len / (double)rows;
+            col->data_per_row = (double)col->data.len / (double)rows;
+        }
+        Py_ssize_t nulls = 0, unused;
+        PyObject *validity = NULL;
+        if (col->has_validity) {
+            if (!(validity = packed_bits(&col->validity, col->length, &nulls))) goto fail;
+            if (!nulls) Py_CLEAR(validity);  /* its nulls were rolled back */
+        }
+        if (!validity) validity = Py_NewRef(Py_None);
+        PyObject *values = col->kind == COL_BOOL ? packed_bits(&col->values, col->length, &unused)
+                                                 : hand_over(&col->values);
+        PyObject *offsets = values ? hand_over(&col->offsets) : NULL;
+        PyObject *data = offsets ? hand_over(&col->data) : NULL;
+        PyObject *entry = data
+            ? Py_BuildValue("nnNNNN", col->length, nulls, validity, values, offsets, data)
+            : NULL;
+        if (!entry) {
+            if (!data) {
+                Py_DECREF(validity);
+                Py_XDECREF(values);
+                Py_XDECREF(offsets);
+            }
+            goto fail;
+        }
+        PyList_SET_ITEM(columns, k, entry);
+    }
+    return columns;
+fail:
+    Py_DECREF(columns);
+    return NULL;
+}
+
+#define RESERVE_CAP ((Py_ssize_t)64 << 20)
+
+static void reserve_rows(Buf *b, double per_row, Py_ssize_t rows) {
+    double wanted = per_row * (double)rows * 1.0625 + 64;
+    buf_reserve(b, wanted < (double)RESERVE_CAP ? (Py_ssize_t)wanted : RESERVE_CAP);
+}
+
+static int begin_run(Program *prog, Py_ssize_t rows) {
+    free_columns(prog);
+    for (int k = 0; k < prog->ncols; k++) {
+        Column *col = &prog->cols[k];
+        reserve_rows(&col->values, col->values_per_row, rows);
+        reserve_rows(&col->offsets, col->offsets_per_row, rows);
+        reserve_rows(&col->data, col->data_per_row, rows);
+        if ((col->kind == COL_BINARY || col->kind == COL_LIST) && end_offset(col, 0) != OK) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int run_failed(int r) {
+    if (r == NOMEM && !PyErr_Occurred())
+        PyErr_SetString(PyExc_MemoryError, "decoded columns past their size limit");
+    return r;
+}
+
+/* run(program, payloads) -> ([(length, null_count, validity, values, offsets, data)] per
+ * column, [the rows left to Python]) */
+static PyObject *run_program(PyObject *self, PyObject *args) {
+    PyObject *capsule, *payloads;
+    if (!PyArg_ParseTuple(args, "OO", &capsule, &payloads)) return NULL;
+    Program *prog = PyCapsule_GetPointer(capsule, "jsoncolumns.program");
+    if (!prog) return NULL;
+    if (prog->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "a program runs one run at a time");
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(payloads, "payloads: a sequence of bytes");
+    if (!seq) return NULL;
+    prog->busy = 1;
+    Py_ssize_t rows = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    PyObject *deferred = PyList_New(0), *result = NULL;
+    if (!deferred || begin_run(prog, rows) < 0) goto done;
+    for (Py_ssize_t row = 0; row < rows; row++) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(items[row], &view, PyBUF_SIMPLE) < 0) goto done;
+        int r = decode_row(prog, view.buf, view.len, row, deferred);
+        PyBuffer_Release(&view);
+        if (r != OK) {
+            run_failed(r);
+            goto done;
+        }
+    }
+    PyObject *columns = column_buffers(prog, rows);
+    if (columns) result = Py_BuildValue("NO", columns, deferred);
+done:
+    free_columns(prog);
+    prog->busy = 0;
+    Py_XDECREF(deferred);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* run_spans(program, data, starts, ends): run's result for data[starts[i]:ends[i]]
+ * (starts and ends: int64 buffers), read in place. */
+static PyObject *run_spans(PyObject *self, PyObject *args) {
+    PyObject *capsule, *result = NULL, *deferred = NULL;
+    Py_buffer data, starts, ends;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*", &capsule, &data, &starts, &ends)) return NULL;
+    Program *prog = PyCapsule_GetPointer(capsule, "jsoncolumns.program");
+    if (!prog) goto done;
+    if (prog->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "a program runs one run at a time");
+        prog = NULL;
+        goto done;
+    }
+    prog->busy = 1;
+    if (starts.len != ends.len || starts.len % (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "starts and ends: int64 buffers of one length");
+        goto done;
+    }
+    Py_ssize_t rows = starts.len / (Py_ssize_t)sizeof(int64_t);
+    const int64_t *first = starts.buf, *last = ends.buf;
+    for (Py_ssize_t row = 0; row < rows; row++) {
+        if (first[row] < 0 || first[row] > last[row] || last[row] > data.len) {
+            PyErr_Format(PyExc_ValueError, "payload %zd spans [%lld, %lld), outside the "
+                         "%zd bytes given", row, (long long)first[row],
+                         (long long)last[row], data.len);
+            goto done;
+        }
+    }
+    if (!(deferred = PyList_New(0)) || begin_run(prog, rows) < 0) goto done;
+    for (Py_ssize_t row = 0; row < rows; row++) {
+        int r = decode_row(prog, (const uint8_t *)data.buf + first[row],
+                           (Py_ssize_t)(last[row] - first[row]), row, deferred);
+        if (r != OK) {
+            run_failed(r);
+            goto done;
+        }
+    }
+    PyObject *columns = column_buffers(prog, rows);
+    if (columns) result = Py_BuildValue("NO", columns, deferred);
+done:
+    if (prog) {
+        free_columns(prog);
+        prog->busy = 0;
+    }
+    Py_XDECREF(deferred);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"compile", compile_program, METH_VARARGS,
+     "compile(columns, step, flags, defer) -> a program"},
+    {"run", run_program, METH_VARARGS,
+     "run(program, payloads) -> (the columns' buffers, the rows left to Python)"},
+    {"run_spans", run_spans, METH_VARARGS,
+     "run_spans(program, data, starts, ends) -> run's result for data[starts[i]:ends[i]]"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_jsoncolumns",
+                                    "JSON documents decoded into Arrow column buffers.", -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit__jsoncolumns(void) {
+    if (PyType_Ready(&ColumnBufferType) < 0) return NULL;
+    PyObject *created = PyModule_Create(&module);
+    if (created == NULL) return NULL;
+#ifdef SEGMENTLOG_SOURCE_SHA256
+    /* what a run from a checkout compares with its own source before loading this build */
+    if (PyModule_AddStringConstant(created, "SOURCE_SHA256", SEGMENTLOG_SOURCE_SHA256) < 0) {
+        Py_DECREF(created);
+        return NULL;
+    }
+#endif
+    return created;
+}
