@@ -20,9 +20,8 @@ sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
 
 from bench_write import make_table, pin_to_one_core  # noqa: E402
-from segmentlog_datasource.format.v2_encode import (  # noqa: E402
-    RecordColumns, encode_batches, encode_groups,
-)
+from segmentlog_datasource.format.encode import encode_batches, encode_groups  # noqa: E402
+from segmentlog_datasource.format.v2_encode import RecordColumns  # noqa: E402
 from segmentlog_datasource.writer.partitioner import partitions_for_keys  # noqa: E402
 
 

@@ -101,7 +101,8 @@ def bench_engine(rows: int, partitions: int, workdir: str, repeat: int, codecs) 
 
     from segmentlog_datasource.format import compression
     from segmentlog_datasource.format.layout import V2_HEADER_SIZE
-    from segmentlog_datasource.format.v2_encode import RecordColumns, encode_batches
+    from segmentlog_datasource.format.encode import encode_batches
+    from segmentlog_datasource.format.v2_encode import RecordColumns
     from segmentlog_datasource.writer import write_log
 
     pinned = pin_to_one_core()

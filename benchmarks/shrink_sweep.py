@@ -103,7 +103,7 @@ def generate(path: str, megabytes: int) -> int:
     and repeated with their base offsets patched (the CRC does not cover the base offset)."""
     sys.path.insert(0, CHECKOUT)
     from segmentlog_datasource.format import compression
-    from segmentlog_datasource.format.v2_encode import build_record_batch
+    from segmentlog_datasource.format.encode import build_record_batch
 
     records = [(b"key-%d" % i, (b"%07d " % i) * 20, 1_700_000_000_000 + i, [])
                for i in range(RECORDS_PER_BATCH)]

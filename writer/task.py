@@ -21,8 +21,9 @@ import pyarrow as pa
 
 from ..errors import SegmentLogError
 from ..format.arrow import int64_values
+from ..format.encode import encode_groups
 from ..format.v2_encode import (
-    RecordColumns, RecordTooLargeError, check_batch_sizes, encode_groups, patch_batch_headers,
+    RecordColumns, RecordTooLargeError, check_batch_sizes, patch_batch_headers,
 )
 
 from .checkpointing import append_start

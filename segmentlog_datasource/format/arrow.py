@@ -144,7 +144,7 @@ def as_binary_chunks(array) -> list:
 
 def as_binary_column(array):
     """as_binary, except that a column of several chunks stays chunked (each chunk a plain
-    binary array, not copied): for readers of the chunks in place (v2_encode.encode_groups)."""
+    binary array, not copied): for readers of the chunks in place (encode.encode_groups)."""
     if isinstance(array, pa.ChunkedArray) and array.num_chunks > 1:
         return pa.chunked_array(as_binary_chunks(array), pa.binary())
     return as_binary(array)

@@ -18,10 +18,13 @@ _backend = None
 def _compiled_crc32c():
     """The compiled decoder's CRC32C, None where it is not built or the CPU lacks the
     instruction."""
-    from .fastpath import _compiled
+    from .fastpath.extension import fast_records
 
-    compiled = _compiled(warn=False)
-    return compiled.crc32c if compiled is not None else None
+    try:
+        compiled = fast_records()
+    except ImportError:  # the decoder says why, once, when a read first wants it
+        return None
+    return compiled.crc32c if compiled.CRC32C_INSTRUCTION else None
 
 
 def _load_crc32c():

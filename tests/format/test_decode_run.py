@@ -24,7 +24,7 @@ from segmentlog_datasource.format.fastpath.pure import RecordAccumulator
 from segmentlog_datasource.format.layout import (
     ATTR_CONTROL, ATTR_TRANSACTIONAL, MAX_OFFSET, V2_ATTRIBUTES, V2_CRC, V2_CRC_START,
 )
-from segmentlog_datasource.format.v2_encode import build_record_batch
+from segmentlog_datasource.format.encode import build_record_batch
 from segmentlog_datasource.format.varint import write_varint
 
 from support.compiled import compiled, requires_compiled

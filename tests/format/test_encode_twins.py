@@ -27,9 +27,10 @@ from segmentlog_datasource.format.layout import (
     ATTR_TRANSACTIONAL, CREATE_TIME, LOG_APPEND_TIME, V2_CRC, V2_CRC_START, V2_HEADER_SIZE,
     V2_PRODUCER_ID,
 )
+from segmentlog_datasource.format.encode import encode_batches, encode_groups
 from segmentlog_datasource.format.v2_encode import (
-    RecordColumns, RecordTooLargeError, encode_batches, encode_batches_python, encode_groups,
-    encode_groups_python, patch_batch_headers,
+    RecordColumns, RecordTooLargeError, encode_batches_python, encode_groups_python,
+    patch_batch_headers,
 )
 from segmentlog_datasource.writer.partitioner import key_hashes, murmur2_array, partitions_for_keys
 from support.compiled import ENCODER_NOT_BUILT, NOT_BUILT, compiled_encode

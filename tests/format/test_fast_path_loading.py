@@ -56,7 +56,7 @@ if not any(map(is_installed_site, sys.path)):
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")  # every warning counts, not once per code location
     import segmentlog_datasource.format as fmt
-    from segmentlog_datasource.format.v2_encode import build_record_batch
+    from segmentlog_datasource.format.encode import build_record_batch
     from segmentlog_datasource.format.fastpath import batch_encoder, make_accumulator
     from segmentlog_datasource.format.fastpath import FastEncoderUnavailableWarning
     from segmentlog_datasource.format.scan import ScanOptions, SegmentRange, scan_segment

@@ -19,7 +19,7 @@ import signal
 import pytest
 
 from segmentlog_datasource.format import compression
-from segmentlog_datasource.format.v2_encode import build_record_batch
+from segmentlog_datasource.format.encode import build_record_batch
 
 from support.children import run_script
 from support.compiled import requires_compiled

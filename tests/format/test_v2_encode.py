@@ -13,9 +13,9 @@ from kafka.record.util import encode_varint, size_of_varint
 from segmentlog_datasource.format import compression
 from segmentlog_datasource.format.arrow import HEADER_TYPE
 from segmentlog_datasource.format.layout import LOG_APPEND_TIME, V2_HEADER_SIZE
+from segmentlog_datasource.format.encode import build_record_batch, encode_batches
 from segmentlog_datasource.format.v2_encode import (
-    RecordColumns, RecordTooLargeError, build_record_batch, encode_batches, patch_batch_headers,
-)
+    RecordColumns, RecordTooLargeError, patch_batch_headers)
 from segmentlog_datasource.format.varint import varint_concat, varint_sizes
 from support.manifest import b64, load_manifest
 

@@ -8,7 +8,7 @@ import os
 import pytest
 from pyspark.errors import PythonException
 
-from segmentlog_datasource.format.v2_encode import build_record_batch
+from segmentlog_datasource.format.encode import build_record_batch
 
 BATCHES = 300
 RECORDS_PER_BATCH = 100  # 30,000 records: three runs of 10,000 rows

@@ -9,7 +9,7 @@ from segmentlog_datasource.format.layout import (
     ATTR_CONTROL, ATTR_TRANSACTIONAL, V2_ATTRIBUTES, V2_CRC, V2_CRC_START, V2_PRODUCER_EPOCH,
     V2_PRODUCER_ID,
 )
-from segmentlog_datasource.format.v2_encode import build_record_batch
+from segmentlog_datasource.format.encode import build_record_batch
 from segmentlog_datasource.writer import write_log
 
 BASE_TS = 1_700_000_000_000

@@ -16,7 +16,7 @@ from segmentlog_datasource.writer.task import PartitionBatches, TaskResult
 from segmentlog_datasource.format.pending import PUBLISH_TOKEN
 from support.manifest import b64
 from support.kafka_logs import check_partition_indexes, decode_partition, read_batches
-from segmentlog_datasource.format.v2_encode import build_record_batch
+from segmentlog_datasource.format.encode import build_record_batch
 
 # One batch per LogSegment.append call and contiguous offsets: the leader path the writer
 # takes. (plain-2 appends several batches at once, compacted-0 has offset gaps and

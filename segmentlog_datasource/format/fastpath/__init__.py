@@ -2,7 +2,8 @@
 
 Both have one interface (add, add_v2_batch, decode_run, len, payload_bytes, take);
 `make_accumulator` is the one place that picks between them. Encoding has its twins too
-(compiled_encode.py and v2_encode.encode_batches_python), picked by `batch_encoder`. The compiled module also
+(compiled_encode.py and v2_encode.encode_batches_python), picked by `batch_encoder` for
+format/encode.py. The compiled module also
 maps local segments so that a file shrinking under a reader cannot kill the process
 (`file_mapping_class`, used by storage/local.py).
 """
@@ -127,9 +128,9 @@ def _compiled_encoder():
 
 
 def batch_encoder(use_fast_path: bool = True, grouped: bool = False):
-    """encode(columns, **options) -> EncodedBatches (v2_encode.encode_batches), or with
+    """encode(columns, **options) -> EncodedBatches (encode.encode_batches), or with
     `grouped` encode(columns, groups, group_count, **options) -> [EncodedBatches or None]
-    (v2_encode.encode_groups): the compiled encoder when built and wanted, else its
+    (encode.encode_groups): the compiled encoder when built and wanted, else its
     pure-Python twin (warned once)."""
     compiled = _compiled_encoder() if use_fast_path else None
     if compiled is not None:

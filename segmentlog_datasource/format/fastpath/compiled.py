@@ -21,11 +21,10 @@ import pyarrow as pa
 
 from ...errors import CorruptLogError
 from ..arrow import HEADER_TYPE, TIMESTAMP_TYPE, finish_batch
-from .buildinfo import C_SOURCE
-from .loading import load_extension
+from .extension import fast_records
 from .protocol import ENTRY_FIELDS
 
-_fastrecords = load_extension("_fastrecords", C_SOURCE)
+_fastrecords = fast_records()
 MalformedRecords, DecodedColumns = _fastrecords.MalformedRecords, _fastrecords.DecodedColumns
 v2_batch_headers = _fastrecords.v2_batch_headers
 FileMapping, set_run_hook = _fastrecords.FileMapping, _fastrecords.set_run_hook

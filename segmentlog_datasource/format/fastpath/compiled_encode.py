@@ -10,7 +10,7 @@ freed memory: fresh pages fault in at about the cost of the encoding itself. Hea
 the pure twin's (v2_encode._EncodedHeaders) and copied in.
 
 Importing this module raises ImportError, saying why, when no usable build of the
-extension is found (loading.py); v2_encode.encode_batches then warns once and encodes
+extension is found (loading.py); encode.encode_batches then warns once and encodes
 with the pure twin.
 """
 from typing import Optional
@@ -62,7 +62,7 @@ def encode_batches_compiled(columns: RecordColumns, *, codec: int = compression.
                             log_append_time=None, compression_level=None,
                             max_batch_bytes=None, batch_starts=None,
                             rows=None) -> EncodedBatches:
-    """v2_encode.encode_batches, in C."""
+    """encode.encode_batches, in C."""
     columns = columns.combined()
     n = len(columns) if rows is None else len(rows)
     attributes = batch_attributes(codec, timestamp_type, log_append_time)
@@ -123,7 +123,7 @@ def encode_groups_compiled(columns: RecordColumns, groups: np.ndarray, group_cou
                            codec: int = compression.NONE, batch_size: int = 16384,
                            timestamp_type: int = CREATE_TIME, log_append_time=None,
                            compression_level=None) -> list:
-    """v2_encode.encode_groups, in C: every group's records in one pass over the rows."""
+    """encode.encode_groups, in C: every group's records in one pass over the rows."""
     attributes = batch_attributes(codec, timestamp_type, log_append_time)
     groups = np.ascontiguousarray(groups, dtype=np.int64)
     if len(groups) != len(columns):

@@ -192,7 +192,7 @@ def read_snapshot(snapshot, store: Store = LOCAL, verify_checksums: bool = True)
 def _control_batch(records, base_offset: int, epoch: int, timestamp: int) -> bytes:
     """A control batch of (key, value) records: the project's encoder, then the control
     attribute set and the checksum (which covers the attributes) computed again."""
-    from ..v2_encode import build_record_batch  # here: reading snapshots needs no encoder
+    from ..encode import build_record_batch  # here: reading snapshots needs no encoder
 
     batch = bytearray(build_record_batch(
         [(key, value, timestamp, []) for key, value in records], base_offset=base_offset,
@@ -210,7 +210,7 @@ def encode_snapshot(records: Iterable[Tuple[object, int, dict]], epoch: int, *,
     """A snapshot's bytes, laid out as RecordsSnapshotWriter lays them out, from
     (record type, version, value) metadata records (type by name or api key).
     `kraft_version`: also write a KRaftVersion control record after the header."""
-    from ..v2_encode import build_record_batch  # here: reading snapshots needs no encoder
+    from ..encode import build_record_batch  # here: reading snapshots needs no encoder
 
     header = [encode_control_record("SNAPSHOT_HEADER", {
         "version": 0, "lastContainedLogTimestamp": last_contained_log_timestamp})]
