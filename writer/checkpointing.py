@@ -29,7 +29,7 @@ finished by the next write, which makes the changes then, and one rolled back ha
 undone before its renames are. So the checkpoints never claim an offset that is not
 published. Writes to other topics change their own entries of the shared log dir files
 meanwhile, so those are read, changed and replaced under the log dir's checkpoint lock
-(locks.checkpoints_lock), each file whole (fsops.replace_file).
+(lockfiles.checkpoints_lock), each file whole (fsops.replace_file).
 """
 import os
 from dataclasses import dataclass
@@ -46,6 +46,7 @@ from ..format.log import PartitionLog, partition_dir_name
 
 from .errors import TopicLayoutError, raise_out_of_space
 from .fsops import remove_file, remove_if_there, replace_file, temporary_name
+from .lockfiles import checkpoints_lock
 from .logdir import inspect_tail, partition_dir
 
 # In the order a publish updates them (undoing goes the other way): the high watermark,
@@ -337,7 +338,6 @@ class CheckpointChanges:
                     after_rename()
 
     def _apply_offsets(self, logdir: str, side: int, after_rename) -> None:
-        from .locks import checkpoints_lock  # locks imports publish, which imports this
 
         # Only this write changes its partitions' entries, and files are replaced whole:
         # a look without the lock tells whether there is anything to do. Undoing a publish

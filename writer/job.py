@@ -50,9 +50,8 @@ from .fsops import remove_staging
 from . import framed
 from .framed import SCHEMAS_TOPIC, FramingPlan
 from .input import InputLayout
-from .locks import (
-    acquire_lock, clean_dead_writes, recover_dead_publishes, release_lock, write_owner_file,
-)
+from .lockfiles import write_owner_file
+from .locks import acquire_lock, clean_dead_writes, recover_dead_publishes, release_lock
 from .logdir import (
     STAGING_PREFIX, check_num_partitions, check_written_logdir, list_topics,
     partition_count, partition_dir, topic_fingerprint, validate_topic_name,

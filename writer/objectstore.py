@@ -106,7 +106,7 @@ from .errors import ConcurrentWriteError, InvalidInputError, TopicLayoutError, \
 from .framed import SCHEMAS_TOPIC, FramingPlan
 from .job import DEFAULT_LEADER_EPOCH, MODES, SCHEMAS_TASK_INDEX, CommitSummary, \
     PartitionSummary, schemas_task_spec, settled_partition_count, staged
-from .locks import owner_alive, owner_info
+from .lockfiles import owner_alive, owner_info
 from .logdir import LOCK_PREFIX, STAGING_PREFIX, check_num_partitions, partition_count, \
     validate_topic_name
 from .options import WriteOptions

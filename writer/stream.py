@@ -51,7 +51,8 @@ from .fsops import remove_staging
 from .objectstore import refuse_stream_into_store
 from .input import InputLayout
 from .job import CommitSummary, WriteJob
-from .locks import OWNER_FILE, acquire_lock, clean_dead_writes, owner_info, release_lock
+from .lockfiles import OWNER_FILE, owner_info
+from .locks import acquire_lock, clean_dead_writes, release_lock
 from .logdir import STAGING_PREFIX, inspect_tail, list_topics, partition_dir
 from .options import WriteOptions
 from .publish import recover

@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
-from segmentlog_datasource.writer.locks import owner_alive, read_lock
+from segmentlog_datasource.writer.lockfiles import owner_alive, read_lock
 
 from support.kafka_logs import kafka_partition
 from support.stream_sink import leftovers, sink_records

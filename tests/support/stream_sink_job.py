@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from segmentlog_datasource.spark.source import SegmentLogDataSource
 from segmentlog_datasource.spark.stream_write import SegmentLogStreamWriter
-from segmentlog_datasource.writer.locks import owner_info
+from segmentlog_datasource.writer.lockfiles import owner_info
 
 INPUT_SCHEMA = "key string, value string"
 MEETING_SECONDS = 300  # a query that never reaches its step fails its test, not the run

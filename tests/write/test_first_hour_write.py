@@ -137,7 +137,8 @@ def read_values(logdir):
 @pytest.mark.parametrize("length", [230, 249])
 def test_every_legal_topic_name_writes_and_reads_back(tmp_path, length):
     from segmentlog_datasource.writer.errors import ConcurrentWriteError
-    from segmentlog_datasource.writer.locks import TORN_LOCK_SECONDS, lock_path
+    from segmentlog_datasource.writer.lockfiles import TORN_LOCK_SECONDS
+    from segmentlog_datasource.writer.locks import lock_path
 
     logdir = str(tmp_path / "logdir")
     topic = long_topic(length)

@@ -23,7 +23,7 @@ import pytest
 
 from segmentlog_datasource.format.pending import PUBLISH_TOKEN
 from segmentlog_datasource.writer import WriteOptions, write_log
-from segmentlog_datasource.writer.locks import read_lock
+from segmentlog_datasource.writer.lockfiles import read_lock
 from segmentlog_datasource.writer.logdir import LOCK_PREFIX
 from segmentlog_datasource.writer.publish import JOURNAL, KILL_HOOK
 from segmentlog_datasource.writer.stream import StreamSink

@@ -12,7 +12,8 @@ from segmentlog_datasource.format.pending import PUBLISH_TOKEN
 from segmentlog_datasource.writer import (
     ConcurrentWriteError, SegmentLogWriter, WriteJob, write_log,
 )
-from segmentlog_datasource.writer.locks import TORN_LOCK_SECONDS, acquire_lock, lock_path
+from segmentlog_datasource.writer.lockfiles import TORN_LOCK_SECONDS
+from segmentlog_datasource.writer.locks import acquire_lock, lock_path
 
 from support.kafka_logs import decode_logdir, decode_partition
 

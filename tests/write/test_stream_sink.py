@@ -17,7 +17,7 @@ from segmentlog_datasource.writer import (
     InvalidOptionError, WriteError, WriteOptions, write_log,
 )
 from segmentlog_datasource.writer.errors import SinkStateError
-from segmentlog_datasource.writer.locks import owner_alive, owner_info
+from segmentlog_datasource.writer.lockfiles import owner_alive, owner_info
 from segmentlog_datasource.writer.stream import StreamSink, read_query_id
 
 from support.kafka_logs import decode_logdir, kafka_partition
@@ -252,7 +252,7 @@ def test_a_killed_commit_is_settled_by_the_next(logdir, step, status):
 
 def test_a_killed_owner_not_yet_reaped_counts_as_dead():
     child = subprocess.Popen(
-        [sys.executable, "-c", "import json; from segmentlog_datasource.writer.locks import "
+        [sys.executable, "-c", "import json; from segmentlog_datasource.writer.lockfiles import "
          "owner_info; print(json.dumps(owner_info()), flush=True)"], stdout=subprocess.PIPE)
     info = json.loads(child.stdout.readline())
     child.stdout.read()
