@@ -76,6 +76,7 @@ typedef struct {
     char *name;
     Py_ssize_t name_len;
     int plain;            /* no quote, backslash or control character: matched in place */
+    char *pattern;        /* plain: "name": as compact JSON writes the key */
     int required;
     int has_default;
     char *default_text;   /* the default as JSON text, read with the property's step */
@@ -128,7 +129,7 @@ static int buf_reserve(Buf *b, Py_ssize_t more) {
 }
 
 static HOT int buf_put(Buf *b, const void *src, Py_ssize_t n) {
-    if (buf_reserve(b, n) != OK) return NOMEM;
+    if (b->cap - b->len < n && buf_reserve(b, n) != OK) return NOMEM;
     if (n) memcpy(b->data + b->len, src, (size_t)n);
     b->len += n;
     return OK;
@@ -927,7 +928,16 @@ static HOT int parse_string(Program *prog, Column *col, Cursor *c) {
     int r = scan_string(c, &s, &n, &escaped, &lone);
     if (r != OK) return r;
     if (lone) return DEFER;
-    if (!escaped) return append_bytes(col, s, n);
+    if (!escaped) {
+        /* short strings copied in 16-byte moves, where source and buffer have the room */
+        if (n <= 16 && c->end - s >= 16 && buf_reserve(&col->data, 16) == OK) {
+            memcpy(col->data.data + col->data.len, s, 16);
+            col->data.len += n;
+            if (end_offset(col, col->data.len) != OK) return NOMEM;
+            return append_validity(col, 1);
+        }
+        return append_bytes(col, s, n);
+    }
     if ((r = unescape(s, n, &col->data)) != OK) return r;
     if (end_offset(col, col->data.len) != OK) return NOMEM;
     return append_validity(col, 1);
@@ -938,6 +948,25 @@ static HOT int parse_string(Program *prog, Column *col, Cursor *c) {
 static HOT int parse_integer(Program *prog, Step *step, Cursor *c, int64_t *out) {
     uint8_t b = *c->p;
     if (b != '-' && !is_digit(b)) return MISFIT;  /* NaN, Infinity: not integers either */
+    {   /* an int literal of at most 18 digits: its value as it is read */
+        const uint8_t *p = c->p + (b == '-'), *end = c->end;
+        if (p < end && *p >= '1' && *p <= '9') {
+            const uint8_t *first = p;
+            uint64_t v = 0;
+            if (end - p >= 8 && eight_digits(p)) {
+                v = eight_value(p);
+                p += 8;
+            }
+            while (p < end && is_digit(*p) && p - first < 18) v = v * 10 + (uint64_t)(*p++ - '0');
+            if (p == end || (!is_digit(*p) && *p != '.' && *p != 'e' && *p != 'E')) {
+                int64_t value = b == '-' ? -(int64_t)v : (int64_t)v;
+                if (value < step->low || value > step->high) return MISFIT;
+                c->p = p;
+                *out = value;
+                return OK;
+            }
+        }
+    }
     Num n;
     int r = scan_number(c, &n);
     if (r != OK) return r;
@@ -1004,8 +1033,8 @@ static HOT int parse_scalar(Program *prog, Step *step, Cursor *c) {
 }
 
 static HOT int is_scalar(int kind) {
-    return kind == K_STRING || kind == K_BOOLEAN || kind == K_INTEGER || kind == K_NUMBER
-        || kind == K_CONNECT_DAYS || kind == K_CONNECT_MILLIS;
+    return (1u << kind) & (1u << K_STRING | 1u << K_BOOLEAN | 1u << K_INTEGER | 1u << K_NUMBER
+                           | 1u << K_CONNECT_DAYS | 1u << K_CONNECT_MILLIS);
 }
 
 /* A value where the column may take null (an object's property, an array's item, a
@@ -1120,15 +1149,15 @@ static HOT int colon(Cursor *c) {
     return OK;
 }
 
-/* Whether the key at c->p ('"') is property `k`'s plain name as it stands (then past
- * it): the raw bytes are the name, so the key is. */
+/* Whether the key at c->p is property `k`'s plain name as it stands, then a colon (then
+ * past them and the whitespace after): the raw bytes are the name, so the key is. */
 static HOT int key_is(Step *step, Cursor *c, int k) {
     if (k >= step->nchildren) return 0;
     Property *p = &step->props[k];
-    Py_ssize_t n = p->name_len;
-    if (!p->plain || c->end - c->p < n + 2 || c->p[0] != '"' || c->p[n + 1] != '"'
-        || !same_bytes(c->p + 1, p->name, n)) return 0;
-    c->p += n + 2;
+    Py_ssize_t n = p->name_len + 3;
+    if (!p->plain || c->end - c->p < n || !same_bytes(c->p, p->pattern, n)) return 0;
+    c->p += n;
+    skip_ws(c);
     return 1;
 }
 
@@ -1186,7 +1215,7 @@ static int misfit_unless_repeated(Program *prog, Step *step, const uint8_t *star
 static int parse_object(Program *prog, Step *step, Cursor *c, int depth) {
     const uint8_t *start = c->p;
     Column *col = &prog->cols[step->col];
-    int r, hint = 0;
+    int r, hint = 0, given = 0;
     memset(step->seen, 0, (size_t)step->nchildren);
     c->p++;
     skip_ws(c);
@@ -1197,7 +1226,6 @@ static int parse_object(Program *prog, Step *step, Cursor *c, int depth) {
             int k;
             if (key_is(step, c, hint)) {  /* the expected property, its name as it stands */
                 k = hint;
-                if ((r = colon(c)) != OK) return r;
             } else {
                 const uint8_t *key;
                 Py_ssize_t n;
@@ -1209,6 +1237,7 @@ static int parse_object(Program *prog, Step *step, Cursor *c, int depth) {
             } else {
                 if (step->seen[k]) return DEFER;  /* json.loads keeps the last */
                 step->seen[k] = 1;
+                given++;
                 hint = k + 1;
                 r = parse_slot(prog, step->children[k], c, depth + 1);
                 if (r == MISFIT) return misfit_unless_repeated(prog, step, start, c->end, depth);
@@ -1219,7 +1248,7 @@ static int parse_object(Program *prog, Step *step, Cursor *c, int depth) {
             if (closed) break;
         }
     }
-    for (int k = 0; k < step->nchildren; k++) {
+    for (int k = 0; given < step->nchildren && k < step->nchildren; k++) {
         if (step->seen[k]) continue;
         Property *p = &step->props[k];
         if (p->has_default) {  /* the schema's default, read as a value would be */
@@ -1356,6 +1385,7 @@ static void free_step(Step *step) {
     if (step->props) {
         for (int k = 0; k < step->nchildren; k++) {
             PyMem_Free(step->props[k].name);
+            PyMem_Free(step->props[k].pattern);
             PyMem_Free(step->props[k].default_text);
         }
         PyMem_Free(step->props);
@@ -1542,6 +1572,14 @@ static Step *build_step(Program *prog, PyObject *obj, int depth, int *filled) {
                 uint8_t b = (uint8_t)p->name[j];
                 if (b == '"' || b == '\\' || b < 0x20) p->plain = 0;
             }
+            if (!(p->pattern = PyMem_Malloc((size_t)p->name_len + 3))) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            p->pattern[0] = '"';
+            memcpy(p->pattern + 1, p->name, (size_t)p->name_len);
+            p->pattern[p->name_len + 1] = '"';
+            p->pattern[p->name_len + 2] = ':';
             if (fallback != Py_None) {
                 if (!PyBytes_Check(fallback)) REFUSE("a default: JSON text, or None");
                 if (!(p->default_text = copy_bytes(fallback, &p->default_len))) goto fail;
