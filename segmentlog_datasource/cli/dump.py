@@ -20,6 +20,7 @@ from .entries import (LogEntry, LogStop, batch_fields, control_fields, record_me
                       record_sequence_of, timestamp_type_name, walk_log)
 from .files import (base_offset_of, offset_index_entries, producer_snapshot, time_index_entries,
                     transaction_index_entries)
+from .framed import decode_bytes
 from .internal import InternalDecoder, control_text, data_text
 
 FILE_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
@@ -34,31 +35,6 @@ CHECKPOINT_FILES = frozenset(OFFSET_CHECKPOINT_HOLDS) | {checkpoints.LEADER_EPOC
                                                          checkpoints.PARTITION_METADATA_FILE}
 DECODERS = ("utf8", "hex", "json", "avro", "protobuf")
 BOOTSTRAP_SNAPSHOT = "bootstrap.checkpoint"  # KRaft's bootstrap metadata, in a log dir
-FRAME_BYTES = 5  # Schema Registry's framing: magic byte 0, 4-byte schema id
-
-
-def decode_bytes(data: Optional[bytes], decoder):
-    """Key, value or header value shown with `decoder` (a name, or a framed.FramedDecoder);
-    JSON that does not parse is shown as UTF-8 text, unless it is Schema Registry framed
-    JSON."""
-    if data is None:
-        return None
-    if callable(decoder):
-        return decoder(data)
-    if decoder == "hex":
-        return data.hex()
-    text = data.decode("utf-8", errors="replace")
-    if decoder == "json":
-        try:
-            return json.loads(text)
-        except ValueError:
-            pass
-        if len(data) > FRAME_BYTES and data[0] == 0:  # a JSON Schema serializer's value
-            try:
-                return json.loads(data[FRAME_BYTES:].decode("utf-8"))
-            except ValueError:
-                pass
-    return text
 
 
 def record_fields(record, batch, print_data: bool, decoder: str, metadata: dict,

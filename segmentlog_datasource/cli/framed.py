@@ -18,6 +18,32 @@ from ..errors import SegmentLogError
 UNDECODABLE = "undecodable: "
 
 
+def decode_bytes(data: Optional[bytes], decoder):
+    """Key, value or header value shown with `decoder` (a name, or a FramedDecoder);
+    JSON that does not parse is shown as UTF-8 text, unless it is Schema Registry framed
+    JSON."""
+    if data is None:
+        return None
+    if callable(decoder):
+        return decoder(data)
+    if decoder == "hex":
+        return data.hex()
+    text = data.decode("utf-8", errors="replace")
+    if decoder == "json":
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
+        from ..decode.value_formats import FRAME_SIZE
+
+        if len(data) > FRAME_SIZE and data[0] == 0:  # a JSON Schema serializer's value
+            try:
+                return json.loads(data[FRAME_SIZE:].decode("utf-8"))
+            except ValueError:
+                pass
+    return text
+
+
 class FramedDecoder(abc.ABC):
     """A framed key or value (bytes) -> a value JSON can show, or "undecodable: <why>"."""
 
@@ -123,8 +149,6 @@ class FramedJson(FramedDecoder):
     headers = "json"
 
     def unframed(self, data: bytes, problem: str):
-        from .dump import decode_bytes
-
         return decode_bytes(data, "json")
 
     def load(self, registered, registry):
