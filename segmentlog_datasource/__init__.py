@@ -17,6 +17,7 @@ import os as _os
 import sys as _sys
 
 from .read.lookups import offset_range, offset_ranges, time_range
+from .spark_conf import PUSHDOWN_CONF
 
 
 def _find_checkout_writer():
@@ -81,7 +82,6 @@ def _run_spark_workers_here():
 
 _run_spark_workers_here()
 
-PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 # Spark release series known to reuse a pushed-down read in later queries of the same
 # DataFrame (README, "Filter pushdown"): register() leaves pushdown off there without
 # probing, which runs Spark jobs (seconds on a session's first call). Other series are

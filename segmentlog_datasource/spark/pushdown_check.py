@@ -8,7 +8,8 @@ source: three tiny queries, about half a second, once per Spark version and proc
 """
 from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo
 
-from .. import PUSHDOWN_CONF
+from ..spark_conf import PUSHDOWN_CONF
+
 PROBE_FORMAT = "segmentlog_pushdown_probe"
 
 _answers = {}
