@@ -192,8 +192,33 @@ def _kind_name(field) -> str:
     return TYPE_NAMES.get(field.type, str(field.type))
 
 
-def _micros(value) -> int:
-    return value.seconds * 1_000_000 + value.nanos // 1000
+def _micros(value, path: str, column: pa.DataType) -> int:
+    micros = value.seconds * 1_000_000 + value.nanos // 1000
+    if not -2 ** 63 <= micros < 2 ** 63:  # past what the column's int64 microseconds hold
+        raise _Misfit(f"field {path}: {value.seconds} seconds and {value.nanos} nanoseconds "
+                      f"are out of the range of the column's {column}")
+    return micros
+
+
+def _map_order(key):
+    """A map key's place: its value, a string by its UTF-8 bytes (code point order, as
+    Python sorts strings), so that a proto2 string key that is not UTF-8 (which the
+    runtime gives as bytes) sorts among them."""
+    return key.encode("utf-8", "surrogatepass") if isinstance(key, str) else key
+
+
+def _text(value, path: str):
+    """A string field's value as text: a proto2 string that is not UTF-8 (the runtime,
+    which does not check proto2 strings, gives its bytes) does not fit a string column."""
+    if isinstance(value, str):
+        return value
+    try:
+        return bytes(value).decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Misfit(f"field {path}: bytes that are not UTF-8, and the column's field is a "
+                      f"string") from None
+
+
 
 
 def _enum_names(enum) -> Dict[int, str]:
@@ -261,7 +286,7 @@ class _Converters:
                 inner = f"{path}.{name}" if path else name
                 entries = getattr(value, wname)
                 return [(key(k, inner), item(entries[k], f"{inner}[{k!r}]"))
-                        for k in sorted(entries)]
+                        for k in sorted(entries, key=_map_order)]
 
             return get_map
         if is_map(writer):
@@ -307,7 +332,9 @@ class _Converters:
                 if writer.type == TYPE_MESSAGE and (
                         _is_timestamp(writer.message_type) == _is_timestamp(target)
                         and _is_duration(writer.message_type) == _is_duration(target)):
-                    return lambda value, path: _micros(value)
+                    column = TIMESTAMP if _is_timestamp(target) else DURATION
+                    rname = reader.name
+                    return lambda value, path: _micros(value, path or rname, column)
             elif target.full_name in _WRAPPERS:
                 inner = target.fields_by_name["value"]
                 if writer.type == TYPE_MESSAGE and writer.message_type.full_name in _WRAPPERS:
@@ -369,7 +396,7 @@ class _Converters:
                 else value == "true"
         if rtype == TYPE_STRING:
             if wtype == TYPE_STRING:
-                return lambda value, path: value
+                return lambda value, path: _text(value, path or reader.name)
             if wtype == TYPE_BYTES:
                 def utf8(value, path):
                     try:
@@ -383,7 +410,8 @@ class _Converters:
             if wtype == TYPE_BYTES:
                 return lambda value, path: bytes(value)
             if wtype == TYPE_STRING:
-                return lambda value, path: value.encode("utf-8")
+                return lambda value, path: value.encode("utf-8") if isinstance(value, str) \
+                    else bytes(value)
             raise problem
         raise problem
 
