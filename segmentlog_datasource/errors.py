@@ -122,3 +122,14 @@ def did_you_mean(name: str, known) -> str:
     if not close:
         return ""
     return " (did you mean " + " or ".join(repr(spelled[c]) for c in close) + "?)"
+
+
+class WriteError(SegmentLogError):
+    """Base class of every error the writer raises."""
+
+
+class InvalidInputError(WriteError, ValueError):
+    """The data to write has a column, type or value that cannot become a Kafka record
+    (here, beside the other errors, because the schema languages of schemas/ raise it when
+    a column's type has no schema)."""
+

@@ -5,15 +5,7 @@ Bad options raise the InvalidOptionError that reads raise too (segmentlog_dataso
 import errno
 import os
 
-from ..errors import SegmentLogError
-
-
-class WriteError(SegmentLogError):
-    """Base class of every error the writer raises."""
-
-
-class InvalidInputError(WriteError, ValueError):
-    """The data to write has a column, type or value that cannot become a Kafka record."""
+from ..errors import InvalidInputError, WriteError  # noqa: F401 (the writer's errors, all here)
 
 
 class TopicLayoutError(WriteError):

@@ -22,7 +22,7 @@ from decimal import Decimal
 from typing import Any, Dict, List, Optional, Tuple
 
 from .json_schema import enum_key, pointer_token, canonical_text, parse_schema_text
-from .schema_format import Incomparable, level_problem
+from ..schemas.compatibility import Incomparable, level_problem
 
 _OBJECT_KEYWORDS = ("properties", "additionalProperties", "required", "patternProperties",
                     "minProperties", "maxProperties", "dependencies", "propertyNames",

@@ -24,7 +24,7 @@ message) and field (matched by number, oneof members included):
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from .schema_format import Incomparable, level_problem
+from ..schemas.compatibility import Incomparable, level_problem
 from ..schemas.protobuf_text import (
     LABEL_REPEATED, LABEL_REQUIRED, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE, TYPE_ENUM,
     TYPE_FIXED32, TYPE_FIXED64, TYPE_FLOAT, TYPE_GROUP, TYPE_INT32, TYPE_INT64, TYPE_MESSAGE,

@@ -128,7 +128,7 @@ class FramedAvro(FramedDecoder):
     name, schema_type = "avro", "AVRO"
 
     def load(self, registered, registry):
-        from ..decode.avro import parse_registered
+        from ..schemas.avro import parse_registered
 
         return parse_registered(registered, registry)[0]
 

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from ..format.fastpath.buildinfo import plain_source_sha256
 from ..format.fastpath.loading import load_extension
+from ..schemas.avro import spark_type
 
 # Column kinds, step operations, writer kinds and conversions: _avrocolumns.c's enums.
 COL_NULL, COL_BOOL, COL_I32, COL_I64, COL_F32, COL_F64, COL_BINARY, COL_LIST, COL_STRUCT = range(9)
@@ -397,8 +398,6 @@ def compile_program(writer_schema, reader, reader_named) -> Optional[Program]:
         step = compiler.resolve(writer_schema, reader, root)
     except (OutOfScope, KeyError, TypeError, AttributeError, RecursionError):
         return None
-    from .avro import spark_type
-
     if compiler.types[root] != spark_type(reader, reader_named, "the reader schema"):
         return None  # a mapping this module does not mirror: fastavro's path decides
     return Program(module, compiler.columns, step, compiler.types[root], compiler.types)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from segmentlog_datasource.decode import avro
 from segmentlog_datasource.decode.avro_program import extension, program_for
 from segmentlog_datasource.decode.value_formats import Payloads
+from segmentlog_datasource.schemas import avro as avro_schemas
 
 # A pure-Python install (no C compiler) decodes through fastavro, so these tests skip
 # without the build; CI sets SEGMENTLOG_REQUIRE_FAST=1, and then a missing build fails.
@@ -175,9 +176,11 @@ def twins(writer, reader, payloads):
     path's), and the compiled program (None: out of scope)."""
     named = {}
     typed = fastavro.parse_schema(copy.deepcopy(reader), named_schemas=named)
-    writer_parsed = fastavro.parse_schema(avro._without_logical_types(copy.deepcopy(writer)))
-    reader_parsed = fastavro.parse_schema(avro._without_logical_types(copy.deepcopy(reader)))
-    arrow_type = avro.spark_type(typed, named, "the reader schema")
+    writer_parsed = fastavro.parse_schema(
+        avro_schemas.without_logical_types(copy.deepcopy(writer)))
+    reader_parsed = fastavro.parse_schema(
+        avro_schemas.without_logical_types(copy.deepcopy(reader)))
+    arrow_type = avro_schemas.spark_type(typed, named, "the reader schema")
     convert = avro.converter(typed, named) or (lambda value: value)
     pure = avro.decode_payloads(payloads, writer_parsed, reader_parsed, convert,
                                 reader_typed=(typed, named), compiled=False)
@@ -242,7 +245,7 @@ def plain(array: pa.Array) -> list:
 
 def readable_as_writer(writer, payload) -> bool:
     """Whether fastavro reads `payload` as `writer`, no field skipped."""
-    parsed = fastavro.parse_schema(avro._without_logical_types(copy.deepcopy(writer)))
+    parsed = fastavro.parse_schema(avro_schemas.without_logical_types(copy.deepcopy(writer)))
     return avro.decode_payloads([payload], parsed, None, lambda value: value,
                                 compiled=False)[1] == [None]
 
