@@ -62,7 +62,7 @@ from .publish import (
     publish, recover, trash_path,
 )
 from .segments import SegmentPlan, plan_segments
-from .task import TaskResult, TaskSpec, TaskWriter, check_inferred_count
+from .task import TaskResult, TaskSpec, TaskWriter, check_inferred_count, results_to_commit
 
 MODES = ("append", "overwrite")
 SCHEMAS_TASK_INDEX = 1 << 30  # the commit's own staged `_schemas` records, after the tasks
@@ -274,22 +274,9 @@ class WriteJob:
                 f"the staging directory {self.staging_dir} of this write is gone; it was "
                 f"aborted or already committed"
             )
-        chosen: Dict[int, TaskResult] = {}
-        for result in results:
-            if result is None:
-                continue
-            if result.job_id != self.job_id:
-                raise WriteError(f"a task result of write {result.job_id} reached write {self.job_id}")
-            chosen.setdefault(result.task_index, result)  # one attempt per task
-        ordered = [chosen[i] for i in sorted(chosen)]
-        topics = {topic for r in ordered for (topic, _) in r.partitions}
-        topics |= {topic for r in ordered for topic in r.topic_counts}
-        if self.topic is not None:
-            topics.add(self.topic)
         framing = self.spec.framing
-        if framing is None and self.options.framed_sides:
-            raise WriteError(f"write {self.job_id} frames {self.options.framed_sides} but "
-                             f"its schemas were never planned (plan_framing)")
+        ordered, topics = results_to_commit(results, self.job_id, self.topic,
+                                            bool(self.options.framed_sides), framing)
         # A framed write reads and may append to `_schemas`: its lock keeps two writes
         # from giving out one id.
         locked_topics = topics | ({SCHEMAS_TOPIC} if framing is not None else set())

@@ -112,7 +112,7 @@ from .logdir import LOCK_PREFIX, STAGING_PREFIX, check_num_partitions, partition
 from .options import WriteOptions
 from .publish import KILL_HOOK
 from .segments import SegmentPlan, plan_segments
-from .task import TaskResult, TaskSpec, TaskWriter
+from .task import TaskResult, TaskSpec, TaskWriter, results_to_commit
 
 LOCK_TIMEOUT_S = 600.0  # a lock not refreshed for this long belongs to a dead writer
 OWNER = "owner.json"
@@ -793,23 +793,9 @@ class ObjectStoreWriteJob:
             raise WriteAbortedError(f"write {self.job_id} has already been committed or aborted")
         if not self.started:
             raise WriteError(f"write {self.job_id} has not been started: call start() first")
-        chosen: Dict[int, TaskResult] = {}
-        for result in results:
-            if result is None:
-                continue
-            if result.job_id != self.job_id:
-                raise WriteError(f"a task result of write {result.job_id} reached write "
-                                 f"{self.job_id}")
-            chosen.setdefault(result.task_index, result)
-        ordered = [chosen[i] for i in sorted(chosen)]
-        topics = {topic for r in ordered for (topic, _) in r.partitions}
-        topics |= {topic for r in ordered for topic in r.topic_counts}
-        if self.topic is not None:
-            topics.add(self.topic)
         framing = self.spec.framing
-        if framing is None and self.options.framed_sides:
-            raise WriteError(f"write {self.job_id} frames {self.options.framed_sides} but "
-                             f"its schemas were never planned (plan_framing)")
+        ordered, topics = results_to_commit(results, self.job_id, self.topic,
+                                            bool(self.options.framed_sides), framing)
         published: List[Tuple[PublishEntry, str]] = []  # with the ETag each one got
         self.locks.resume()
         try:

@@ -132,6 +132,29 @@ class TaskResult:
     bytes: int = 0
 
 
+def results_to_commit(results, job_id: str, topic: Optional[str], framed: bool,
+                      framing) -> Tuple[List[TaskResult], set]:
+    """The task results a commit takes (one per task, the first attempt's, in task order)
+    and the topics they write (with the write's own topic). A result of another write is
+    an error, and so is a framed write whose schemas were never planned."""
+    chosen: Dict[int, TaskResult] = {}
+    for result in results:
+        if result is None:
+            continue
+        if result.job_id != job_id:
+            raise WriteError(f"a task result of write {result.job_id} reached write {job_id}")
+        chosen.setdefault(result.task_index, result)  # one attempt per task
+    ordered = [chosen[i] for i in sorted(chosen)]
+    topics = {name for r in ordered for (name, _) in r.partitions}
+    topics |= {name for r in ordered for name in r.topic_counts}
+    if topic is not None:
+        topics.add(topic)
+    if framing is None and framed:
+        raise WriteError(f"write {job_id} frames values but its schemas were never planned "
+                         f"(plan_framing)")
+    return ordered, topics
+
+
 class _PartitionFile:
     """A per-partition staging file being appended to."""
 
