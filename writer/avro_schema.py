@@ -6,7 +6,9 @@ from typing import Callable, Dict, List, Optional
 
 import pyarrow as pa
 
-from ..schemas.avro import NamedTypes, compatibility_problem, derive_record_schema, parse_schema_option
+from ..schemas.avro import (
+    NamedTypes, compatibility_problem, derive_record_schema, parse_schema_option,
+)
 from .errors import InvalidInputError
 from .schema_format import PayloadMisfit, SchemaFormat
 
