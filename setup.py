@@ -84,6 +84,18 @@ if os.path.exists(JSON_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
                       os.path.dirname(JSON_SOURCE), os.path.basename(JSON_SOURCE)),
                   extra_compile_args=["-O3"]))
 
+PROTOBUF_SOURCE = os.path.join("segmentlog_datasource", "decode", "_protobufcolumns.c")
+if os.path.exists(PROTOBUF_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
+    # valueFormat=protobuf's compiled decoder (decode/protobuf_program.py); protobuf.py
+    # decodes row by row through the protobuf runtime when it is not built. Its
+    # SOURCE_SHA256 as the Avro decoder's.
+    buildinfo = runpy.run_path(os.path.join(FASTPATH, "buildinfo.py"))
+    ext_modules.append(
+        Extension("segmentlog_datasource.decode._protobufcolumns", sources=[PROTOBUF_SOURCE],
+                  define_macros=buildinfo["plain_define_macros"](
+                      os.path.dirname(PROTOBUF_SOURCE), os.path.basename(PROTOBUF_SOURCE)),
+                  extra_compile_args=["-O3"]))
+
 setup(
     name="segmentlog",
     version="0.1.0",

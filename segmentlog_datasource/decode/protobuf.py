@@ -37,6 +37,12 @@ to floats and doubles, strings and bytes read as each other (UTF-8 checked), a s
 field reads into a repeated one. Other changes of a field's type make the writer's messages
 incompatible. A value whose message indexes name another message than the reader's is an
 error naming both.
+
+A read's column (decode_columns) is decoded by the compiled twin of this path
+(protobuf_program.py, _protobufcolumns.c) when the writer's message is in its scope:
+straight from the wire format into Arrow buffers, with the same values and the same
+errors (a failed row's reason is this path's own). `decode` keeps the row-by-row path:
+the runtime's parse, then the conversion below.
 """
 from decimal import Decimal
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -217,8 +223,6 @@ def _text(value, path: str):
     except UnicodeDecodeError:
         raise _Misfit(f"field {path}: bytes that are not UTF-8, and the column's field is a "
                       f"string") from None
-
-
 
 
 def _enum_names(enum) -> Dict[int, str]:
@@ -487,6 +491,9 @@ class ProtobufReader(FormatReader):
         # by writer schema id: converters are kept by message names, which each
         # writer's descriptors reuse
         self._builders: Dict[int, _Converters] = {}
+        # by writer schema id: the compiled program (protobuf_program.py), None when the
+        # pair is out of its scope
+        self._programs: Dict[int, Any] = {}
 
     def __getstate__(self):
         return {"schema": self.schema, "references": self.references,
@@ -537,7 +544,46 @@ class ProtobufReader(FormatReader):
             raise ValueError(found)
         return found
 
+    def _program(self, writer_id: int, loaded: LoadedSchema):
+        """The compiled program of a writer schema's message of the reader's name, None when
+        there is none (the pair out of its scope, or the extension not built)."""
+        if writer_id not in self._programs:
+            from .protobuf_program import compile_program, indexes_of
+
+            program = None
+            indexes = indexes_of(loaded, self.descriptor.full_name)
+            if indexes is not None:
+                try:  # the pure path's resolution first: its refusal is every row's error
+                    self._converter(writer_id, loaded, indexes)
+                except ValueError:
+                    pass
+                else:
+                    program = compile_program(loaded.by_indexes(indexes), self.descriptor,
+                                              indexes, self.arrow_type)
+            self._programs[writer_id] = program
+        return self._programs[writer_id]
+
     def decode(self, writer, registry, payloads: Sequence[bytes]):
+        """Python values, row by row through the protobuf runtime (the pure twin)."""
+        return decoded_rows(self._decode_one(writer, registry), payloads)
+
+    def decode_columns(self, writer, registry, payloads: Sequence[bytes],
+                       compiled: Optional[bool] = None):
+        """A read's column: a pa.Array from the compiled decoder when the writer's message
+        is in its scope (protobuf_program.py), else decode's values. `compiled` (default
+        USE_COMPILED): whether the compiled decoder may be used."""
+        decode_one = self._decode_one(writer, registry)
+        if USE_COMPILED if compiled is None else compiled:
+            program = self._program(writer.id, self._writer_schema(writer, registry))
+            if program is not None:
+                decoded = program.decode(payloads, lambda payload: decoded_rows(
+                    decode_one, [payload])[1][0])
+                if decoded is not None:
+                    return decoded
+        return decoded_rows(decode_one, payloads)
+
+    def _decode_one(self, writer, registry):
+        """The pure path's decoding of one payload of `writer` (ValueError: why not)."""
         loaded = self._writer_schema(writer, registry)
 
         def decode_one(payload):
@@ -550,7 +596,12 @@ class ProtobufReader(FormatReader):
                                  f"{self.descriptor.full_name}: {failure}") from None
             return convert(message)
 
-        return decoded_rows(decode_one, payloads)
+        return decode_one
+
+
+# Whether ProtobufReader.decode may use the compiled decoder (protobuf_program.py); tests
+# set it (or pass `compiled`) to force either twin.
+USE_COMPILED = True
 
 
 class ProtobufFormat(ValueFormat):

@@ -50,6 +50,13 @@ class FormatReader(abc.ABC):
         it decoded; its value is then None). Raises IncompatibleSchemaError when no
         payload of `writer` can be read as the reader schema."""
 
+    def decode_columns(self, writer, registry, payloads: Sequence[bytes]
+                       ) -> Tuple[Any, List[Optional[str]]]:
+        """decode's result for a read's column (FramedColumn's call): a format with a
+        columnar decoder gives a pa.Array here where its decode gives Python values
+        (decode/protobuf.py); by default, decode's."""
+        return self.decode(writer, registry, payloads)
+
 
 def decoded_rows(decode_one, payloads) -> Tuple[List[Any], List[Optional[str]]]:
     """(values, errors) of `decode_one` applied to each payload: a ValueError is that
@@ -249,7 +256,7 @@ class FramedColumn:
                 continue
             where = f"schema id {schema_id} ({writer.subject} version {writer.version})"
             try:
-                decoded, row_errors = self.reader.decode(
+                decoded, row_errors = self.reader.decode_columns(
                     writer, self.schemas.registry, frames.bodies(selected))
             except IncompatibleSchemaError as incompatible:
                 reason = f"incompatible writer schema: {where}: {incompatible}"

@@ -1,0 +1,2168 @@
+/* The compiled twin of decode/protobuf.py's row-by-row decoding, for the (writer message,
+ * reader message) pairs decode/protobuf_program.py compiles: Confluent-framed Protobuf
+ * payloads (the message indexes, then the Protobuf binary) read straight into Arrow-layout
+ * column buffers, with no Python object per record.
+ *
+ * The wire format is read as the protobuf runtime (upb, which the pure path parses with)
+ * reads it: varints of at most 10 bytes, tags and lengths of at most 5; field number 0,
+ * wire types 6 and 7, an END_GROUP outside its group and anything past the end are
+ * corrupt; a known field with another wire type is an unknown field; repeated scalars
+ * take packed and unpacked data; a closed (proto2) enum's unknown number is an unknown
+ * field; a singular field written twice keeps its last value, a singular message merges;
+ * a oneof keeps its last member; strings of proto3 files are checked as UTF-8; a map
+ * entry holding an unknown field is dropped, and a key written twice keeps its last entry;
+ * messages and groups nest at most 100 deep.
+ *
+ * A payload is read by a program: one per reader position, the writer message's fields by
+ * number, each either skipped (checked as the runtime checks it), kept in a slot of the
+ * message's frame (a singular field: the last value wins), parsed into an inline frame
+ * (a singular message: occurrences merge), appended to a list's child column (a repeated
+ * field), or kept as a map entry (sorted by key when the message ends). When a message
+ * ends, its frame's values go to the reader's columns in the reader's field order.
+ *
+ * compile(columns, programs, root, indexes) -> a program (a capsule);
+ * run(program, payloads) / run_spans(program, data, starts, ends) -> (the columns'
+ * buffers, one code per payload: 0, or why the row failed: ROW_*). A failed row is rolled
+ * back to a null; protobuf_program.py takes its error's words from the pure path.
+ * Every read is bounds-checked.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Column kinds: the Arrow layouts of the reader's types (protobuf_program.py's COL_*). */
+enum { COL_BOOL = 1, COL_I32, COL_I64, COL_F32, COL_F64, COL_BINARY, COL_DEC128, COL_LIST,
+       COL_STRUCT };
+/* Field types: FieldDescriptorProto.Type. */
+enum { T_DOUBLE = 1, T_FLOAT, T_INT64, T_UINT64, T_INT32, T_FIXED64, T_FIXED32, T_BOOL,
+       T_STRING, T_GROUP, T_MESSAGE, T_BYTES, T_UINT32, T_ENUM, T_SFIXED32, T_SFIXED64,
+       T_SINT32, T_SINT64 };
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_SGROUP = 3, WT_EGROUP = 4, WT_I32 = 5 };
+/* What a writer field's values do (A_*), programs' kinds (P_*), what a message's end
+ * appends per reader field (E_*), conversions of a writer value to a column's (CV_*):
+ * protobuf_program.py's names. */
+enum { A_SKIP = 0, A_SLOT, A_INLINE, A_APPEND, A_APPEND_MSG, A_MAP };
+enum { P_VALIDATE = 0, P_STRUCT, P_VALUE };
+enum { E_SLOT = 1, E_SLOT_LIST, E_INLINE, E_INLINE_LIST, E_LIST, E_MAP, E_CONST_NULL, E_CONST,
+       E_CONST_EMPTY, E_MICROS };
+enum { CV_NONE = 0, CV_INT, CV_FLOAT, CV_ENUM, CV_BOOL, CV_TEXT, CV_BYTES };
+/* A row's code: protobuf_program.py's ROW_* */
+enum { ROW_OK = 0, ROW_INDEXES, ROW_CORRUPT, ROW_UTF8, ROW_DEPTH, ROW_MISFIT };
+
+#define MAX_DEPTH 100     /* the runtime's nesting limit: messages and groups below the root */
+#define MAX_PROGRAM_DEPTH 200
+#define HOT inline __attribute__((always_inline))
+
+enum { OK = 0, FAIL = -1, NOMEM = -2, ERROR = -3 };  /* ERROR: a Python exception is set */
+
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap;
+} Buf;
+
+typedef struct {
+    int kind;
+    int width;           /* bytes per value of fixed-width kinds */
+    int nchildren;
+    int *children;
+    Py_ssize_t length;
+    int has_validity;    /* validity bytes kept from the column's first null in a run */
+    Buf validity;
+    Buf values;
+    Buf offsets;         /* int32 offsets of binary and list columns (length + 1) */
+    Buf data;
+    double values_per_row, offsets_per_row, data_per_row;
+} Column;
+
+/* A value of a frame: a writer field's last value (integers, bools and enums in i, a
+ * uint64's bits too; floats and doubles in d; strings and bytes as a span of the payload),
+ * an inline frame's header, a map's entries or a oneof's member. */
+typedef struct {
+    union {
+        int64_t i;
+        double d;
+        struct { const uint8_t *p; Py_ssize_t n; } s;
+        struct { int32_t head, tail; } m;
+    } v;
+    int64_t set;
+} Slot;
+
+typedef struct {
+    int32_t next;
+    int32_t key_set;
+    Slot key;
+    const uint8_t *p;    /* the entry's bytes, parsed again when the map is appended */
+    Py_ssize_t n;
+} Entry;
+
+typedef struct {
+    int64_t number;
+    char *name;
+    Py_ssize_t len;
+} EnumName;
+
+typedef struct {
+    char *enum_name;     /* the reader enum's short name, for UNKNOWN_ENUM_VALUE_<name>_<n> */
+    Py_ssize_t enum_name_len;
+    int n;
+    EnumName *names;     /* sorted by number */
+} EnumTable;
+
+typedef struct {
+    int code, src;       /* CV_*, and the writer's field type */
+    int utf8;            /* CV_TEXT: the bytes are checked (not checked when parsed) */
+    EnumTable *names;    /* CV_ENUM */
+} Conv;
+
+typedef struct {
+    uint32_t number;
+    int type, repeated, packable, utf8, action;
+    int oneof;           /* the slot of its oneof's member, or -1 */
+    int slot;            /* A_SLOT, A_MAP: its slot; A_INLINE: the inline frame's header */
+    int sub;             /* the program of a message's values (A_MAP: the entries' first read) */
+    int col;             /* A_APPEND: the list's child column */
+    Conv conv;           /* A_APPEND */
+    int nclosed;         /* a closed enum's numbers (sorted); -1: open, or not an enum */
+    int32_t *closed;
+    int fast;            /* F_*: a common shape, read without the general path */
+} Field;
+
+/* Fields' common shapes: a singular scalar kept in a slot (not in a oneof, not a closed
+ * enum) read from its own wire type, or a repeated string appended as it is. */
+enum { F_GENERAL = 0, F_VARINT_SLOT, F_I64_SLOT, F_I32_SLOT, F_SPAN_SLOT, F_SPAN_APPEND };
+
+typedef struct {
+    int op, col;
+    int slot, slot2;     /* E_SLOT*: the value's slot; E_INLINE*: the header; E_MAP: the
+                          * entries; E_MICROS: seconds and nanos */
+    int sub;             /* E_INLINE*: the program; E_MAP: the entries' second read */
+    int presence;        /* an unset value reads as null ([] in a list), else the default */
+    int key_type;        /* E_MAP: the writer key's type */
+    Conv conv;
+    Slot dflt, dflt2;    /* the writer's default (E_MICROS: of seconds, of nanos); E_CONST */
+    char *owned;         /* the bytes behind dflt's span */
+    int fast;            /* X_*: an E_SLOT whose value goes to its column as it is */
+    Column *column;      /* &cols[col] (the columns never move) */
+} Emit;
+
+/* E_SLOT's common shapes: no range to check, no text to check, no name to look up. */
+enum { X_GENERAL = 0, X_I64, X_I32, X_F64, X_BOOL, X_BYTES };
+
+/* A field of a common shape, by number: what the parse loop reads first. */
+typedef struct {
+    uint8_t fast;        /* F_*; F_GENERAL: see the field */
+    uint8_t type;
+    uint8_t utf8;
+    int32_t target;      /* F_*_SLOT: the slot; F_SPAN_APPEND: the column */
+} Quick;
+
+typedef struct {
+    int kind, col, nslots;
+    int nfields;
+    Field *fields;       /* by number */
+    int dense_n;
+    int32_t *dense;      /* field index by number below dense_n, -1 none */
+    Quick *quick;        /* by number below dense_n */
+    int nemits;
+    Emit *emits;
+    int skip_only;       /* every field A_SKIP: runs without a frame */
+    Py_ssize_t need;     /* slots of the frames on the stack while it runs, its own included */
+    int need_state;      /* 0 not computed, 1 computing, 2 done */
+} Prog;
+
+typedef struct {
+    int ncols;
+    Column *cols;
+    int nprogs;
+    Prog *progs;
+    int root;
+    int nindexes;
+    int64_t *indexes;    /* the message indexes that name the program's message */
+    int nenums;
+    EnumTable *enums;
+    /* a run's working memory */
+    Slot *stack;
+    Py_ssize_t stack_top, stack_cap;
+    Entry *entries;
+    Py_ssize_t nentries, entries_cap;
+    int32_t *order;
+    Py_ssize_t norder, order_cap;
+    /* the values of the row that did not fit their columns: (column, position), each a
+     * null meanwhile; a oneof member unset takes its own back with its values */
+    struct { int32_t col; Py_ssize_t at; } *misfits;
+    Py_ssize_t nmisfits, misfits_cap;
+    int code;
+} Program;
+
+/* ------------------------------------------------------------------ buffers */
+
+static int buf_reserve(Buf *b, Py_ssize_t more) {
+    if (more < 0 || b->len > PY_SSIZE_T_MAX - more) return NOMEM;
+    if (b->len + more <= b->cap) return OK;
+    Py_ssize_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + more) {
+        if (cap > PY_SSIZE_T_MAX / 2) return NOMEM;
+        cap *= 2;
+    }
+    char *grown = PyMem_RawRealloc(b->data, (size_t)cap);
+    if (!grown) return NOMEM;
+    b->data = grown;
+    b->cap = cap;
+    return OK;
+}
+
+/* n bytes copied, short ones (most strings) by overlapping loads and stores within
+ * [src, src + n), without a call. */
+static HOT void copy_bytes_to(char *dst, const uint8_t *src, Py_ssize_t n) {
+    if (n >= 8 && n <= 16) {
+        uint64_t a, b;
+        memcpy(&a, src, 8);
+        memcpy(&b, src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        memcpy(&a, src, 4);
+        memcpy(&b, src + n - 4, 4);
+        memcpy(dst, &a, 4);
+        memcpy(dst + n - 4, &b, 4);
+    } else if (n > 16) {
+        memcpy(dst, src, (size_t)n);
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) dst[i] = (char)src[i];
+    }
+}
+
+static HOT int buf_put(Buf *b, const void *src, Py_ssize_t n) {
+    if (b->cap - b->len < n && buf_reserve(b, n) != OK) return NOMEM;
+    copy_bytes_to(b->data + b->len, src, n);
+    b->len += n;
+    return OK;
+}
+
+/* A value of a constant width (4, 8 or 16 bytes): a plain store. */
+#define PUT_FIXED(b, v, width) do {                                              \
+        if ((b)->cap - (b)->len < (width) && buf_reserve((b), (width)) != OK)   \
+            return NOMEM;                                                       \
+        memcpy((b)->data + (b)->len, (v), (width));                             \
+        (b)->len += (width);                                                    \
+    } while (0)
+
+static HOT int buf_byte(Buf *b, uint8_t v) {
+    if (b->len >= b->cap && buf_reserve(b, 1) != OK) return NOMEM;
+    b->data[b->len++] = (char)v;
+    return OK;
+}
+
+/* ------------------------------------------------------------------ appends */
+
+static HOT int append_validity(Column *col, int valid) {
+    if (!valid && !col->has_validity) {  /* the first null: the slots before it were valid */
+        if (buf_reserve(&col->validity, col->length + 1) != OK) return NOMEM;
+        if (col->length > 0) memset(col->validity.data, 1, (size_t)col->length);
+        col->validity.len = col->length;
+        col->has_validity = 1;
+    }
+    if (col->has_validity && buf_byte(&col->validity, (uint8_t)valid) != OK) return NOMEM;
+    col->length++;
+    return OK;
+}
+
+static HOT int end_offset(Column *col, Py_ssize_t end) {
+    if (end > INT32_MAX) return NOMEM;  /* past Arrow's 2 GiB: reported as MemoryError */
+    int32_t offset = (int32_t)end;
+    return buf_put(&col->offsets, &offset, 4);
+}
+
+/* An empty value (zero, "", [], a struct of empty values), valid or not: what Arrow's
+ * builders append for a null, and under a null struct. */
+static int append_empty(Program *pr, int index, int valid) {
+    Column *col = &pr->cols[index];
+    static const char zeros[16] = {0};
+    switch (col->kind) {
+    case COL_BOOL:
+        if (buf_byte(&col->values, 0) != OK) return NOMEM;
+        break;
+    case COL_I32: case COL_F32:
+        PUT_FIXED(&col->values, zeros, 4);
+        break;
+    case COL_I64: case COL_F64:
+        PUT_FIXED(&col->values, zeros, 8);
+        break;
+    case COL_DEC128:
+        PUT_FIXED(&col->values, zeros, 16);
+        break;
+    case COL_BINARY:
+        if (end_offset(col, col->data.len) != OK) return NOMEM;
+        break;
+    case COL_LIST:
+        if (end_offset(col, pr->cols[col->children[0]].length) != OK) return NOMEM;
+        break;
+    case COL_STRUCT:
+        for (int k = 0; k < col->nchildren; k++)
+            if (append_empty(pr, col->children[k], 1) != OK) return NOMEM;
+        break;
+    }
+    return append_validity(col, valid);
+}
+
+static int append_null(Program *pr, int index) { return append_empty(pr, index, 0); }
+
+static HOT int append_bytes(Column *col, const void *s, Py_ssize_t n) {
+    if (buf_put(&col->data, s, n) != OK) return NOMEM;
+    if (end_offset(col, col->data.len) != OK) return NOMEM;
+    return append_validity(col, 1);
+}
+
+/* A value of a fixed-width column, of its width. */
+static HOT int append4(Column *col, const void *v) {
+    PUT_FIXED(&col->values, v, 4);
+    return append_validity(col, 1);
+}
+
+static HOT int append8(Column *col, const void *v) {
+    PUT_FIXED(&col->values, v, 8);
+    return append_validity(col, 1);
+}
+
+static HOT int append16(Column *col, const void *v) {
+    PUT_FIXED(&col->values, v, 16);
+    return append_validity(col, 1);
+}
+
+static HOT int list_end(Program *pr, int index) {
+    Column *col = &pr->cols[index];
+    if (end_offset(col, pr->cols[col->children[0]].length) != OK) return NOMEM;
+    return append_validity(col, 1);
+}
+
+/* A value that does not fit its column: the row fails (once it is read whole: a corrupt
+ * payload is the runtime's error first), unless a later member of a oneof takes the value
+ * back; a null keeps the columns in step meanwhile. */
+static int misfit(Program *pr, int index) {
+    if (pr->nmisfits >= pr->misfits_cap) {
+        Py_ssize_t cap = pr->misfits_cap ? pr->misfits_cap * 2 : 16;
+        void *grown = PyMem_RawRealloc(pr->misfits, sizeof(*pr->misfits) * (size_t)cap);
+        if (!grown) return NOMEM;
+        pr->misfits = grown;
+        pr->misfits_cap = cap;
+    }
+    pr->misfits[pr->nmisfits].col = index;
+    pr->misfits[pr->nmisfits].at = pr->cols[index].length;
+    pr->nmisfits++;
+    return append_null(pr, index);
+}
+
+/* The misfits whose values were rolled back forgotten: values before a column's length
+ * are only ever taken back, so a misfit past it went with them. */
+static void forget_misfits(Program *pr) {
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t k = 0; k < pr->nmisfits; k++)
+        if (pr->misfits[k].at < pr->cols[pr->misfits[k].col].length)
+            pr->misfits[kept++] = pr->misfits[k];
+    pr->nmisfits = kept;
+}
+
+/* Strict UTF-8, as the runtime's and Python's checks: no overlongs, surrogates or values
+ * past U+10FFFF. */
+static int valid_utf8_slow(const uint8_t *s, Py_ssize_t n);
+
+static HOT int valid_utf8(const uint8_t *s, Py_ssize_t n) {
+    if (n <= 16) {  /* most strings: ASCII, checked in two overlapping loads */
+        uint64_t a = 0, b = 0;
+        if (n >= 8) {
+            memcpy(&a, s, 8);
+            memcpy(&b, s + n - 8, 8);
+        } else if (n >= 4) {
+            uint32_t x, y;
+            memcpy(&x, s, 4);
+            memcpy(&y, s + n - 4, 4);
+            a = x;
+            b = y;
+        } else {
+            for (Py_ssize_t i = 0; i < n; i++) a |= s[i];
+        }
+        if (!((a | b) & 0x8080808080808080ULL)) return 1;
+    }
+    return valid_utf8_slow(s, n);
+}
+
+static int valid_utf8_slow(const uint8_t *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t chunk;
+            memcpy(&chunk, s + i, 8);
+            if (!(chunk & 0x8080808080808080ULL)) { i += 8; continue; }
+        }
+        uint8_t b = s[i];
+        if (b < 0x80) { i++; continue; }
+        if (b >= 0xc2 && b <= 0xdf) {
+            if (i + 1 >= n || (s[i + 1] & 0xc0) != 0x80) return 0;
+            i += 2;
+        } else if (b >= 0xe0 && b <= 0xef) {
+            if (i + 2 >= n) return 0;
+            uint8_t b1 = s[i + 1];
+            if ((b1 & 0xc0) != 0x80 || (s[i + 2] & 0xc0) != 0x80) return 0;
+            if (b == 0xe0 && b1 < 0xa0) return 0;
+            if (b == 0xed && b1 > 0x9f) return 0;
+            i += 3;
+        } else if (b >= 0xf0 && b <= 0xf4) {
+            if (i + 3 >= n) return 0;
+            uint8_t b1 = s[i + 1];
+            if ((b1 & 0xc0) != 0x80 || (s[i + 2] & 0xc0) != 0x80 || (s[i + 3] & 0xc0) != 0x80)
+                return 0;
+            if (b == 0xf0 && b1 < 0x90) return 0;
+            if (b == 0xf4 && b1 > 0x8f) return 0;
+            i += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int is_unsigned64(int type) { return type == T_UINT64 || type == T_FIXED64; }
+
+/* A float column's value of a double, as Arrow casts Python's float: a NaN quieted, as
+ * the runtime's float -> Python float -> float32 does (the compiler may fold a float's
+ * round trip through double, which would keep a signaling NaN). */
+static HOT float to_float(double d) {
+    float f = (float)d;
+    if (f != f) {
+        uint32_t bits;
+        memcpy(&bits, &f, 4);
+        bits |= 0x00400000u;
+        memcpy(&f, &bits, 4);
+    }
+    return f;
+}
+
+static int append_enum(Column *col, const EnumTable *t, int64_t x, int unsigned64) {
+    if (!(unsigned64 && x < 0)) {
+        int lo = 0, hi = t->n - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) / 2;
+            if (t->names[mid].number == x) return append_bytes(col, t->names[mid].name, t->names[mid].len);
+            if (t->names[mid].number < x) lo = mid + 1; else hi = mid - 1;
+        }
+    }
+    /* the pure path's UNKNOWN_ENUM_VALUE_<enum name>_<number> */
+    char digits[32];
+    int n = unsigned64 ? snprintf(digits, sizeof digits, "_%llu", (unsigned long long)x)
+                       : snprintf(digits, sizeof digits, "_%lld", (long long)x);
+    if (buf_put(&col->data, "UNKNOWN_ENUM_VALUE_", 19) != OK) return NOMEM;
+    if (buf_put(&col->data, t->enum_name, t->enum_name_len) != OK) return NOMEM;
+    if (buf_put(&col->data, digits, n) != OK) return NOMEM;
+    if (end_offset(col, col->data.len) != OK) return NOMEM;
+    return append_validity(col, 1);
+}
+
+/* A writer value (in a slot, of conversion's source type) appended to column `index`. */
+static HOT int append_conv(Program *pr, const Conv *cv, int index, const Slot *v) {
+    Column *col = &pr->cols[index];
+    switch (cv->code) {
+    case CV_INT: {
+        int64_t x = v->v.i;
+        int u64 = is_unsigned64(cv->src);
+        if (col->kind == COL_I32) {
+            if (u64 ? (uint64_t)x > (uint64_t)INT32_MAX : (x < INT32_MIN || x > INT32_MAX))
+                return misfit(pr, index);
+            int32_t y = (int32_t)x;
+            return append4(col, &y);
+        }
+        if (col->kind == COL_I64) {
+            if (u64 && x < 0) return misfit(pr, index);
+            return append8(col, &x);
+        }
+        /* decimal(20, 0): a uint64 column, 16 bytes little-endian */
+        if (!u64 && x < 0) return misfit(pr, index);
+        uint64_t d[2] = {(uint64_t)x, 0};
+        return append16(col, d);
+    }
+    case CV_FLOAT: {
+        double d;
+        if (cv->src == T_FLOAT || cv->src == T_DOUBLE) d = v->v.d;
+        else if (is_unsigned64(cv->src)) d = (double)(uint64_t)v->v.i;
+        else d = (double)v->v.i;
+        if (col->kind == COL_F32) {
+            float f = to_float(d);
+            return append4(col, &f);
+        }
+        return append8(col, &d);
+    }
+    case CV_ENUM:
+        return append_enum(col, cv->names, v->v.i, is_unsigned64(cv->src));
+    case CV_BOOL:
+        if (buf_byte(&col->values, v->v.i != 0) != OK) return NOMEM;
+        return append_validity(col, 1);
+    case CV_TEXT:
+        if (cv->utf8 && !valid_utf8(v->v.s.p, v->v.s.n)) return misfit(pr, index);
+        return append_bytes(col, v->v.s.p, v->v.s.n);
+    case CV_BYTES:
+        return append_bytes(col, v->v.s.p, v->v.s.n);
+    }
+    return misfit(pr, index);
+}
+
+/* A constant of the column's own type (a reader field the writer lacks). */
+static int append_const(Program *pr, int index, const Slot *v) {
+    Column *col = &pr->cols[index];
+    switch (col->kind) {
+    case COL_BOOL:
+        if (buf_byte(&col->values, v->v.i != 0) != OK) return NOMEM;
+        return append_validity(col, 1);
+    case COL_I32: {
+        int32_t y = (int32_t)v->v.i;
+        return append4(col, &y);
+    }
+    case COL_I64:
+        return append8(col, &v->v.i);
+    case COL_DEC128: {
+        uint64_t d[2] = {(uint64_t)v->v.i, 0};
+        return append16(col, d);
+    }
+    case COL_F32: {
+        float f = to_float(v->v.d);
+        return append4(col, &f);
+    }
+    case COL_F64:
+        return append8(col, &v->v.d);
+    case COL_BINARY:
+        return append_bytes(col, v->v.s.p, v->v.s.n);
+    }
+    return misfit(pr, index);
+}
+
+/* ------------------------------------------------------------------ reading the wire */
+
+static int fail(Program *pr, int code) {
+    pr->code = code;
+    return FAIL;
+}
+
+static int corrupt(Program *pr) { return fail(pr, ROW_CORRUPT); }
+
+static HOT int read_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out) {
+    const uint8_t *p = *pp;
+    if (p < end && !(*p & 0x80)) {
+        *out = *p;
+        *pp = p + 1;
+        return OK;
+    }
+    uint64_t value = 0;
+    if (end - p >= 10) {  /* no end within reach: no check per byte */
+        for (int shift = 0; shift < 70; shift += 7) {
+            uint8_t b = *p++;
+            value |= (uint64_t)(b & 0x7f) << shift;
+            if (!(b & 0x80)) {
+                *out = value;
+                *pp = p;
+                return OK;
+            }
+        }
+        return FAIL;  /* longer than 10 bytes */
+    }
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (p >= end) return FAIL;
+        uint8_t b = *p++;
+        value |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = value;
+            *pp = p;
+            return OK;
+        }
+    }
+    return FAIL;  /* longer than 10 bytes */
+}
+
+/* A varint of at most 5 bytes (tags and lengths), at most `limit`. */
+static HOT int read_varint5(const uint8_t **pp, const uint8_t *end, uint64_t limit, uint64_t *out) {
+    const uint8_t *p = *pp;
+    if (p < end && !(*p & 0x80)) {
+        *out = *p;
+        *pp = p + 1;
+        return OK;
+    }
+    uint64_t value = 0;
+    for (int i = 0; i < 5; i++) {
+        if (p >= end) return FAIL;
+        uint8_t b = *p++;
+        value |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            if (value > limit) return FAIL;
+            *out = value;
+            *pp = p;
+            return OK;
+        }
+    }
+    return FAIL;
+}
+
+/* A length-delimited value's bytes: [*s, *s + *n), within the end. */
+static HOT int read_span(const uint8_t **pp, const uint8_t *end, const uint8_t **s, Py_ssize_t *n) {
+    uint64_t size;
+    if (read_varint5(pp, end, (uint64_t)INT32_MAX - 1, &size) != OK) return FAIL;
+    if ((uint64_t)(end - *pp) < size) return FAIL;
+    *s = *pp;
+    *n = (Py_ssize_t)size;
+    *pp += size;
+    return OK;
+}
+
+static HOT uint32_t load32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static HOT uint64_t load64(const uint8_t *p) {
+    return (uint64_t)load32(p) | (uint64_t)load32(p + 4) << 32;
+}
+
+static int skip_group(Program *pr, uint32_t number, const uint8_t **pp, const uint8_t *end,
+                      int depth);
+
+/* Reads past an unknown field's value (a group to its end). */
+static int skip_unknown(Program *pr, uint32_t number, int wt, const uint8_t **pp,
+                        const uint8_t *end, int depth) {
+    uint64_t ignored;
+    const uint8_t *s;
+    Py_ssize_t n;
+    switch (wt) {
+    case WT_VARINT:
+        return read_varint(pp, end, &ignored) == OK ? OK : corrupt(pr);
+    case WT_I64:
+        if (end - *pp < 8) return corrupt(pr);
+        *pp += 8;
+        return OK;
+    case WT_I32:
+        if (end - *pp < 4) return corrupt(pr);
+        *pp += 4;
+        return OK;
+    case WT_LEN:
+        return read_span(pp, end, &s, &n) == OK ? OK : corrupt(pr);
+    case WT_SGROUP:
+        return skip_group(pr, number, pp, end, depth - 1);
+    }
+    return corrupt(pr);  /* an END_GROUP outside its group, wire types 6 and 7 */
+}
+
+static int skip_group(Program *pr, uint32_t number, const uint8_t **pp, const uint8_t *end,
+                      int depth) {
+    if (depth < 0) return corrupt(pr);  /* the runtime's limit, told as corrupt for groups */
+    while (*pp < end) {
+        uint64_t tag;
+        if (read_varint5(pp, end, UINT32_MAX, &tag) != OK) return corrupt(pr);
+        uint32_t field = (uint32_t)(tag >> 3);
+        int wt = (int)(tag & 7);
+        if (field == 0) return corrupt(pr);
+        if (wt == WT_EGROUP) return field == number ? OK : corrupt(pr);
+        if (skip_unknown(pr, field, wt, pp, end, depth) != OK) return FAIL;
+    }
+    return corrupt(pr);  /* never closed */
+}
+
+/* ------------------------------------------------------------------ frames */
+
+static HOT Slot *push_frame(Program *pr, int n) {
+    if (n > pr->stack_cap - pr->stack_top) return NULL;  /* not expected: `need` sizes it */
+    Slot *frame = pr->stack + pr->stack_top;
+    pr->stack_top += n;
+    if (n) memset(frame, 0, sizeof(Slot) * (size_t)n);
+    return frame;
+}
+
+static HOT const Field *find_field(const Prog *pg, uint32_t number) {
+    if (number < (uint32_t)pg->dense_n) {
+        int32_t k = pg->dense[number];
+        return k < 0 ? NULL : &pg->fields[k];
+    }
+    int lo = 0, hi = pg->nfields - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (pg->fields[mid].number == number) return &pg->fields[mid];
+        if (pg->fields[mid].number < number) lo = mid + 1; else hi = mid - 1;
+    }
+    return NULL;
+}
+
+static void roll_back(Program *pr, int index, Py_ssize_t length);
+
+/* Another member of a oneof set: the one before is unset, and what it began to append
+ * (the list elements of an inline message not yet appended) is taken back. */
+static void switch_oneof(Program *pr, const Prog *pg, Slot *frame, const Field *f) {
+    Slot *member = &frame[f->oneof];
+    if (member->v.i == (int64_t)f->number) return;
+    if (member->v.i) {
+        const Field *g = find_field(pg, (uint32_t)member->v.i);
+        if (g && g->action == A_SLOT) {
+            frame[g->slot].set = 0;
+        } else if (g && g->action == A_INLINE) {
+            const Prog *sub = &pr->progs[g->sub];
+            memset(frame + g->slot, 0, sizeof(Slot) * (size_t)(1 + sub->nslots));
+            if (sub->kind == P_STRUCT) {
+                roll_back(pr, sub->col, pr->cols[sub->col].length);
+                if (pr->nmisfits) forget_misfits(pr);
+            }
+        }
+    }
+    member->v.i = f->number;
+}
+
+static int add_entry(Program *pr, Slot *map, const Slot *key, const uint8_t *s, Py_ssize_t n) {
+    if (pr->nentries >= pr->entries_cap) {
+        if (pr->entries_cap > INT32_MAX / 2) return NOMEM;
+        Py_ssize_t cap = pr->entries_cap ? pr->entries_cap * 2 : 64;
+        Entry *grown = PyMem_RawRealloc(pr->entries, sizeof(Entry) * (size_t)cap);
+        if (!grown) return NOMEM;
+        pr->entries = grown;
+        pr->entries_cap = cap;
+    }
+    int32_t index = (int32_t)pr->nentries++;
+    Entry *e = &pr->entries[index];
+    e->next = -1;
+    e->key_set = (int32_t)key->set;
+    e->key = *key;
+    e->p = s;
+    e->n = n;
+    if (!map->set) {
+        map->v.m.head = index;
+        map->set = 1;
+    } else {
+        pr->entries[map->v.m.tail].next = index;
+    }
+    map->v.m.tail = index;
+    return OK;
+}
+
+/* ------------------------------------------------------------------ messages */
+
+static int parse_fields(Program *pr, const Prog *pg, Slot *frame, const uint8_t *p,
+                        const uint8_t *end, int depth, int *unknown);
+static int finish(Program *pr, const Prog *pg, Slot *frame, int depth);
+
+static HOT int closed_unknown(const Field *f, int64_t value) {
+    if (f->nclosed < 0) return 0;
+    int lo = 0, hi = f->nclosed - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (f->closed[mid] == value) return 0;
+        if (f->closed[mid] < value) lo = mid + 1; else hi = mid - 1;
+    }
+    return 1;
+}
+
+/* A scalar's value as the runtime holds it, from its varint or fixed bytes. */
+static HOT void scalar_value(int type, uint64_t raw, Slot *v) {
+    switch (type) {
+    case T_INT32: case T_ENUM: case T_SFIXED32:
+        v->v.i = (int32_t)(uint32_t)raw;
+        break;
+    case T_UINT32: case T_FIXED32:
+        v->v.i = (uint32_t)raw;
+        break;
+    case T_SINT32: {
+        uint32_t u = (uint32_t)raw;
+        v->v.i = (int32_t)((u >> 1) ^ (~(u & 1) + 1));
+        break;
+    }
+    case T_SINT64:
+        v->v.i = (int64_t)((raw >> 1) ^ (~(raw & 1) + 1));
+        break;
+    case T_BOOL:
+        v->v.i = raw != 0;
+        break;
+    case T_FLOAT: {
+        uint32_t bits = (uint32_t)raw;
+        float f;
+        memcpy(&f, &bits, 4);
+        v->v.d = (double)f;
+        break;
+    }
+    case T_DOUBLE:
+        memcpy(&v->v.d, &raw, 8);
+        break;
+    default:  /* int64, uint64, fixed64, sfixed64 */
+        v->v.i = (int64_t)raw;
+    }
+}
+
+/* A scalar value read: kept, appended, or (skipped) checked only. */
+static HOT int store(Program *pr, const Prog *pg, Slot *frame, const Field *f, const Slot *v,
+                     int *unknown) {
+    if (f->nclosed >= 0 && closed_unknown(f, v->v.i)) {  /* the runtime keeps it as unknown */
+        if (unknown) *unknown = 1;
+        return OK;
+    }
+    switch (f->action) {
+    case A_SLOT:
+        if (f->oneof >= 0) switch_oneof(pr, pg, frame, f);
+        frame[f->slot].v = v->v;
+        frame[f->slot].set = 1;
+        return OK;
+    case A_APPEND:
+        return append_conv(pr, &f->conv, f->col, v);
+    default:
+        if (frame && f->oneof >= 0) switch_oneof(pr, pg, frame, f);
+        return OK;
+    }
+}
+
+static HOT int fixed_width(int type) {
+    switch (type) {
+    case T_FIXED32: case T_SFIXED32: case T_FLOAT: return 4;
+    case T_FIXED64: case T_SFIXED64: case T_DOUBLE: return 8;
+    }
+    return 0;
+}
+
+static HOT int wire_type_of(int type) {
+    switch (type) {
+    case T_STRING: case T_BYTES: case T_MESSAGE: return WT_LEN;
+    }
+    int width = fixed_width(type);
+    return width == 4 ? WT_I32 : width == 8 ? WT_I64 : WT_VARINT;
+}
+
+/* A known field's value at the cursor (its wire type checked). */
+static int field_value(Program *pr, const Prog *pg, Slot *frame, const Field *f, int wt,
+                       const uint8_t **pp, const uint8_t *end, int depth, int *unknown) {
+    const uint8_t *s;
+    Py_ssize_t n;
+    Slot v;
+    if (f->type == T_STRING || f->type == T_BYTES) {
+        if (read_span(pp, end, &s, &n) != OK) return corrupt(pr);
+        if (f->utf8 && !valid_utf8(s, n)) return fail(pr, ROW_UTF8);
+        v.v.s.p = s;
+        v.v.s.n = n;
+        return store(pr, pg, frame, f, &v, unknown);
+    }
+    if (f->type == T_MESSAGE) {
+        if (read_span(pp, end, &s, &n) != OK) return corrupt(pr);
+        if (depth - 1 < 0) return fail(pr, ROW_DEPTH);
+        const Prog *sub = &pr->progs[f->sub];
+        switch (f->action) {
+        case A_INLINE: {
+            if (f->oneof >= 0) switch_oneof(pr, pg, frame, f);
+            frame[f->slot].set = 1;
+            return parse_fields(pr, sub, frame + f->slot + 1, s, s + n, depth - 1, NULL);
+        }
+        case A_APPEND_MSG: {
+            Py_ssize_t top = pr->stack_top;
+            Slot *element = push_frame(pr, sub->nslots);
+            if (!element) return NOMEM;
+            int r = parse_fields(pr, sub, element, s, s + n, depth - 1, NULL);
+            if (r == OK) r = finish(pr, sub, element, depth - 1);
+            pr->stack_top = top;
+            return r;
+        }
+        case A_MAP: {  /* the entry's key, and whether it holds an unknown field */
+            Py_ssize_t top = pr->stack_top;
+            Slot *entry = push_frame(pr, sub->nslots);
+            if (!entry) return NOMEM;
+            int dropped = 0;
+            int r = parse_fields(pr, sub, entry, s, s + n, depth - 1, &dropped);
+            if (r == OK && !dropped) r = add_entry(pr, &frame[f->slot], &entry[0], s, n);
+            pr->stack_top = top;
+            return r;
+        }
+        default:
+            if (frame && f->oneof >= 0) switch_oneof(pr, pg, frame, f);
+            return parse_fields(pr, sub, NULL, s, s + n, depth - 1, NULL);
+        }
+    }
+    int width = fixed_width(f->type);
+    if (wt == WT_LEN) {  /* packed */
+        if (read_span(pp, end, &s, &n) != OK) return corrupt(pr);
+        const uint8_t *q = s, *qend = s + n;
+        if (width) {
+            if (n % width) return corrupt(pr);
+            for (; q < qend; q += width) {
+                scalar_value(f->type, width == 4 ? load32(q) : load64(q), &v);
+                int r = store(pr, pg, frame, f, &v, unknown);
+                if (r != OK) return r;
+            }
+            return OK;
+        }
+        while (q < qend) {
+            uint64_t raw;
+            if (read_varint(&q, qend, &raw) != OK) return corrupt(pr);
+            scalar_value(f->type, raw, &v);
+            int r = store(pr, pg, frame, f, &v, unknown);
+            if (r != OK) return r;
+        }
+        return OK;
+    }
+    uint64_t raw;
+    if (width) {
+        if (end - *pp < width) return corrupt(pr);
+        raw = width == 4 ? load32(*pp) : load64(*pp);
+        *pp += width;
+    } else if (read_varint(pp, end, &raw) != OK) {
+        return corrupt(pr);
+    }
+    scalar_value(f->type, raw, &v);
+    return store(pr, pg, frame, f, &v, unknown);
+}
+
+/* The fields of one message (or of one occurrence of it: occurrences merge into the same
+ * frame); `frame` is NULL for a program that checks only. `unknown` (a map entry's) is set
+ * when a field is unknown to the program. */
+static int parse_fields(Program *pr, const Prog *pg, Slot *frame, const uint8_t *p,
+                        const uint8_t *end, int depth, int *unknown) {
+    while (p < end) {
+        uint64_t tag;
+        if (read_varint5(&p, end, UINT32_MAX, &tag) != OK) return corrupt(pr);
+        uint32_t number = (uint32_t)(tag >> 3);
+        int wt = (int)(tag & 7);
+        if (number == 0) return corrupt(pr);
+        if (number < (uint32_t)pg->dense_n && pg->quick[number].fast) {
+            const Quick q = pg->quick[number];
+            const uint8_t *s;
+            Py_ssize_t n;
+            uint64_t raw;
+            Slot *slot;
+            switch (q.fast) {
+            case F_VARINT_SLOT:
+                if (wt != WT_VARINT) break;
+                if (read_varint(&p, end, &raw) != OK) return corrupt(pr);
+                slot = &frame[q.target];
+                scalar_value(q.type, raw, slot);
+                slot->set = 1;
+                continue;
+            case F_I64_SLOT:
+                if (wt != WT_I64) break;
+                if (end - p < 8) return corrupt(pr);
+                slot = &frame[q.target];
+                scalar_value(q.type, load64(p), slot);
+                p += 8;
+                slot->set = 1;
+                continue;
+            case F_I32_SLOT:
+                if (wt != WT_I32) break;
+                if (end - p < 4) return corrupt(pr);
+                slot = &frame[q.target];
+                scalar_value(q.type, load32(p), slot);
+                p += 4;
+                slot->set = 1;
+                continue;
+            case F_SPAN_SLOT:
+                if (wt != WT_LEN) break;
+                if (read_span(&p, end, &s, &n) != OK) return corrupt(pr);
+                if (q.utf8 && !valid_utf8(s, n)) return fail(pr, ROW_UTF8);
+                slot = &frame[q.target];
+                slot->v.s.p = s;
+                slot->v.s.n = n;
+                slot->set = 1;
+                continue;
+            case F_SPAN_APPEND: {
+                if (wt != WT_LEN) break;
+                if (read_span(&p, end, &s, &n) != OK) return corrupt(pr);
+                if (q.utf8 && !valid_utf8(s, n)) return fail(pr, ROW_UTF8);
+                int r = append_bytes(&pr->cols[q.target], s, n);
+                if (r != OK) return r;
+                continue;
+            }
+            }
+        }
+        const Field *f = find_field(pg, number);
+        if (f && (wt == wire_type_of(f->type) || (wt == WT_LEN && f->packable))) {
+            int r = field_value(pr, pg, frame, f, wt, &p, end, depth, unknown);
+            if (r != OK) return r;
+            continue;
+        }
+        if (unknown) *unknown = 1;
+        if (skip_unknown(pr, number, wt, &p, end, depth) != OK) return FAIL;
+    }
+    return OK;
+}
+
+static int compare_keys(int type, const Entry *a, const Entry *b) {
+    if (type == T_STRING || type == T_BYTES) {
+        Py_ssize_t an = a->key_set ? a->key.v.s.n : 0, bn = b->key_set ? b->key.v.s.n : 0;
+        Py_ssize_t n = an < bn ? an : bn;
+        int c = n ? memcmp(a->key.v.s.p, b->key.v.s.p, (size_t)n) : 0;
+        if (c) return c;
+        return an < bn ? -1 : an > bn;
+    }
+    int64_t x = a->key_set ? a->key.v.i : 0, y = b->key_set ? b->key.v.i : 0;
+    if (is_unsigned64(type)) return (uint64_t)x < (uint64_t)y ? -1 : (uint64_t)x > (uint64_t)y;
+    return x < y ? -1 : x > y;
+}
+
+/* Entry indexes sorted by key, stably (a merge sort; `scratch` as long). */
+static void sort_entries(const Entry *entries, int type, int32_t *order, int32_t *scratch,
+                         Py_ssize_t n) {
+    if (n < 2) return;
+    if (n <= 8) {
+        for (Py_ssize_t i = 1; i < n; i++) {
+            int32_t x = order[i];
+            Py_ssize_t j = i;
+            while (j > 0 && compare_keys(type, &entries[order[j - 1]], &entries[x]) > 0) {
+                order[j] = order[j - 1];
+                j--;
+            }
+            order[j] = x;
+        }
+        return;
+    }
+    Py_ssize_t half = n / 2;
+    sort_entries(entries, type, order, scratch, half);
+    sort_entries(entries, type, order + half, scratch, n - half);
+    Py_ssize_t i = 0, j = half, k = 0;
+    while (i < half && j < n)
+        scratch[k++] = compare_keys(type, &entries[order[j]], &entries[order[i]]) < 0
+            ? order[j++] : order[i++];
+    while (i < half) scratch[k++] = order[i++];
+    while (j < n) scratch[k++] = order[j++];
+    memcpy(order, scratch, sizeof(int32_t) * (size_t)n);
+}
+
+static int reserve_order(Program *pr, Py_ssize_t more) {
+    if (pr->norder + more <= pr->order_cap) return OK;
+    Py_ssize_t cap = pr->order_cap ? pr->order_cap : 64;
+    while (cap < pr->norder + more) {
+        if (cap > PY_SSIZE_T_MAX / 8) return NOMEM;
+        cap *= 2;
+    }
+    int32_t *grown = PyMem_RawRealloc(pr->order, sizeof(int32_t) * (size_t)cap);
+    if (!grown) return NOMEM;
+    pr->order = grown;
+    pr->order_cap = cap;
+    return OK;
+}
+
+/* A map's entries appended: sorted by key, the last entry of a key kept, each read again
+ * into the key and value columns. */
+static int emit_map(Program *pr, const Emit *e, const Slot *map, int depth) {
+    Py_ssize_t base = pr->norder, count = 0;
+    if (map->set) {
+        for (int32_t k = map->v.m.head; k >= 0; k = pr->entries[k].next) count++;
+        if (reserve_order(pr, 2 * count) != OK) return NOMEM;
+        Py_ssize_t at = base;
+        for (int32_t k = map->v.m.head; k >= 0; k = pr->entries[k].next) pr->order[at++] = k;
+        sort_entries(pr->entries, e->key_type, pr->order + base, pr->order + base + count, count);
+        Py_ssize_t kept = 0;  /* of equal keys, the last */
+        for (Py_ssize_t i = 0; i < count; i++) {
+            if (i + 1 < count && compare_keys(e->key_type, &pr->entries[pr->order[base + i]],
+                                              &pr->entries[pr->order[base + i + 1]]) == 0)
+                continue;
+            pr->order[base + kept++] = pr->order[base + i];
+        }
+        count = kept;
+        pr->norder = base + count;
+    }
+    const Prog *sub = &pr->progs[e->sub];
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const Entry *entry = &pr->entries[pr->order[base + i]];
+        const uint8_t *s = entry->p;
+        Py_ssize_t n = entry->n;
+        Py_ssize_t top = pr->stack_top;
+        Slot *frame = push_frame(pr, sub->nslots);
+        if (!frame) return NOMEM;
+        int r = parse_fields(pr, sub, frame, s, s + n, depth - 1, NULL);
+        if (r == OK) r = finish(pr, sub, frame, depth - 1);
+        pr->stack_top = top;
+        if (r != OK) return r;
+    }
+    pr->norder = base;
+    return list_end(pr, e->col);
+}
+
+static int append_micros(Program *pr, const Emit *e, const Slot *frame) {
+    int64_t seconds = frame[e->slot].set ? frame[e->slot].v.i : e->dflt.v.i;
+    int64_t nanos = frame[e->slot2].set ? frame[e->slot2].v.i : e->dflt2.v.i;
+    int64_t micros = nanos / 1000, total;
+    if (nanos % 1000 && nanos < 0) micros--;  /* Python's floor division */
+    if (__builtin_mul_overflow(seconds, (int64_t)1000000, &total) ||
+        __builtin_add_overflow(total, micros, &total))
+        return misfit(pr, e->col);
+    return append8(&pr->cols[e->col], &total);
+}
+
+/* A message's values appended, in the reader's field order (then the struct itself). */
+static int finish(Program *pr, const Prog *pg, Slot *frame, int depth) {
+    const Emit *e = pg->emits, *last = pg->emits + pg->nemits;
+    for (; e < last; e++) {
+        int r = OK;
+        if (e->fast) {
+            const Slot *v = &frame[e->slot];
+            Column *col = e->column;
+            if (!v->set) {
+                if (e->presence) {
+                    r = append_null(pr, e->col);
+                    if (r != OK) return r;
+                    continue;
+                }
+                v = &e->dflt;
+            }
+            switch (e->fast) {
+            case X_I64:
+                PUT_FIXED(&col->values, &v->v.i, 8);
+                break;
+            case X_I32: {
+                int32_t x = (int32_t)v->v.i;
+                PUT_FIXED(&col->values, &x, 4);
+                break;
+            }
+            case X_F64:
+                PUT_FIXED(&col->values, &v->v.d, 8);
+                break;
+            case X_BOOL:
+                if (buf_byte(&col->values, v->v.i != 0) != OK) return NOMEM;
+                break;
+            case X_BYTES:
+                if (buf_put(&col->data, v->v.s.p, v->v.s.n) != OK) return NOMEM;
+                if (end_offset(col, col->data.len) != OK) return NOMEM;
+                break;
+            }
+            if (append_validity(col, 1) != OK) return NOMEM;
+            continue;
+        }
+        switch (e->op) {
+        case E_SLOT: {
+            const Slot *v = &frame[e->slot];
+            if (!v->set) {
+                if (e->presence) { r = append_null(pr, e->col); break; }
+                v = &e->dflt;
+            }
+            r = append_conv(pr, &e->conv, e->col, v);
+            break;
+        }
+        case E_SLOT_LIST: {
+            const Slot *v = &frame[e->slot];
+            if (v->set || !e->presence)
+                r = append_conv(pr, &e->conv, pr->cols[e->col].children[0], v->set ? v : &e->dflt);
+            if (r == OK) r = list_end(pr, e->col);
+            break;
+        }
+        case E_INLINE:
+            if (frame[e->slot].set || !e->presence)
+                r = finish(pr, &pr->progs[e->sub], frame + e->slot + 1, depth - 1);
+            else
+                r = append_null(pr, e->col);
+            break;
+        case E_INLINE_LIST:
+            if (frame[e->slot].set || !e->presence)
+                r = finish(pr, &pr->progs[e->sub], frame + e->slot + 1, depth - 1);
+            if (r == OK) r = list_end(pr, e->col);
+            break;
+        case E_LIST: case E_CONST_EMPTY:
+            r = list_end(pr, e->col);
+            break;
+        case E_MAP:
+            r = emit_map(pr, e, &frame[e->slot], depth);
+            break;
+        case E_CONST_NULL:
+            r = append_null(pr, e->col);
+            break;
+        case E_CONST:
+            r = append_const(pr, e->col, &e->dflt);
+            break;
+        case E_MICROS:
+            r = append_micros(pr, e, frame);
+            break;
+        }
+        if (r != OK) return r;
+    }
+    if (pg->kind == P_STRUCT) return append_validity(&pr->cols[pg->col], 1);
+    return OK;
+}
+
+/* Kafka's zig-zag varint of the message indexes (at most 5 bytes), as the pure path reads
+ * it. */
+static int read_index(const uint8_t **pp, const uint8_t *end, int64_t *out) {
+    uint64_t result = 0;
+    int shift = 0;
+    for (;;) {
+        if (*pp >= end) return FAIL;
+        uint8_t b = *(*pp)++;
+        result |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) break;
+        shift += 7;
+        if (shift > 28) return FAIL;
+    }
+    *out = (int64_t)(result >> 1) ^ -(int64_t)(result & 1);
+    return OK;
+}
+
+/* The message indexes: OK when they name the program's message. */
+static int read_indexes(Program *pr, const uint8_t **pp, const uint8_t *end, Py_ssize_t size) {
+    int64_t count, index;
+    if (read_index(pp, end, &count) != OK) return fail(pr, ROW_INDEXES);
+    if (count == 0) {  /* [0] */
+        return pr->nindexes == 1 && pr->indexes[0] == 0 ? OK : fail(pr, ROW_INDEXES);
+    }
+    if (count < 0 || count > size || count != pr->nindexes) return fail(pr, ROW_INDEXES);
+    for (int64_t k = 0; k < count; k++) {
+        if (read_index(pp, end, &index) != OK || index != pr->indexes[k])
+            return fail(pr, ROW_INDEXES);
+    }
+    return OK;
+}
+
+/* ------------------------------------------------------------------ rolling back */
+
+/* Column `index` cut back to its first `length` slots, and its children to what those
+ * slots hold: a struct's children have its length, a list's child and a binary column's
+ * bytes end where its last kept offset says. */
+static void roll_back(Program *pr, int index, Py_ssize_t length) {
+    Column *col = &pr->cols[index];
+    col->length = length;
+    if (col->has_validity) col->validity.len = length;
+    switch (col->kind) {
+    case COL_BOOL:
+        col->values.len = length;
+        break;
+    case COL_I32: case COL_I64: case COL_F32: case COL_F64: case COL_DEC128:
+        col->values.len = length * col->width;
+        break;
+    case COL_BINARY:
+        col->offsets.len = (length + 1) * 4;
+        col->data.len = ((const int32_t *)col->offsets.data)[length];
+        break;
+    case COL_LIST:
+        col->offsets.len = (length + 1) * 4;
+        roll_back(pr, col->children[0], ((const int32_t *)col->offsets.data)[length]);
+        break;
+    case COL_STRUCT:
+        for (int k = 0; k < col->nchildren; k++) roll_back(pr, col->children[k], length);
+        break;
+    }
+}
+
+/* One payload decoded as row `row`: OK with its code in codes[row] (a failed row rolled
+ * back to a null); NOMEM stops the run. */
+static int decode_row(Program *pr, const uint8_t *start, Py_ssize_t size, uint8_t *codes,
+                      Py_ssize_t row) {
+    const uint8_t *p = start, *end = start + size;
+    pr->code = ROW_OK;
+    pr->nmisfits = 0;
+    pr->stack_top = 0;
+    pr->nentries = 0;
+    pr->norder = 0;
+    int r = read_indexes(pr, &p, end, size);
+    if (r == OK) {
+        const Prog *root = &pr->progs[pr->root];
+        Slot *frame = push_frame(pr, root->nslots);
+        if (!frame) return NOMEM;
+        r = parse_fields(pr, root, frame, p, end, MAX_DEPTH, NULL);
+        if (r == OK) r = finish(pr, root, frame, MAX_DEPTH);
+        if (r == OK && pr->nmisfits) r = fail(pr, ROW_MISFIT);
+    }
+    if (r == OK) {
+        codes[row] = ROW_OK;
+        return OK;
+    }
+    if (r != FAIL) return r;
+    codes[row] = (uint8_t)pr->code;
+    roll_back(pr, 0, row);
+    return append_null(pr, 0);
+}
+
+/* ------------------------------------------------------------------ compiling */
+
+static void free_columns(Program *pr) {
+    for (int k = 0; k < pr->ncols; k++) {
+        Column *col = &pr->cols[k];
+        PyMem_RawFree(col->validity.data);
+        PyMem_RawFree(col->values.data);
+        PyMem_RawFree(col->offsets.data);
+        PyMem_RawFree(col->data.data);
+        col->validity = col->values = col->offsets = col->data = (Buf){0};
+        col->length = 0;
+        col->has_validity = 0;
+    }
+}
+
+static void free_program(PyObject *capsule) {
+    Program *pr = PyCapsule_GetPointer(capsule, "protobufcolumns.program");
+    if (!pr) return;
+    if (pr->cols) {
+        free_columns(pr);
+        for (int k = 0; k < pr->ncols; k++) PyMem_Free(pr->cols[k].children);
+        PyMem_Free(pr->cols);
+    }
+    if (pr->progs) {
+        for (int k = 0; k < pr->nprogs; k++) {
+            Prog *pg = &pr->progs[k];
+            if (pg->fields)
+                for (int j = 0; j < pg->nfields; j++) PyMem_Free(pg->fields[j].closed);
+            PyMem_Free(pg->fields);
+            PyMem_Free(pg->dense);
+            PyMem_Free(pg->quick);
+            if (pg->emits)
+                for (int j = 0; j < pg->nemits; j++) PyMem_Free(pg->emits[j].owned);
+            PyMem_Free(pg->emits);
+        }
+        PyMem_Free(pr->progs);
+    }
+    if (pr->enums) {
+        for (int k = 0; k < pr->nenums; k++) {
+            EnumTable *t = &pr->enums[k];
+            if (t->names)
+                for (int j = 0; j < t->n; j++) PyMem_Free(t->names[j].name);
+            PyMem_Free(t->names);
+            PyMem_Free(t->enum_name);
+        }
+        PyMem_Free(pr->enums);
+    }
+    PyMem_Free(pr->indexes);
+    PyMem_RawFree(pr->stack);
+    PyMem_RawFree(pr->entries);
+    PyMem_RawFree(pr->order);
+    PyMem_RawFree(pr->misfits);
+    PyMem_Free(pr);
+}
+
+#define REFUSE(...) do { PyErr_Format(PyExc_ValueError, __VA_ARGS__); goto fail; } while (0)
+
+static char *copy_bytes(PyObject *obj, Py_ssize_t *len) {
+    char *src;
+    if (!PyBytes_Check(obj)) {
+        PyErr_SetString(PyExc_ValueError, "expected bytes");
+        return NULL;
+    }
+    if (PyBytes_AsStringAndSize(obj, &src, len) < 0) return NULL;
+    char *out = PyMem_Malloc((size_t)(*len ? *len : 1));
+    if (!out) { PyErr_NoMemory(); return NULL; }
+    memcpy(out, src, (size_t)*len);
+    return out;
+}
+
+static int is_int_type(int t) {
+    switch (t) {
+    case T_INT64: case T_UINT64: case T_INT32: case T_FIXED64: case T_FIXED32: case T_UINT32:
+    case T_SFIXED32: case T_SFIXED64: case T_SINT32: case T_SINT64:
+        return 1;
+    }
+    return 0;
+}
+
+/* Slot classes: what a slot holds. */
+enum { S_FREE = 0, S_INT, S_REAL, S_SPAN, S_HEADER, S_MAP, S_ONEOF, S_INNER };
+
+static int slot_class_of_type(int t) {
+    if (t == T_FLOAT || t == T_DOUBLE) return S_REAL;
+    if (t == T_STRING || t == T_BYTES) return S_SPAN;
+    if (t == T_MESSAGE || t == T_GROUP) return S_FREE;
+    return S_INT;
+}
+
+/* conv: None or (code, src, utf8, enum index or -1) */
+static int parse_conv(Program *pr, PyObject *obj, Conv *cv) {
+    int enum_index;
+    if (obj == Py_None) { cv->code = CV_NONE; return 0; }
+    if (!PyArg_ParseTuple(obj, "iiii", &cv->code, &cv->src, &cv->utf8, &enum_index)) return -1;
+    if (cv->code < CV_INT || cv->code > CV_BYTES || cv->src < T_DOUBLE || cv->src > T_SINT64) {
+        PyErr_SetString(PyExc_ValueError, "malformed conversion");
+        return -1;
+    }
+    int ok = 0;
+    switch (cv->code) {
+    case CV_INT: ok = is_int_type(cv->src); break;
+    case CV_FLOAT: ok = is_int_type(cv->src) || cv->src == T_FLOAT || cv->src == T_DOUBLE; break;
+    case CV_ENUM: ok = is_int_type(cv->src) || cv->src == T_ENUM; break;
+    case CV_BOOL: ok = cv->src == T_BOOL; break;
+    case CV_TEXT: case CV_BYTES: ok = cv->src == T_STRING || cv->src == T_BYTES; break;
+    }
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "a conversion from a type it does not take");
+        return -1;
+    }
+    cv->names = NULL;
+    if (cv->code == CV_ENUM) {
+        if (enum_index < 0 || enum_index >= pr->nenums) {
+            PyErr_SetString(PyExc_ValueError, "enum table");
+            return -1;
+        }
+        cv->names = &pr->enums[enum_index];
+    }
+    return 0;
+}
+
+static int conv_fits(const Conv *cv, int kind) {
+    switch (cv->code) {
+    case CV_INT: return kind == COL_I32 || kind == COL_I64 || kind == COL_DEC128;
+    case CV_FLOAT: return kind == COL_F32 || kind == COL_F64;
+    case CV_BOOL: return kind == COL_BOOL;
+    case CV_ENUM: case CV_TEXT: case CV_BYTES: return kind == COL_BINARY;
+    }
+    return 0;
+}
+
+/* A default or constant into a slot, as slot class `cls` holds it. */
+static int parse_value(PyObject *obj, int cls, Slot *v, char **owned) {
+    if (cls == S_SPAN) {
+        if (!(*owned = copy_bytes(obj, &v->v.s.n))) return -1;
+        v->v.s.p = (const uint8_t *)*owned;
+    } else if (cls == S_REAL) {
+        v->v.d = PyFloat_AsDouble(obj);
+        if (v->v.d == -1.0 && PyErr_Occurred()) return -1;
+    } else {
+        if (!PyLong_Check(obj)) {
+            PyErr_SetString(PyExc_ValueError, "an integer constant expected");
+            return -1;
+        }
+        v->v.i = PyLong_AsLongLong(obj);
+        if (v->v.i == -1 && PyErr_Occurred()) return -1;
+    }
+    v->set = 1;
+    return 0;
+}
+
+static int col_ok(Program *pr, int col) {
+    if (col < 0 || col >= pr->ncols) {
+        PyErr_Format(PyExc_ValueError, "column %d of %d", col, pr->ncols);
+        return 0;
+    }
+    return 1;
+}
+
+static int prog_ok(Program *pr, int index) {
+    if (index < 0 || index >= pr->nprogs) {
+        PyErr_Format(PyExc_ValueError, "program %d of %d", index, pr->nprogs);
+        return 0;
+    }
+    return 1;
+}
+
+static int column_class(int kind) {
+    switch (kind) {
+    case COL_F32: case COL_F64: return S_REAL;
+    case COL_BINARY: return S_SPAN;
+    }
+    return S_INT;
+}
+
+/* The slots of the frames on the stack while program `index` runs (its own included). */
+static Py_ssize_t frame_need(Program *pr, int index, int depth);
+
+static Py_ssize_t extra_need(Program *pr, Prog *pg, int depth) {
+    Py_ssize_t extra = 0, n;
+    for (int k = 0; k < pg->nfields; k++) {
+        Field *f = &pg->fields[k];
+        n = 0;
+        if (f->action == A_APPEND_MSG || f->action == A_MAP) n = frame_need(pr, f->sub, depth + 1);
+        else if (f->action == A_INLINE) {
+            n = frame_need(pr, f->sub, depth + 1);
+            if (n >= 0) n -= pr->progs[f->sub].nslots;  /* its frame is inside this one */
+        }
+        if (n < 0) return -1;
+        if (n > extra) extra = n;
+    }
+    for (int k = 0; k < pg->nemits; k++) {
+        if (pg->emits[k].op != E_MAP) continue;
+        n = frame_need(pr, pg->emits[k].sub, depth + 1);
+        if (n < 0) return -1;
+        if (n > extra) extra = n;
+    }
+    return extra;
+}
+
+static Py_ssize_t frame_need(Program *pr, int index, int depth) {
+    Prog *pg = &pr->progs[index];
+    if (pg->skip_only) return 0;  /* runs without a frame, nor frames below it */
+    if (pg->need_state == 2) return pg->need;
+    if (pg->need_state == 1 || depth > MAX_PROGRAM_DEPTH) {
+        PyErr_SetString(PyExc_ValueError, "programs that hold frames nest in a cycle");
+        return -1;
+    }
+    pg->need_state = 1;
+    Py_ssize_t extra = extra_need(pr, pg, depth);
+    if (extra < 0) return -1;
+    pg->need = pg->nslots + extra;
+    pg->need_state = 2;
+    return pg->need;
+}
+
+/* field: (number, type, repeated, packable, utf8, action, oneof, slot, sub, col, conv,
+ * closed numbers or None) */
+static int parse_field(Program *pr, PyObject *obj, Field *f) {
+    PyObject *conv, *closed;
+    if (!PyArg_ParseTuple(obj, "IiiiiiiiiiOO", &f->number, &f->type, &f->repeated,
+                          &f->packable, &f->utf8, &f->action, &f->oneof, &f->slot, &f->sub,
+                          &f->col, &conv, &closed))
+        return -1;
+    f->nclosed = -1;
+    if (f->number == 0 || f->number > 0x1fffffff || f->type < T_DOUBLE || f->type > T_SINT64
+        || f->type == T_GROUP || f->action < A_SKIP || f->action > A_MAP) {
+        PyErr_SetString(PyExc_ValueError, "malformed field");
+        return -1;
+    }
+    if (f->packable && (!f->repeated || slot_class_of_type(f->type) == S_SPAN || f->type == T_MESSAGE)) {
+        PyErr_SetString(PyExc_ValueError, "only repeated scalars are packed");
+        return -1;
+    }
+    if (parse_conv(pr, conv, &f->conv) < 0) return -1;
+    if (closed != Py_None) {
+        if (f->type != T_ENUM || !PyTuple_Check(closed)) {
+            PyErr_SetString(PyExc_ValueError, "closed numbers: of an enum, a tuple");
+            return -1;
+        }
+        Py_ssize_t m = PyTuple_GET_SIZE(closed);
+        if (m > INT32_MAX) return -1;
+        f->closed = PyMem_Calloc((size_t)(m ? m : 1), sizeof(int32_t));
+        if (!f->closed) { PyErr_NoMemory(); return -1; }
+        for (Py_ssize_t k = 0; k < m; k++) {
+            long x = PyLong_AsLong(PyTuple_GET_ITEM(closed, k));
+            if (x == -1 && PyErr_Occurred()) return -1;
+            if (x < INT32_MIN || x > INT32_MAX || (k && x <= f->closed[k - 1])) {
+                PyErr_SetString(PyExc_ValueError, "closed numbers: sorted int32");
+                return -1;
+            }
+            f->closed[k] = (int32_t)x;
+        }
+        f->nclosed = (int)m;
+    }
+    return 0;
+}
+
+/* emit: (op, col, slot, slot2, sub, presence, key_type, conv, dflt, dflt2) */
+static int parse_emit(Program *pr, PyObject *obj, Emit *e) {
+    PyObject *conv, *dflt, *dflt2;
+    if (!PyArg_ParseTuple(obj, "iiiiiiiOOO", &e->op, &e->col, &e->slot, &e->slot2, &e->sub,
+                          &e->presence, &e->key_type, &conv, &dflt, &dflt2))
+        return -1;
+    if (e->op < E_SLOT || e->op > E_MICROS) {
+        PyErr_SetString(PyExc_ValueError, "malformed emit");
+        return -1;
+    }
+    if (!col_ok(pr, e->col)) return -1;
+    if (parse_conv(pr, conv, &e->conv) < 0) return -1;
+    int kind = pr->cols[e->col].kind;
+    switch (e->op) {
+    case E_SLOT: case E_SLOT_LIST: {
+        int target = e->op == E_SLOT ? kind
+                                     : kind == COL_LIST ? pr->cols[pr->cols[e->col].children[0]].kind : -1;
+        if (e->conv.code == CV_NONE || !conv_fits(&e->conv, target)) {
+            PyErr_SetString(PyExc_ValueError, "an emit whose conversion does not fit its column");
+            return -1;
+        }
+        if (!e->presence && dflt != Py_None &&
+            parse_value(dflt, slot_class_of_type(e->conv.src), &e->dflt, &e->owned) < 0)
+            return -1;
+        if (!e->presence && dflt == Py_None) {
+            PyErr_SetString(PyExc_ValueError, "a value without presence needs its default");
+            return -1;
+        }
+        break;
+    }
+    case E_CONST:
+        if (kind == COL_LIST || kind == COL_STRUCT) {
+            PyErr_SetString(PyExc_ValueError, "a constant of a nested column");
+            return -1;
+        }
+        if (parse_value(dflt, column_class(kind), &e->dflt, &e->owned) < 0) return -1;
+        break;
+    case E_MICROS:
+        if (kind != COL_I64) {
+            PyErr_SetString(PyExc_ValueError, "microseconds go to an int64 column");
+            return -1;
+        }
+        if (parse_value(dflt, S_INT, &e->dflt, &e->owned) < 0
+            || parse_value(dflt2, S_INT, &e->dflt2, &e->owned) < 0)
+            return -1;
+        break;
+    case E_INLINE_LIST: case E_LIST: case E_MAP: case E_CONST_EMPTY:
+        if (kind != COL_LIST) {
+            PyErr_SetString(PyExc_ValueError, "a list emit of another column");
+            return -1;
+        }
+        break;
+    }
+    if (e->op == E_MAP && !(is_int_type(e->key_type) || e->key_type == T_BOOL ||
+                            e->key_type == T_STRING)) {
+        PyErr_SetString(PyExc_ValueError, "map key type");
+        return -1;
+    }
+    return 0;
+}
+
+/* Checks a program's slots (each of one class), sub-programs and columns once every
+ * program is read: what the run relies on to stay within its memory. */
+static int check_prog(Program *pr, int index) {
+    Prog *pg = &pr->progs[index];
+    int ok = 0;
+    char *cls = PyMem_Calloc((size_t)(pg->nslots ? pg->nslots : 1), 1);
+    if (!cls) { PyErr_NoMemory(); return -1; }
+#define CLAIM(s, c) do {                                                               \
+        if ((s) < 0 || (s) >= pg->nslots || (cls[s] && cls[s] != (c))) {                  \
+            REFUSE("program %d: slot %d claimed twice or out of range", index, (int)(s)); \
+        }                                                                                  \
+        cls[s] = (c);                                                                      \
+    } while (0)
+    if (pg->kind == P_STRUCT && (!col_ok(pr, pg->col) || pr->cols[pg->col].kind != COL_STRUCT))
+        REFUSE("program %d: a struct program fills a struct column", index);
+    if (pg->kind == P_VALUE && (!col_ok(pr, pg->col) || pr->cols[pg->col].kind == COL_STRUCT ||
+                                pr->cols[pg->col].kind == COL_LIST))
+        REFUSE("program %d: a value program fills a scalar column", index);
+    for (int k = 0; k < pg->nfields; k++) {
+        Field *f = &pg->fields[k];
+        if (k && f->number <= pg->fields[k - 1].number) REFUSE("program %d: fields by number", index);
+        if (f->oneof >= 0) CLAIM(f->oneof, S_ONEOF);
+        if (f->type == T_MESSAGE && !prog_ok(pr, f->sub)) goto fail;
+        switch (f->action) {
+        case A_SKIP:
+            if (f->type == T_MESSAGE && !pr->progs[f->sub].skip_only)
+                REFUSE("program %d: a skipped message is checked by a skip-only program", index);
+            break;
+        case A_SLOT:
+            if (f->type == T_MESSAGE || f->repeated) REFUSE("program %d: slot of a scalar", index);
+            CLAIM(f->slot, slot_class_of_type(f->type));
+            break;
+        case A_INLINE: {
+            if (f->type != T_MESSAGE || f->repeated) REFUSE("program %d: inline message", index);
+            Prog *sub = &pr->progs[f->sub];
+            if (sub->kind == P_VALIDATE) REFUSE("program %d: inline of a checking program", index);
+            if (f->slot < 0 || f->slot + 1 + (Py_ssize_t)sub->nslots > pg->nslots)
+                REFUSE("program %d: inline frame out of range", index);
+            CLAIM(f->slot, S_HEADER);
+            for (int j = 0; j < sub->nslots; j++) CLAIM(f->slot + 1 + j, S_INNER);
+            break;
+        }
+        case A_APPEND: {
+            if (f->type == T_MESSAGE || !f->repeated || f->conv.code == CV_NONE
+                || f->conv.src != f->type || !col_ok(pr, f->col)
+                || !conv_fits(&f->conv, pr->cols[f->col].kind))
+                REFUSE("program %d: malformed append", index);
+            break;
+        }
+        case A_APPEND_MSG: {
+            Prog *sub = &pr->progs[f->sub];
+            if (f->type != T_MESSAGE || !f->repeated || sub->kind == P_VALIDATE)
+                REFUSE("program %d: malformed message append", index);
+            break;
+        }
+        case A_MAP: {
+            Prog *sub = &pr->progs[f->sub];
+            if (f->type != T_MESSAGE || !f->repeated || sub->kind != P_VALIDATE || sub->nslots < 1)
+                REFUSE("program %d: malformed map", index);
+            for (int j = 0; j < sub->nfields; j++) {
+                Field *g = &sub->fields[j];
+                if (g->action != A_SKIP && !(g->action == A_SLOT && g->number == 1 && g->slot == 0))
+                    REFUSE("program %d: a map's entries are read for their key alone", index);
+            }
+            CLAIM(f->slot, S_MAP);
+            break;
+        }
+        }
+        if (f->conv.code != CV_NONE && f->conv.src != f->type)
+            REFUSE("program %d: a conversion of another type", index);
+    }
+    for (int k = 0; k < pg->nemits; k++) {
+        Emit *e = &pg->emits[k];
+        switch (e->op) {
+        case E_SLOT: case E_SLOT_LIST:
+            if (e->slot < 0 || e->slot >= pg->nslots || (cls[e->slot] && cls[e->slot] != slot_class_of_type(e->conv.src)))
+                REFUSE("program %d: emit of a slot of another kind", index);
+            if (!cls[e->slot]) cls[e->slot] = (char)slot_class_of_type(e->conv.src);
+            break;
+        case E_INLINE: case E_INLINE_LIST: {
+            if (!prog_ok(pr, e->sub)) goto fail;
+            Prog *sub = &pr->progs[e->sub];
+            int fed = 0;
+            for (int j = 0; j < pg->nfields; j++)
+                if (pg->fields[j].action == A_INLINE && pg->fields[j].slot == e->slot &&
+                    pg->fields[j].sub == e->sub) fed = 1;
+            if (!fed) REFUSE("program %d: an inline emit without its inline frame", index);
+            int target = e->op == E_INLINE ? e->col : pr->cols[e->col].children[0];
+            if (sub->kind == P_VALIDATE || sub->col != target)
+                REFUSE("program %d: an inline emit fills its program's column", index);
+            break;
+        }
+        case E_MAP: {
+            if (e->slot < 0 || e->slot >= pg->nslots || cls[e->slot] != S_MAP || !prog_ok(pr, e->sub))
+                REFUSE("program %d: a map emit of another slot", index);
+            Prog *sub = &pr->progs[e->sub];
+            if (sub->kind != P_STRUCT || sub->col != pr->cols[e->col].children[0])
+                REFUSE("program %d: a map's entries fill its entries column", index);
+            break;
+        }
+        case E_MICROS:
+            if (e->slot < 0 || e->slot >= pg->nslots || e->slot2 < 0 || e->slot2 >= pg->nslots
+                || cls[e->slot] != S_INT || cls[e->slot2] != S_INT)
+                REFUSE("program %d: microseconds of two integer slots", index);
+            break;
+        }
+    }
+    ok = 1;
+fail:
+#undef CLAIM
+    PyMem_Free(cls);
+    return ok ? 0 : -1;
+}
+
+/* The common shapes of a checked program's fields and emits (F_*, X_*). */
+static void set_fast(Program *pr, Prog *pg) {
+    for (int k = 0; k < pg->nfields; k++) {
+        Field *f = &pg->fields[k];
+        f->fast = F_GENERAL;
+        if (f->action == A_SLOT && f->oneof < 0 && f->nclosed < 0 && !f->repeated) {
+            switch (wire_type_of(f->type)) {
+            case WT_VARINT: f->fast = F_VARINT_SLOT; break;
+            case WT_I64: f->fast = F_I64_SLOT; break;
+            case WT_I32: f->fast = F_I32_SLOT; break;
+            case WT_LEN: f->fast = f->type == T_MESSAGE ? F_GENERAL : F_SPAN_SLOT; break;
+            }
+        } else if (f->action == A_APPEND && (f->type == T_STRING || f->type == T_BYTES)
+                   && (f->conv.code == CV_BYTES || (f->conv.code == CV_TEXT && !f->conv.utf8))) {
+            f->fast = F_SPAN_APPEND;
+        }
+    }
+    for (int k = 0; k < pg->nfields; k++) {
+        Field *f = &pg->fields[k];
+        if (f->number < (uint32_t)pg->dense_n && f->fast) {
+            Quick *q = &pg->quick[f->number];
+            q->fast = (uint8_t)f->fast;
+            q->type = (uint8_t)f->type;
+            q->utf8 = (uint8_t)(f->utf8 != 0);
+            q->target = f->fast == F_SPAN_APPEND ? f->col : f->slot;
+        }
+    }
+    for (int k = 0; k < pg->nemits; k++) {
+        Emit *e = &pg->emits[k];
+        int kind = pr->cols[e->col].kind, src = e->conv.src;
+        e->column = &pr->cols[e->col];
+        e->fast = X_GENERAL;
+        if (e->op != E_SLOT) continue;
+        switch (e->conv.code) {
+        case CV_INT:
+            if (kind == COL_I64 && !is_unsigned64(src)) e->fast = X_I64;
+            else if (kind == COL_I32 && (src == T_INT32 || src == T_SINT32 || src == T_SFIXED32))
+                e->fast = X_I32;
+            break;
+        case CV_FLOAT:
+            if (kind == COL_F64 && (src == T_DOUBLE || src == T_FLOAT)) e->fast = X_F64;
+            break;
+        case CV_BOOL:
+            e->fast = X_BOOL;
+            break;
+        case CV_TEXT:
+            if (!e->conv.utf8) e->fast = X_BYTES;
+            break;
+        case CV_BYTES:
+            e->fast = X_BYTES;
+            break;
+        }
+    }
+}
+
+/* prog: (kind, col, nslots, fields, emits) */
+static int parse_prog(Program *pr, PyObject *obj, Prog *pg) {
+    PyObject *fields, *emits;
+    if (!PyArg_ParseTuple(obj, "iiiO!O!", &pg->kind, &pg->col, &pg->nslots, &PyTuple_Type,
+                          &fields, &PyTuple_Type, &emits))
+        return -1;
+    if (pg->kind < P_VALIDATE || pg->kind > P_VALUE || pg->nslots < 0 || pg->nslots > 1000000) {
+        PyErr_SetString(PyExc_ValueError, "malformed program");
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(fields);
+    if (n > 1000000) return -1;
+    pg->fields = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Field));
+    if (!pg->fields) { PyErr_NoMemory(); return -1; }
+    pg->skip_only = 1;
+    uint32_t highest = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (parse_field(pr, PyTuple_GET_ITEM(fields, k), &pg->fields[k]) < 0) return -1;
+        pg->nfields = (int)k + 1;
+        if (pg->fields[k].action != A_SKIP || pg->fields[k].oneof >= 0) pg->skip_only = 0;
+        if (pg->fields[k].number > highest) highest = pg->fields[k].number;
+    }
+    pg->dense_n = highest < 256 ? (int)highest + 1 : 256;
+    pg->dense = PyMem_Malloc(sizeof(int32_t) * (size_t)pg->dense_n);
+    pg->quick = PyMem_Calloc((size_t)pg->dense_n, sizeof(Quick));
+    if (!pg->dense || !pg->quick) { PyErr_NoMemory(); return -1; }
+    for (int k = 0; k < pg->dense_n; k++) pg->dense[k] = -1;
+    for (int k = 0; k < pg->nfields; k++)
+        if (pg->fields[k].number < (uint32_t)pg->dense_n) pg->dense[pg->fields[k].number] = k;
+    Py_ssize_t m = PyTuple_GET_SIZE(emits);
+    if (m > 1000000) return -1;
+    pg->emits = PyMem_Calloc((size_t)(m ? m : 1), sizeof(Emit));
+    if (!pg->emits) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        if (parse_emit(pr, PyTuple_GET_ITEM(emits, k), &pg->emits[k]) < 0) return -1;
+        pg->nemits = (int)k + 1;
+    }
+    if (pg->nemits) pg->skip_only = 0;
+    if (pg->kind == P_VALIDATE && pg->nemits) {
+        PyErr_SetString(PyExc_ValueError, "a checking program appends nothing");
+        return -1;
+    }
+    return 0;
+}
+
+/* enum: (enum name bytes, ((number, name bytes), ...) sorted by number) */
+static int parse_enum(PyObject *obj, EnumTable *t) {
+    PyObject *name, *names;
+    if (!PyArg_ParseTuple(obj, "SO!", &name, &PyTuple_Type, &names)) return -1;
+    if (!(t->enum_name = copy_bytes(name, &t->enum_name_len))) return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    if (n > INT32_MAX) return -1;
+    t->names = PyMem_Calloc((size_t)(n ? n : 1), sizeof(EnumName));
+    if (!t->names) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        long long number;
+        PyObject *text;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(names, k), "LS", &number, &text)) return -1;
+        if (k && number <= t->names[k - 1].number) {
+            PyErr_SetString(PyExc_ValueError, "enum names: by number, one each");
+            return -1;
+        }
+        t->names[k].number = number;
+        if (!(t->names[k].name = copy_bytes(text, &t->names[k].len))) return -1;
+        t->n = (int)k + 1;
+    }
+    return 0;
+}
+
+static const int WIDTHS[] = {0, 0, 4, 8, 4, 8, 0, 16, 0, 0};
+
+/* compile(columns, enums, programs, root, indexes): columns a list of (kind, children). */
+static PyObject *compile_program(PyObject *self, PyObject *args) {
+    PyObject *columns, *enums, *programs, *indexes;
+    int root;
+    if (!PyArg_ParseTuple(args, "O!O!O!iO!", &PyList_Type, &columns, &PyTuple_Type, &enums,
+                          &PyTuple_Type, &programs, &root, &PyTuple_Type, &indexes))
+        return NULL;
+    Program *pr = PyMem_Calloc(1, sizeof(Program));
+    if (!pr) return PyErr_NoMemory();
+    PyObject *capsule = PyCapsule_New(pr, "protobufcolumns.program", free_program);
+    if (!capsule) { PyMem_Free(pr); return NULL; }
+    Py_ssize_t n = PyList_GET_SIZE(columns);
+    if (n < 1 || n > 100000) REFUSE("column count");
+    pr->cols = PyMem_Calloc((size_t)n, sizeof(Column));
+    if (!pr->cols) { PyErr_NoMemory(); goto fail; }
+    pr->ncols = (int)n;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Column *col = &pr->cols[k];
+        PyObject *children;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(columns, k), "iO!", &col->kind, &PyTuple_Type,
+                              &children))
+            goto fail;
+        if (col->kind < COL_BOOL || col->kind > COL_STRUCT) REFUSE("column kind");
+        col->width = WIDTHS[col->kind];
+        Py_ssize_t m = PyTuple_GET_SIZE(children);
+        if (col->kind == COL_LIST ? m != 1 : col->kind != COL_STRUCT && m != 0)
+            REFUSE("a list column has one child, a struct any, others none");
+        col->children = PyMem_Calloc((size_t)(m ? m : 1), sizeof(int));
+        if (!col->children) { PyErr_NoMemory(); goto fail; }
+        col->nchildren = (int)m;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            long child = PyLong_AsLong(PyTuple_GET_ITEM(children, j));
+            if (child == -1 && PyErr_Occurred()) goto fail;
+            if (child <= k || child >= n) REFUSE("child column");  /* after their parent */
+            col->children[j] = (int)child;
+        }
+    }
+    if (pr->cols[0].kind != COL_STRUCT) REFUSE("the root column is a struct");
+    Py_ssize_t ne = PyTuple_GET_SIZE(enums);
+    if (ne > 100000) REFUSE("enum count");
+    pr->enums = PyMem_Calloc((size_t)(ne ? ne : 1), sizeof(EnumTable));
+    if (!pr->enums) { PyErr_NoMemory(); goto fail; }
+    for (Py_ssize_t k = 0; k < ne; k++) {
+        pr->nenums = (int)k + 1;
+        if (parse_enum(PyTuple_GET_ITEM(enums, k), &pr->enums[k]) < 0) goto fail;
+    }
+    Py_ssize_t np = PyTuple_GET_SIZE(programs);
+    if (np < 1 || np > 100000) REFUSE("program count");
+    pr->progs = PyMem_Calloc((size_t)np, sizeof(Prog));
+    if (!pr->progs) { PyErr_NoMemory(); goto fail; }
+    pr->nprogs = (int)np;
+    for (Py_ssize_t k = 0; k < np; k++)
+        if (parse_prog(pr, PyTuple_GET_ITEM(programs, k), &pr->progs[k]) < 0) goto fail;
+    for (int k = 0; k < pr->nprogs; k++) {
+        if (check_prog(pr, k) < 0) goto fail;
+        set_fast(pr, &pr->progs[k]);
+    }
+    if (!prog_ok(pr, root)) goto fail;
+    if (pr->progs[root].kind != P_STRUCT || pr->progs[root].col != 0)
+        REFUSE("the root program fills column 0");
+    pr->root = root;
+    Py_ssize_t need = frame_need(pr, root, 0);
+    if (need < 0) goto fail;
+    Py_ssize_t ni = PyTuple_GET_SIZE(indexes);
+    if (ni < 1 || ni > 1000) REFUSE("message indexes");
+    pr->indexes = PyMem_Calloc((size_t)ni, sizeof(int64_t));
+    if (!pr->indexes) { PyErr_NoMemory(); goto fail; }
+    for (Py_ssize_t k = 0; k < ni; k++) {
+        pr->indexes[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(indexes, k));
+        if (pr->indexes[k] == -1 && PyErr_Occurred()) goto fail;
+    }
+    pr->nindexes = (int)ni;
+    pr->stack_cap = need > 0 ? need : 1;
+    pr->stack = PyMem_RawCalloc((size_t)pr->stack_cap, sizeof(Slot));
+    if (!pr->stack) { PyErr_NoMemory(); goto fail; }
+    return capsule;
+fail:
+    Py_DECREF(capsule);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ running */
+
+/* A buffer of a run's column, handed to Arrow as it is (pa.py_buffer takes its buffer
+ * protocol): the decoded bytes are not copied again. */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t len;
+} ColumnBuffer;
+
+static int column_buffer_get(PyObject *self, Py_buffer *view, int flags) {
+    ColumnBuffer *buffer = (ColumnBuffer *)self;
+    return PyBuffer_FillInfo(view, self, buffer->data ? buffer->data : "", buffer->len, 1, flags);
+}
+
+static void column_buffer_dealloc(PyObject *self) {
+    PyMem_RawFree(((ColumnBuffer *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyBufferProcs column_buffer_procs = {column_buffer_get, NULL};
+
+static PyTypeObject ColumnBufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_protobufcolumns.ColumnBuffer",
+    .tp_basicsize = sizeof(ColumnBuffer),
+    .tp_dealloc = column_buffer_dealloc,
+    .tp_as_buffer = &column_buffer_procs,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A decoded column's buffer, owned until Arrow releases it.",
+};
+
+static PyObject *hand_over(Buf *b) {
+    ColumnBuffer *buffer = PyObject_New(ColumnBuffer, &ColumnBufferType);
+    if (!buffer) return NULL;
+    buffer->data = b->data;
+    buffer->len = b->len;
+    *b = (Buf){0};
+    return (PyObject *)buffer;
+}
+
+static PyObject *packed_bits(Buf *b, Py_ssize_t length, Py_ssize_t *unset) {
+    Buf bits = {PyMem_RawCalloc((size_t)(length + 7) / 8 + 1, 1), (length + 7) / 8, 0};
+    if (!bits.data) return PyErr_NoMemory();
+    bits.cap = bits.len;
+    uint8_t *out = (uint8_t *)bits.data;
+    const uint8_t *bytes = (const uint8_t *)b->data;
+    Py_ssize_t set = 0;
+    for (Py_ssize_t i = 0; i < length; i++) {
+        uint8_t on = bytes[i] != 0;
+        out[i >> 3] |= (uint8_t)(on << (i & 7));
+        set += on;
+    }
+    *unset = length - set;
+    return hand_over(&bits);
+}
+
+/* Whether every column's buffers hold what its length says (a program in step). */
+static int columns_in_step(Program *pr) {
+    for (int k = 0; k < pr->ncols; k++) {
+        Column *col = &pr->cols[k];
+        Py_ssize_t len = col->length;
+        if (col->has_validity && col->validity.len != len) return 0;
+        switch (col->kind) {
+        case COL_BOOL:
+            if (col->values.len != len) return 0;
+            break;
+        case COL_I32: case COL_I64: case COL_F32: case COL_F64: case COL_DEC128:
+            if (col->values.len != len * col->width) return 0;
+            break;
+        case COL_BINARY: case COL_LIST: {
+            if (col->offsets.len != (len + 1) * 4) return 0;
+            const int32_t *offsets = (const int32_t *)col->offsets.data;
+            Py_ssize_t last = offsets[len];
+            if (col->kind == COL_BINARY ? last != col->data.len
+                                        : last != pr->cols[col->children[0]].length)
+                return 0;
+            break;
+        }
+        case COL_STRUCT:
+            for (int j = 0; j < col->nchildren; j++)
+                if (pr->cols[col->children[j]].length != len) return 0;
+            break;
+        }
+    }
+    return 1;
+}
+
+static PyObject *column_buffers(Program *pr, Py_ssize_t rows) {
+    if (!columns_in_step(pr)) {
+        PyErr_SetString(PyExc_SystemError, "_protobufcolumns: columns out of step");
+        return NULL;
+    }
+    PyObject *columns = PyList_New(pr->ncols);
+    if (!columns) return NULL;
+    for (int k = 0; k < pr->ncols; k++) {
+        Column *col = &pr->cols[k];
+        if (rows) {
+            col->values_per_row = (double)col->values.len / (double)rows;
+            col->offsets_per_row = (double)col->offsets.len / (double)rows;
+            col->data_per_row = (double)col->data.len / (double)rows;
+        }
+        Py_ssize_t nulls = 0, unused;
+        PyObject *validity = NULL;
+        if (col->has_validity) {
+            if (!(validity = packed_bits(&col->validity, col->length, &nulls))) goto fail;
+            if (!nulls) Py_CLEAR(validity);
+        }
+        if (!validity) validity = Py_NewRef(Py_None);
+        PyObject *values = col->kind == COL_BOOL ? packed_bits(&col->values, col->length, &unused)
+                                                 : hand_over(&col->values);
+        PyObject *offsets = values ? hand_over(&col->offsets) : NULL;
+        PyObject *data = offsets ? hand_over(&col->data) : NULL;
+        PyObject *entry = data
+            ? Py_BuildValue("nnNNNN", col->length, nulls, validity, values, offsets, data)
+            : NULL;
+        if (!entry) {
+            if (!data) {
+                Py_DECREF(validity);
+                Py_XDECREF(values);
+                Py_XDECREF(offsets);
+            }
+            goto fail;
+        }
+        PyList_SET_ITEM(columns, k, entry);
+    }
+    return columns;
+fail:
+    Py_DECREF(columns);
+    return NULL;
+}
+
+#define RESERVE_CAP ((Py_ssize_t)64 << 20)
+
+static void reserve_rows(Buf *b, double per_row, Py_ssize_t rows) {
+    double wanted = per_row * (double)rows * 1.0625 + 64;
+    buf_reserve(b, wanted < (double)RESERVE_CAP ? (Py_ssize_t)wanted : RESERVE_CAP);
+}
+
+static int begin_run(Program *pr, Py_ssize_t rows) {
+    free_columns(pr);
+    for (int k = 0; k < pr->ncols; k++) {
+        Column *col = &pr->cols[k];
+        reserve_rows(&col->values, col->values_per_row, rows);
+        reserve_rows(&col->offsets, col->offsets_per_row, rows);
+        reserve_rows(&col->data, col->data_per_row, rows);
+        if ((col->kind == COL_BINARY || col->kind == COL_LIST) && end_offset(col, 0) != OK) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *finish_run(Program *pr, Py_ssize_t rows, PyObject *codes, int r) {
+    PyObject *result = NULL;
+    if (r == NOMEM) {
+        PyErr_SetString(PyExc_MemoryError, "decoded columns past their size limit");
+    } else if (r == OK) {
+        PyObject *columns = column_buffers(pr, rows);
+        if (columns) result = Py_BuildValue("NO", columns, codes);
+    }
+    free_columns(pr);
+    return result;
+}
+
+/* run(program, payloads) -> ([(length, null_count, validity, values, offsets, data)] per
+ * column, bytes: one code per payload) */
+static PyObject *run_program(PyObject *self, PyObject *args) {
+    PyObject *capsule, *payloads;
+    if (!PyArg_ParseTuple(args, "OO", &capsule, &payloads)) return NULL;
+    Program *pr = PyCapsule_GetPointer(capsule, "protobufcolumns.program");
+    if (!pr) return NULL;
+    PyObject *seq = PySequence_Fast(payloads, "payloads: a sequence of bytes");
+    if (!seq) return NULL;
+    Py_ssize_t rows = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    PyObject *codes = PyBytes_FromStringAndSize(NULL, rows), *result = NULL;
+    int r = OK;
+    if (!codes || begin_run(pr, rows) < 0) goto done;
+    uint8_t *code = (uint8_t *)PyBytes_AS_STRING(codes);
+    for (Py_ssize_t row = 0; row < rows && r == OK; row++) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(items[row], &view, PyBUF_SIMPLE) < 0) {
+            free_columns(pr);
+            goto done;
+        }
+        r = decode_row(pr, view.buf, view.len, code, row);
+        PyBuffer_Release(&view);
+    }
+    result = finish_run(pr, rows, codes, r);
+done:
+    Py_XDECREF(codes);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* run_spans(program, data, starts, ends): run's result for the payloads
+ * data[starts[i]:ends[i]] (int64 buffers), read in place. */
+static PyObject *run_spans(PyObject *self, PyObject *args) {
+    PyObject *capsule, *result = NULL, *codes = NULL;
+    Py_buffer data, starts, ends;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*", &capsule, &data, &starts, &ends)) return NULL;
+    Program *pr = PyCapsule_GetPointer(capsule, "protobufcolumns.program");
+    if (!pr) goto done;
+    if (starts.len != ends.len || starts.len % (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "starts and ends: int64 buffers of one length");
+        goto done;
+    }
+    Py_ssize_t rows = starts.len / (Py_ssize_t)sizeof(int64_t);
+    const int64_t *first = starts.buf, *last = ends.buf;
+    for (Py_ssize_t row = 0; row < rows; row++) {
+        if (first[row] < 0 || first[row] > last[row] || last[row] > data.len) {
+            PyErr_Format(PyExc_ValueError, "payload %zd spans [%lld, %lld), outside the "
+                         "%zd bytes given", row, (long long)first[row],
+                         (long long)last[row], data.len);
+            goto done;
+        }
+    }
+    codes = PyBytes_FromStringAndSize(NULL, rows);
+    if (!codes || begin_run(pr, rows) < 0) goto done;
+    uint8_t *code = (uint8_t *)PyBytes_AS_STRING(codes);
+    int r = OK;
+    for (Py_ssize_t row = 0; row < rows && r == OK; row++)
+        r = decode_row(pr, (const uint8_t *)data.buf + first[row],
+                       (Py_ssize_t)(last[row] - first[row]), code, row);
+    result = finish_run(pr, rows, codes, r);
+done:
+    Py_XDECREF(codes);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"compile", compile_program, METH_VARARGS,
+     "compile(columns, enums, programs, root, indexes) -> a program"},
+    {"run", run_program, METH_VARARGS,
+     "run(program, payloads) -> (the columns' buffers, a code per payload)"},
+    {"run_spans", run_spans, METH_VARARGS,
+     "run_spans(program, data, starts, ends) -> run's result for data[starts[i]:ends[i]]"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_protobufcolumns",
+                                    "Protobuf payloads decoded into Arrow column buffers.",
+                                    -1, methods};
+
+PyMODINIT_FUNC PyInit__protobufcolumns(void) {
+    if (PyType_Ready(&ColumnBufferType) < 0) return NULL;
+    PyObject *created = PyModule_Create(&module);
+    if (created == NULL) return NULL;
+    if (PyModule_AddIntConstant(created, "MAX_DEPTH", MAX_DEPTH) < 0) {
+        Py_DECREF(created);
+        return NULL;
+    }
+#ifdef SEGMENTLOG_SOURCE_SHA256
+    /* what a run from a checkout compares with its own source before loading this build */
+    if (PyModule_AddStringConstant(created, "SOURCE_SHA256", SEGMENTLOG_SOURCE_SHA256) < 0) {
+        Py_DECREF(created);
+        return NULL;
+    }
+#endif
+    return created;
+}
