@@ -9,7 +9,7 @@ Planning (on the driver, when the column types are known): the schema is the opt
 (`valueAvroSchema`, `valueJsonSchema`, `valueProtobufSchema`, ...), else derived from the
 column's type. The subject is named by `subjectNameStrategy` (TopicNameStrategy
 `<topic>-value` by default; the record strategies take the schema's record name). The
-log dir's `_schemas` partition is replayed (format/internal/schema_registry.py): a
+log dir's `_schemas` partition is replayed (schemas/registry.py): a
 schema the subject already holds keeps its id and registers nothing; a new one is checked
 against the subject's versions at its compatibility level (its CONFIG record's, else the
 global one, else BACKWARD) and gets the id of the same schema under another subject, else
@@ -24,10 +24,9 @@ from typing import List, Optional, Tuple
 import pyarrow as pa
 
 from ..errors import InvalidOptionError
-from ..format.internal import schema_registry_records as records
-from ..format.internal.schema_registry import (
-    SCHEMAS_TOPIC, RegisteredSchema, SchemaRegistry, registry_from_partition_dir,
-    subject_for,
+from ..schemas import registry_records as records
+from ..schemas.registry import (
+    SCHEMAS_TOPIC, RegisteredSchema, SchemaRegistry, registry_from_records, subject_for,
 )
 from ..format.log import partition_dir_name
 from .errors import ConcurrentWriteError, InvalidInputError, WriteError
@@ -81,6 +80,39 @@ class FramingPlan:
     @property
     def registrations(self) -> List[FramedSide]:
         return [s for s in self.sides if s.version is not None]
+
+
+def registry_from_partition_dir(directory: str, store=None) -> SchemaRegistry:
+    """A registry replayed from a `_schemas-0` partition directory (local, or a path of
+    `store`), every record of its segments in offset order (the writer's view of its own
+    log dir, under the topic's lock: nothing there is uncommitted). A missing directory:
+    an empty registry."""
+    import os
+
+    from ..format.log import PartitionLog
+    from ..format.scan import ScanOptions, SegmentRange, scan_segment
+
+    if store is None:
+        source = f"the {os.path.basename(directory)} partition in {os.path.dirname(directory)}"
+        if not os.path.isdir(directory):
+            return SchemaRegistry(source)
+        log = PartitionLog.open(directory)
+    else:
+        source = f"the {store.basename(directory)} partition in {store.dirname(directory)}"
+        tree = store.tree(directory)
+        if not tree.isdir(directory):
+            return SchemaRegistry(source)
+        log = PartitionLog.open(directory, store, tree)
+    rows = []
+    for segment in log.segments:
+        scanned = SegmentRange(log.topic, log.partition, segment.log_path, segment.size, 0,
+                               segment.size, 0, 1 << 62, allow_torn_tail=log.is_last(segment),
+                               store=log.store)
+        for batch in scan_segment(scanned, ScanOptions()):
+            rows.extend(zip(batch.column("offset").to_pylist(),
+                            batch.column("key").to_pylist(), batch.column("value").to_pylist()))
+    rows.sort(key=lambda row: row[0])
+    return registry_from_records(rows, log.topic, log.partition, source)
 
 
 def schemas_partition_dir(logdir: str, store=None) -> str:

@@ -8,7 +8,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from ..errors import InvalidOptionError, UnsupportedFormatError, did_you_mean
 from ..format import compression
 from ..format.checkpoints import parse_topic_id
-from ..format.internal.schema_registry import parse_subject_strategy
+from ..schemas.registry import parse_subject_strategy
 from ..format.layout import CREATE_TIME, INT32_MAX, INT64_MAX, LOG_APPEND_TIME, TIMESTAMP_TYPE_NAMES
 
 # A topic's message.timestamp.type is one of these two (NoTimestampType is magic 0 only).

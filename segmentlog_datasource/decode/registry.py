@@ -2,21 +2,20 @@
 or from a JSON export of a registry.
 
 The replay core (SchemaRegistry, registry_from_records: how `_schemas` records are
-applied, ids and versions for writing) is format/internal/schema_registry.py, shared with
+applied, ids and versions for writing) is schemas/registry.py, shared with
 the writer; its names are re-exported here. The loaders here read through the read layer.
 """
 import json
 from dataclasses import replace
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 from ..errors import InvalidOptionError, RecordDecodeError, SegmentLogError
-from ..format.internal import schema_registry_records as records
-from ..format.internal.schema_registry import (  # the replay core, shared with the writer
-    DEFAULT_COMPATIBILITY, DEFAULT_MODE, LATEST, SCHEMA_TYPES, SCHEMAS_TOPIC,
-    SUBJECT_STRATEGIES, RegisteredSchema, SchemaRegistry, _listed, _registered,
+from ..schemas import registry_records as records
+from ..schemas.registry import (  # the replay core, shared with the writer
+    SCHEMAS_TOPIC, RegisteredSchema, SchemaRegistry, _listed, _registered,
     parse_subject_strategy, registry_from_records, subject_for,
 )
-from ..format.internal.schema_registry_records import SchemaReference
+from ..schemas.registry_records import SchemaReference
 
 __all__ = [
     "SCHEMAS_TOPIC", "SchemaReference", "RegisteredSchema", "SchemaRegistry",

@@ -10,7 +10,7 @@ import pyarrow as pa
 from click.testing import CliRunner
 
 from segmentlog_datasource.cli.main import main as cli
-from segmentlog_datasource.format.internal.schema_registry_records import (
+from segmentlog_datasource.schemas.registry_records import (
     SchemaValue, encode_record)
 from segmentlog_datasource.writer import write_log
 

@@ -18,7 +18,7 @@ from segmentlog_datasource.decode.registry import (
     registry_from_export, registry_from_log, registry_from_records, subject_for)
 from segmentlog_datasource.errors import (InvalidOptionError, RecordDecodeError,
                                           SchemaNotFoundError, SegmentLogError)
-from segmentlog_datasource.format.internal import schema_registry_records as records
+from segmentlog_datasource.schemas import registry_records as records
 from segmentlog_datasource.read.options import parse_read_options
 from segmentlog_datasource.writer import write_log
 

@@ -15,7 +15,7 @@ import pytest
 
 from segmentlog_datasource.errors import InvalidOptionError
 from segmentlog_datasource.format import ScanOptions
-from segmentlog_datasource.format.internal import schema_registry_records as records
+from segmentlog_datasource.schemas import registry_records as records
 from segmentlog_datasource.read.options import parse_read_options
 from segmentlog_datasource.read.planning import Constraints, plan_fragments
 from segmentlog_datasource.writer import SegmentLogWriter, write_log

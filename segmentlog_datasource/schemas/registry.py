@@ -16,15 +16,16 @@ largest id any SCHEMA record held, the next version one more than the subject's 
 version still stored (soft-deleted ones included).
 
 Pure: no reading. decode/registry.py loads registries through the read layer for reads;
-the writer replays its log dir's `_schemas` partition with registry_from_partition_dir.
+the writer replays its log dir's `_schemas` partition with
+writer/framed.py's registry_from_partition_dir.
 """
 from dataclasses import replace
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from ...errors import InvalidOptionError, RecordDecodeError, SchemaNotFoundError, did_you_mean
-from . import schema_registry_records as records
-from .schema_registry_records import SchemaReference
+from ..errors import InvalidOptionError, RecordDecodeError, SchemaNotFoundError, did_you_mean
+from . import registry_records as records
+from .registry_records import SchemaReference
 
 SCHEMAS_TOPIC = "_schemas"  # Schema Registry's kafkastore.topic, by default
 SCHEMA_TYPES = (records.AVRO, records.JSON, records.PROTOBUF)  # those it ships providers of
@@ -269,39 +270,6 @@ def registry_from_records(rows: Iterable[tuple], topic: str = SCHEMAS_TOPIC,
         except RecordDecodeError as failure:
             raise failure.at(topic, partition, offset) from None
     return registry
-
-
-def registry_from_partition_dir(directory: str, store=None) -> SchemaRegistry:
-    """A registry replayed from a `_schemas-0` partition directory (local, or a path of
-    `store`), every record of its segments in offset order (the writer's view of its own
-    log dir, under the topic's lock: nothing there is uncommitted). A missing directory:
-    an empty registry."""
-    import os
-
-    from ..log import PartitionLog
-    from ..scan import ScanOptions, SegmentRange, scan_segment
-
-    if store is None:
-        source = f"the {os.path.basename(directory)} partition in {os.path.dirname(directory)}"
-        if not os.path.isdir(directory):
-            return SchemaRegistry(source)
-        log = PartitionLog.open(directory)
-    else:
-        source = f"the {store.basename(directory)} partition in {store.dirname(directory)}"
-        tree = store.tree(directory)
-        if not tree.isdir(directory):
-            return SchemaRegistry(source)
-        log = PartitionLog.open(directory, store, tree)
-    rows = []
-    for segment in log.segments:
-        scanned = SegmentRange(log.topic, log.partition, segment.log_path, segment.size, 0,
-                               segment.size, 0, 1 << 62, allow_torn_tail=log.is_last(segment),
-                               store=log.store)
-        for batch in scan_segment(scanned, ScanOptions()):
-            rows.extend(zip(batch.column("offset").to_pylist(),
-                            batch.column("key").to_pylist(), batch.column("value").to_pylist()))
-    rows.sort(key=lambda row: row[0])
-    return registry_from_records(rows, log.topic, log.partition, source)
 
 
 # -- subject naming -----------------------------------------------------------------

@@ -10,13 +10,13 @@ since 2021 leave it out, older ones wrote `"subject":null`), and `{"keytype":"NO
 schemaType for Avro and no references when there are none. A null value is a tombstone.
 
 decode_record() gives typed keys and values; encode_key()/encode_value() write the bytes
-the registry writes. What the records mean when replayed is schema_registry.py's business.
+the registry writes. What the records mean when replayed is registry.py's business.
 """
 import json
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple, Union
 
-from ...errors import RecordDecodeError
+from ..errors import RecordDecodeError
 
 SCHEMA, CONFIG, MODE, NOOP = "SCHEMA", "CONFIG", "MODE", "NOOP"
 DELETE_SUBJECT, CLEAR_SUBJECT, CONTEXT, ASSOC = \
