@@ -1000,3 +1000,28 @@ def test_a_read_decodes_through_the_compiled_twin_as_the_pure_path_does(tmp_path
     assert all(errors[row] is not None for row in range(0, 1000, 250))
     assert errors[7] is None and compiled.column("valueDecoded")[7].as_py() is None
     assert errors.count(None) > 500  # the others: random timestamps past the column's range
+
+
+def test_a_run_from_a_checkouts_root_loads_the_build_of_the_same_source(tmp_path):
+    """From a checkout's root (its working directory first on sys.path, as Spark's Python
+    workers have it), the package imported is the checkout's, which holds no build: the
+    build of the installed copy loads, as it was built from the same source
+    (SOURCE_SHA256), and no fallback warning is given."""
+    import shutil
+    import subprocess
+
+    from support.paths import CHECKOUT
+
+    for name in ("segmentlog_datasource", "writer"):
+        shutil.copytree(os.path.join(CHECKOUT, name), tmp_path / name,
+                        ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    script = ("import warnings; warnings.simplefilter('error'); "
+              "import segmentlog_datasource.decode.protobuf_program as p; "
+              "m = p.extension(); print(p.__file__); print(m.__file__)")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    run = subprocess.run([sys.executable, "-c", script], cwd=str(tmp_path), env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    package, built = run.stdout.split()
+    assert package.startswith(str(tmp_path))  # the checkout's package...
+    assert not built.startswith(str(tmp_path))  # ...with the installed build
