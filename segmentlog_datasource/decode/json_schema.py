@@ -44,8 +44,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import RecordDecodeError, UnsupportedFormatError
-from .value_formats import (FRAME_SIZE, FormatReader, IncompatibleSchemaError, Payloads,
-                            ValueFormat, decoded_rows, frame_error)
+from .value_formats import (FRAME_SIZE, FormatReader, IncompatibleSchemaError, ValueFormat,
+                            decoded_rows, frame_error)
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -845,7 +845,9 @@ class JsonSchemaReader(FormatReader):
         self.document = state["document"]
         self._setup()
 
-    def decode(self, writer, registry, payloads):
+    def _check_writer(self, writer, registry) -> None:
+        """Raises IncompatibleSchemaError when values of `writer` cannot be read into the
+        column (judged once per writer)."""
         key = (writer.id, writer.subject, writer.version)
         if key not in self._writers:
             try:
@@ -858,10 +860,17 @@ class JsonSchemaReader(FormatReader):
         problem = self._writers[key]
         if problem:
             raise IncompatibleSchemaError(problem)
-        if isinstance(payloads, Payloads):  # spans of a column, as FramedColumn gives them
-            return self.column.decode_bodies(payloads)
-        # a caller's own bytes: its values as Python values, row by row
+
+    def decode(self, writer, registry, payloads):
+        """The values as Python values, row by row."""
+        self._check_writer(writer, registry)
         return self.column.decode_bodies(payloads, compiled=False)
+
+    def decode_columns(self, writer, registry, payloads):
+        """A read's column: the compiled decoder's pa.Array (row by row when it is not
+        built), the same values and reasons as decode."""
+        self._check_writer(writer, registry)
+        return self.column.decode_bodies(payloads)
 
 
 class JsonSchemaFormat(ValueFormat):

@@ -655,3 +655,57 @@ def test_without_the_build_values_decode_row_by_row(monkeypatch):
     values, errors = column.decode_bodies([b'{"a": 1}', b"{"])
     assert values == [{"a": 1}, None]
     assert errors[0] is None and errors[1].startswith("invalid JSON after the schema id")
+
+
+@compiled_only
+def test_a_read_decodes_columnar_with_the_row_by_row_paths_values_and_errors(tmp_path,
+                                                                           monkeypatch):
+    """The engine's read path (FramedColumn calls decode_columns): the same table, the
+    PERMISSIVE reasons naming topic, partition and offset included, and the same FAILFAST
+    error, with the compiled decoder and without it."""
+    from segmentlog_datasource.decode import DecodedRead, json_schema
+    from segmentlog_datasource.decode.reads import read_schema
+    from segmentlog_datasource.errors import RecordDecodeError
+    from segmentlog_datasource.format.scan import ScanOptions
+    from segmentlog_datasource.read.options import parse_read_options
+    from segmentlog_datasource.read.planning import Constraints
+    from test_json_schema_values import orders_log
+
+    logdir, export = orders_log(tmp_path)
+
+    def read(mode):
+        options = {"path": logdir, "valueFormat": "json", "schemas": export, "mode": mode}
+        decoded = DecodedRead(options)
+        plan = decoded.plan(decoded.read_options(parse_read_options(options)), Constraints())
+        try:
+            return pa.Table.from_batches(list(decoded.scan(plan, ScanOptions())),
+                                         read_schema(options))
+        except RecordDecodeError as failure:  # FAILFAST's, compared below
+            return f"{type(failure).__name__}: {failure}"
+
+    compiled = {mode: read(mode) for mode in ("PERMISSIVE", "FAILFAST")}
+    monkeypatch.setattr(json_schema, "USE_COMPILED", False)
+    pure = {mode: read(mode) for mode in ("PERMISSIVE", "FAILFAST")}
+    assert compiled["PERMISSIVE"].equals(pure["PERMISSIVE"])
+    assert compiled["PERMISSIVE"].column("valueError").null_count == 3
+    assert compiled["FAILFAST"] == pure["FAILFAST"]
+    assert compiled["FAILFAST"].startswith("RecordDecodeError: orders-0 offset 3: value: ")
+
+
+@compiled_only
+def test_the_reader_gives_python_values_to_decode_and_a_column_to_decode_columns():
+    from segmentlog_datasource.decode.json_schema import JSON_SCHEMA
+    from segmentlog_datasource.decode.registry import RegisteredSchema, SchemaRegistry
+
+    schema = {"type": "object", "properties": {"k": {"oneOf": [{"type": "string"},
+                                                                {"type": "integer"}]}}}
+    registered = RegisteredSchema(1, "t-value", 1, "JSON", json.dumps(schema), ())
+    registry = SchemaRegistry("the test's registry")
+    registry.register(registered)
+    reader = JSON_SCHEMA.reader(registered, registry)
+    bodies = [b'{"k": 1}', b'{"k": "s"}', b"{", b"null"]
+    values, errors = reader.decode(registered, registry, bodies)
+    assert values[:2] == [{"k": {"member1": 1}}, {"k": {"member0": "s"}}]
+    column, column_errors = reader.decode_columns(registered, registry, spans(bodies))
+    assert isinstance(column, pa.Array) and column_errors == errors
+    same_arrays(column, pa.array(values, reader.arrow_type))
