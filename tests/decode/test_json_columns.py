@@ -709,3 +709,65 @@ def test_the_reader_gives_python_values_to_decode_and_a_column_to_decode_columns
     column, column_errors = reader.decode_columns(registered, registry, spans(bodies))
     assert isinstance(column, pa.Array) and column_errors == errors
     same_arrays(column, pa.array(values, reader.arrow_type))
+
+
+@compiled_only
+def test_a_run_from_a_checkouts_root_loads_the_build_of_the_same_source(tmp_path):
+    """From a checkout's root (its working directory first on sys.path, as Spark's Python
+    workers have it), the package imported is the checkout's, which holds no build: the
+    installed copy's build loads, as it was built from the same source (SOURCE_SHA256),
+    with no fallback warning."""
+    import shutil
+    import subprocess
+    import sys
+
+    from support.paths import CHECKOUT
+
+    for name in ("segmentlog_datasource", "writer"):
+        shutil.copytree(os.path.join(CHECKOUT, name), tmp_path / name,
+                        ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    script = ("import warnings; warnings.simplefilter('error'); "
+              "import segmentlog_datasource.decode.json_program as p; "
+              "m = p.extension(); print(p.__file__); print(m.__file__)")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    run = subprocess.run([sys.executable, "-c", script], cwd=str(tmp_path), env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    package, built = run.stdout.split()
+    assert package.startswith(str(tmp_path))  # the checkout's package...
+    assert not built.startswith(str(tmp_path))  # ...with the installed build
+
+
+def test_a_build_of_other_source_is_not_loaded_and_the_warning_says_so(tmp_path):
+    """A checkout whose _jsoncolumns.c differs from the installed build's: the build is
+    refused (its SOURCE_SHA256 is another), JsonCompiledUnavailableWarning says why, and
+    values decode row by row."""
+    import shutil
+    import subprocess
+    import sys
+
+    from support.paths import CHECKOUT
+
+    for name in ("segmentlog_datasource", "writer"):
+        shutil.copytree(os.path.join(CHECKOUT, name), tmp_path / name,
+                        ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    source = tmp_path / "segmentlog_datasource" / "decode" / "_jsoncolumns.c"
+    source.write_text(source.read_text() + "\n/* changed */\n")
+    script = ("import warnings, json\n"
+              "from segmentlog_datasource.decode.json_schema import JsonSchemaColumn, "
+              "SchemaDocument\n"
+              "column = JsonSchemaColumn(SchemaDocument(json.dumps({'type': 'integer'})))\n"
+              "with warnings.catch_warnings(record=True) as caught:\n"
+              "    warnings.simplefilter('always')\n"
+              "    values, errors = column.decode_bodies([b'1', b'x'])\n"
+              "print(type(values).__name__, values, errors[1][:26])\n"
+              "print([w.category.__name__ for w in caught])\n"
+              "print(caught[0].message)\n")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    run = subprocess.run([sys.executable, "-c", script], cwd=str(tmp_path), env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    decoded, warned, message = run.stdout.splitlines()
+    assert decoded == "list [1, None] invalid JSON after the sch"
+    assert warned == "['JsonCompiledUnavailableWarning']"
+    assert "built from other source" in message or "not built" in message
