@@ -601,7 +601,9 @@ static const long double POW10L[28] = {
 /* A float literal's value as Python's float() gives it: correctly rounded. Exact
  * shortcuts first (a double or x87 long double operation on exact operands, when its
  * rounding cannot differ from the decimal's), then CPython's own strtod. */
-static int num_double(Program *prog, const Num *n, double *out) {
+static int strtod_double(Program *prog, const Num *n, double *out);
+
+static HOT int num_double(Program *prog, const Num *n, double *out) {
     if (n->exact) {
         uint64_t w = n->w;
         int64_t q = n->q;
@@ -633,6 +635,11 @@ static int num_double(Program *prog, const Num *n, double *out) {
         }
 #endif
     }
+    return strtod_double(prog, n, out);
+}
+
+/* The literal read by CPython's own strtod, as float() reads it. */
+static int strtod_double(Program *prog, const Num *n, double *out) {
     Py_ssize_t len = n->end - n->start;
     prog->scratch.len = 0;
     if (buf_reserve(&prog->scratch, len + 1) != OK) return NOMEM;
