@@ -1,0 +1,194 @@
+"""Protobuf value decode rates on one core, side by side in one run:
+
+  * runtime: a loop of the protobuf runtime's own ParseFromString over the payloads' binary
+    (one message object, no conversion, no Arrow): what parsing alone costs in Python
+    (the target's yardstick); and, for reference, FromString (a new message each);
+  * pure: decode/protobuf.py's row-by-row path (the runtime's parse, then the conversion
+    into the reader's values), then the Arrow column (pa.array, as FramedColumn builds it);
+  * compiled: the compiled decoder (decode/protobuf_program.py), reading the payloads as
+    spans of one buffer in runs of --run records (as a read hands it a batch), which gives
+    the Arrow column itself.
+
+The message is a 10-field record: strings, ints, longs, doubles, a proto3 `optional`
+string (null in two of three records), a bool and a repeated string; the .proto is
+registered as Schema Registry holds it and loaded as a read loads it. Payloads are the
+bytes after the 5-byte frame (message indexes, then the binary), serialized once by the
+runtime. Each path runs --turns times, in turns; the figures are medians over the turns
+of records per second of process CPU time (the machine may be shared; wall time is
+printed too).
+
+    python benchmarks/bench_protobuf_decode.py                  # 300k records, 7 turns
+    python benchmarks/bench_protobuf_decode.py --records 1000000 --turns 9
+"""
+import os
+
+# One core means one thread: keep Arrow from spreading work out.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import platform  # noqa: E402
+import random  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+
+# SEGMENTLOG_BENCH_ROOT: the package of another copy (bench_protobuf_scan.py's before/after)
+sys.path.insert(0, os.environ.get("SEGMENTLOG_BENCH_ROOT")
+                or os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from segmentlog_datasource.decode.protobuf import PROTOBUF, load_registered  # noqa: E402
+from segmentlog_datasource.decode.registry import (RegisteredSchema,  # noqa: E402
+                                                   SchemaRegistry)
+from segmentlog_datasource.decode.value_formats import Payloads  # noqa: E402
+
+ORDER_PROTO = """syntax = "proto3";
+package bench;
+
+message Order {
+  int64 order_id = 1;
+  string customer = 2;
+  string sku = 3;
+  int32 quantity = 4;
+  int64 created_at = 5;
+  double price = 6;
+  double discount = 7;
+  optional string note = 8;
+  bool paid = 9;
+  repeated string tags = 10;
+}
+"""
+SUBJECT = "orders-value"
+SCHEMA_ID = 1
+
+
+def registered() -> RegisteredSchema:
+    return RegisteredSchema(SCHEMA_ID, SUBJECT, 1, "PROTOBUF", ORDER_PROTO, ())
+
+
+def message_class():
+    """The runtime's class of bench.Order, from the registered text as a read loads it."""
+    from google.protobuf import message_factory
+
+    schema = registered()
+    registry = SchemaRegistry("bench")
+    registry.register(schema)
+    return message_factory.GetMessageClass(load_registered(schema, registry).by_name("Order"))
+
+
+def records(count: int):
+    rng = random.Random(24)
+    for index in range(count):
+        record = {
+            "order_id": 10_000_000 + index,
+            "customer": f"customer-{rng.randrange(100_000)}",
+            "sku": f"SKU{rng.randrange(10_000):05d}",
+            "quantity": rng.randrange(1, 20),
+            "created_at": 1_700_000_000_000 + index * 17,
+            "price": rng.random() * 100,
+            "discount": rng.random(),
+            "paid": index % 2 == 0,
+            "tags": [f"t{rng.randrange(50)}" for _ in range(rng.randrange(4))],
+        }
+        if not index % 3:
+            record["note"] = f"gift wrap {index % 7}"
+        yield record
+
+
+def payloads(count: int):
+    """The bytes after the frame of each record: message indexes [0], then the binary."""
+    cls = message_class()
+    return [b"\x00" + cls(**record).SerializeToString() for record in records(count)]
+
+
+def timed(run):
+    """(process CPU seconds, wall seconds) of one run."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    run()
+    return time.process_time() - cpu, time.perf_counter() - wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=300_000)
+    parser.add_argument("--turns", type=int, default=7, help="runs per path, in turns")
+    parser.add_argument("--run", type=int, default=10_000,
+                        help="records per compiled run (a read's batch)")
+    args = parser.parse_args()
+
+    data = payloads(args.records)
+    binaries = [payload[1:] for payload in data]
+    schema = registered()
+    registry = SchemaRegistry("bench")
+    registry.register(schema)
+    reader = PROTOBUF.reader(schema, registry)
+    cls = message_class()
+    lengths = np.array([len(p) for p in data], np.int64)
+    ends = np.cumsum(lengths)
+    buffer = b"".join(data)
+    runs = [Payloads(buffer, ends[start:start + args.run] - lengths[start:start + args.run],
+                     ends[start:start + args.run])
+            for start in range(0, len(data), args.run)]
+
+    def runtime_loop():
+        message = cls()
+        for binary in binaries:
+            message.ParseFromString(binary)
+
+    def from_string_loop():
+        parse = cls.FromString
+        for binary in binaries:
+            parse(binary)
+
+    def pure():
+        values, _ = reader.decode(schema, registry, data)
+        return pa.array(values, reader.arrow_type)
+
+    def compiled():
+        return [reader.decode_columns(schema, registry, run, compiled=True)[0] for run in runs]
+
+    columns = compiled()
+    if not isinstance(columns[0], pa.Array):
+        sys.exit("the compiled Protobuf decoder is not built: python setup.py build_ext --inplace")
+    assert pa.concat_arrays(columns).equals(pure()), "the compiled and pure paths disagree"
+
+    paths = {"runtime ParseFromString loop": runtime_loop,
+             "runtime FromString loop": from_string_loop,
+             "pure path + pa.array": pure,
+             "compiled decoder (Arrow)": compiled}
+    cpu = {name: [] for name in paths}
+    wall = {name: [] for name in paths}
+    names = list(paths)
+    for turn in range(args.turns):
+        for name in (names if turn % 2 == 0 else names[::-1]):
+            spent, elapsed = timed(paths[name])
+            cpu[name].append(spent)
+            wall[name].append(elapsed)
+    load = os.getloadavg()
+
+    import google.protobuf
+    from google.protobuf.internal import api_implementation
+
+    print(f"{args.records:,} records of a 10-field Protobuf message, "
+          f"{sum(map(len, data)) / len(data):.0f} bytes each (after the frame); one core; "
+          f"{args.turns} turns; compiled runs of {args.run:,}; load average {load[0]:.1f}")
+    print(f"python {platform.python_version()}, protobuf {google.protobuf.__version__} "
+          f"({api_implementation.Type()}), pyarrow {pa.__version__}, {platform.machine()}")
+    rates = {}
+    for name in paths:
+        rates[name] = args.records / statistics.median(cpu[name])
+        print(f"  {name:<30} {rates[name] / 1e6:7.3f} M records/CPU-s (median; best "
+              f"{args.records / min(cpu[name]) / 1e6:.3f}, worst "
+              f"{args.records / max(cpu[name]) / 1e6:.3f}); wall median "
+              f"{args.records / statistics.median(wall[name]) / 1e6:.3f} M/s")
+    fast = rates["compiled decoder (Arrow)"]
+    print(f"  compiled / runtime loop: {fast / rates['runtime ParseFromString loop']:.1f}x "
+          f"(target >= 5x); compiled / pure: {fast / rates['pure path + pa.array']:.1f}x; "
+          f"compiled {fast / 1e6:.2f} M records/s per core (target >= 1.5M)")
+
+
+if __name__ == "__main__":
+    main()
