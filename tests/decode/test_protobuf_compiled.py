@@ -1025,3 +1025,26 @@ def test_a_run_from_a_checkouts_root_loads_the_build_of_the_same_source(tmp_path
     package, built = run.stdout.split()
     assert package.startswith(str(tmp_path))  # the checkout's package...
     assert not built.startswith(str(tmp_path))  # ...with the installed build
+
+
+def test_a_row_the_twins_disagree_on_sends_the_batch_to_the_pure_path(monkeypatch):
+    """Were the compiled decoder to refuse a row the runtime reads (a bug), the batch's
+    values come from the pure path, with a warning saying so."""
+    held = SchemaRegistry("t")
+    schema = registered(1, 1, ORDERS)
+    held.register(schema)
+    reader = PROTOBUF.reader(schema, held)
+    Root = orders_class()
+    payloads = [b"\x00" + Root(order_id=n).SerializeToString() for n in range(3)]
+    program = reader._program(1, reader._writer_schema(schema, held))
+    run = program.run
+
+    def refusing(batch):
+        array, codes = run(batch)
+        return array, bytes([0, ROW_CORRUPT, 0])
+
+    monkeypatch.setattr(program, "run", refusing)
+    with pytest.warns(protobuf_program.ProtobufTwinsDisagreeWarning, match="payload 1"):
+        values, errors = reader.decode_columns(schema, held, payloads, compiled=True)
+    assert isinstance(values, list) and [v["order_id"] for v in values] == [0, 1, 2]
+    assert errors == [None] * 3
