@@ -20,9 +20,9 @@ from google.protobuf import message_factory
 
 from segmentlog_datasource.decode import protobuf, protobuf_program
 from segmentlog_datasource.decode.protobuf import PROTOBUF, load_registered
-from segmentlog_datasource.decode.protobuf_program import (ROW_CORRUPT, ROW_DEPTH,
-                                                           ROW_INDEXES, ROW_MISFIT,
-                                                           ROW_REASONS, ROW_UTF8, extension)
+from segmentlog_datasource.decode.protobuf_program import (ROW_CORRUPT, ROW_INDEXES,
+                                                           ROW_MISFIT, ROW_REASONS, ROW_UTF8,
+                                                           extension)
 from segmentlog_datasource.decode.registry import RegisteredSchema, SchemaRegistry
 from segmentlog_datasource.decode.value_formats import Payloads
 
@@ -234,7 +234,8 @@ def evolve(rng, writer: Schema) -> Schema:
             kept = values[:1]
         used = {number for _, number in kept}
         extra = [n for n in range(-2, 15) if n not in used]
-        kept += [(f"{name}_R{n}".replace("-", "M"), n) for n in rng.sample(extra, rng.randint(0, 2))]
+        kept += [(f"{name}_R{n}".replace("-", "M"), n)
+                 for n in rng.sample(extra, rng.randint(0, 2))]
         reader.enums[name] = [(v.replace("_V", "_W") if rng.random() < 0.2 else v, n)
                               for v, n in kept]
     for name, fields in writer.messages.items():
