@@ -162,6 +162,8 @@ setup(
             "fastavro>=1.9",  # valueFormat=avro
             "avro>=1.11",  # tests/decode/test_avro_values.py: Apache's encoder, independent
             "protobuf>=4.22",  # valueFormat=protobuf
+            # tests/decode/test_protobuf_compiled.py: classes protoc compiles, decoded alike
+            "grpcio-tools>=1.60",
             # tests/write/test_json_schema_format.py: payloads validated independently
             "jsonschema>=4",
             # tests/decode/test_json_columns.py: documents orjson writes, decoded both ways
