@@ -25,13 +25,12 @@ string formats, Connect's Date and Timestamp integers. Constraints (`minimum`, `
 ...) are not checked, as the reader does not check them. A null field is written as null
 where the schema takes null, left out where the property is optional, else a misfit.
 
-Compatibility: json_schema_compatibility.py.
+Compatibility: schemas/json_schema_compatibility.py.
 """
 import base64
 import datetime as dt
 import json
 import math
-import re
 import struct as _struct
 from decimal import Decimal
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -39,6 +38,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import pyarrow as pa
 
 from ..errors import InvalidOptionError
+from ..schemas.json_schema import (
+    canonical_or_none, canonical_text, enum_key, follow_pointer, number_text,
+    parse_schema_text, pointer_token, split_ref,
+)
 from .errors import InvalidInputError
 from .schema_format import PayloadMisfit, SchemaFormat
 
@@ -52,63 +55,6 @@ _EPOCH_DAY = dt.date(1970, 1, 1).toordinal()
 
 
 # -- the stored text ----------------------------------------------------------------
-
-def parse_schema_text(text) -> Any:
-    """JSON as Schema Registry's Jackson reads a schema: numbers with a fraction or an
-    exponent kept exactly (Decimal), as its BigDecimal nodes keep them."""
-    if isinstance(text, (bytes, bytearray)):
-        text = bytes(text).decode("utf-8")
-    return json.loads(text, parse_float=Decimal)
-
-
-_LOWER_HEX_ESCAPE = re.compile(r"(\\+)u00([0-9a-f]{2})")
-
-
-def _string_text(value: str) -> str:
-    text = json.dumps(value, ensure_ascii=False)
-    if "\\u00" in text:  # Jackson writes control characters' escapes in upper case
-        text = _LOWER_HEX_ESCAPE.sub(
-            lambda m: m.group(0) if len(m.group(1)) % 2 == 0
-            else f"{m.group(1)}u00{m.group(2).upper()}", text)
-    return text
-
-
-def _number_text(value) -> str:
-    if isinstance(value, Decimal) and value.is_finite():
-        if value.is_zero() and value.is_signed():
-            value = value.copy_abs()  # BigDecimal has no negative zero
-        return str(value)  # BigDecimal.toString's scientific form, as Decimal's
-    if isinstance(value, (float, Decimal)):
-        # NaN and Infinity, which Jackson reads (ALLOW_NON_NUMERIC_NUMBERS) and writes quoted
-        return json.dumps(json.dumps(float(value)))
-    return str(value)
-
-
-def canonical_text(schema) -> str:
-    """The text Schema Registry stores for a parsed JSON schema (its canonicalString:
-    Jackson's compact JSON of the document, key order kept)."""
-    if schema is None:
-        return "null"
-    if schema is True:
-        return "true"
-    if schema is False:
-        return "false"
-    if isinstance(schema, str):
-        return _string_text(schema)
-    if isinstance(schema, (int, float, Decimal)):
-        return _number_text(schema)
-    if isinstance(schema, list):
-        return "[" + ",".join(canonical_text(item) for item in schema) + "]"
-    return "{" + ",".join(f"{_string_text(key)}:{canonical_text(value)}"
-                          for key, value in schema.items()) + "}"
-
-
-def _canonical_or_none(text) -> Optional[str]:
-    try:
-        return canonical_text(parse_schema_text(text))
-    except (ValueError, TypeError):
-        return None
-
 
 # -- deriving a schema from a column's type -------------------------------------------
 
@@ -307,28 +253,12 @@ def _integral(bits: int) -> Callable[[Any], Any]:
     return convert
 
 
-def enum_key(value):
-    """A JSON value as JSON Schema compares enum members (1 == 1.0, true != 1)."""
-    if isinstance(value, bool) or value is None:
-        return ("literal", value)
-    if isinstance(value, (int, float, Decimal)):
-        return ("number", Decimal(str(value)).normalize() if not isinstance(value, Decimal)
-                else value.normalize())
-    if isinstance(value, str):
-        return ("string", value)
-    return ("json", json.dumps(value, sort_keys=True, default=str))
-
-
 def _implied_type(schema: dict) -> Optional[str]:
     if any(k in schema for k in ("properties", "additionalProperties", "required")):
         return "object"
     if "items" in schema or "prefixItems" in schema:
         return "array"
     return None
-
-
-def pointer_token(name: str) -> str:
-    return name.replace("~", "~0").replace("/", "~1")
 
 
 class _Encoder:
@@ -348,18 +278,15 @@ class _Encoder:
             if not (isinstance(schema, dict) and "$ref" in schema):
                 return schema, pointer
             ref = schema["$ref"]
-            if not isinstance(ref, str) or not ref.startswith("#"):
+            base, fragment = split_ref(ref) if isinstance(ref, str) else (ref, "")
+            if base and not (isinstance(self.root, dict) and base == self.root.get("$id")):
                 raise _SchemaProblem(pointer, f"refers to {ref!r}: only references within "
                                               f"the schema (#/...) are written")
-            target = self.root
-            for token in ref[1:].split("/")[1:] if ref != "#" else []:
-                token = token.replace("~1", "/").replace("~0", "~")
-                if isinstance(target, dict) and token in target:
-                    target = target[token]
-                elif isinstance(target, list) and token.isdigit() and int(token) < len(target):
-                    target = target[int(token)]
-                else:
-                    raise _SchemaProblem(pointer, f"refers to {ref!r}, which does not exist")
+            try:
+                target = follow_pointer(self.root, fragment)
+            except (LookupError, ValueError):
+                raise _SchemaProblem(pointer, f"refers to {ref!r}, which does not exist") \
+                    from None
             schema, pointer = target, ref
         raise _SchemaProblem(pointer, "is a $ref that leads back to itself")
 
@@ -763,7 +690,7 @@ def _title_text(value) -> Optional[str]:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float, Decimal)):
-        return _number_text(value)
+        return number_text(value)
     if value is None:
         return "null"
     return ""  # an object or array
@@ -812,12 +739,12 @@ class JsonSchemaFormat(SchemaFormat):
     def same_schema(self, a: str, b: str) -> bool:
         if a == b:
             return True
-        ca, cb = _canonical_or_none(a), _canonical_or_none(b)
+        ca, cb = canonical_or_none(a), canonical_or_none(b)
         return ca is not None and ca == cb
 
     def compatibility_problem(self, level: str, new_text: str,
                               previous: List[Tuple[int, str]]) -> Optional[Tuple[int, str]]:
-        from .json_schema_compatibility import compatibility_problem
+        from ..schemas.json_schema_compatibility import compatibility_problem
 
         return compatibility_problem(level, new_text, previous)
 

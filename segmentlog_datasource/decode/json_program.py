@@ -1,4 +1,4 @@
-"""The columnar twin of json_schema.decode_json: a reader column's mapping (the _Node tree
+"""The columnar twin of json_schema.decode_json: a reader column's mapping (the Node tree
 of json_schema.py) compiled into a program that _jsoncolumns.c runs over JSON documents,
 filling Arrow column buffers with no Python object per record.
 
@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from ..format.fastpath.buildinfo import plain_source_sha256
 from ..format.fastpath.loading import load_extension
-from .json_schema import _NO_DEFAULT, _Misfit, _Node
+from .json_nodes import NO_DEFAULT, Misfit, Node
 
 # Column kinds and step kinds: _jsoncolumns.c's enums.
 COL_BOOL, COL_I8, COL_I16, COL_I32, COL_I64, COL_F32, COL_F64, COL_BINARY, COL_LIST, \
@@ -81,7 +81,7 @@ def _leaf(convert: Callable) -> Callable:
     def call(value):
         try:
             return convert(value, "")
-        except _Misfit:
+        except Misfit:
             return None
     return call
 
@@ -96,7 +96,7 @@ def _whole(convert: Callable) -> Callable:
             return DEFER  # not expected (the parser checked it): the twin says why
         try:
             return convert(value, "")
-        except _Misfit:
+        except Misfit:
             return None
     return call
 
@@ -137,7 +137,7 @@ class _Compiler:
         self.types.append(arrow)
         return len(self.columns) - 1
 
-    def step(self, node: _Node, nullable: bool, field_nullable: Optional[bool] = None
+    def step(self, node: Node, nullable: bool, field_nullable: Optional[bool] = None
              ) -> tuple:
         """The step reading a value of `node` at a place that takes null or not, into a
         column whose field is nullable as `field_nullable` says (default: `nullable`)."""
@@ -184,7 +184,7 @@ class _Compiler:
             fields, properties = [], []
             for name, child, child_nullable, default, required in node.properties:
                 fields.append(self.step(child, child_nullable))
-                text = None if default is _NO_DEFAULT else json.dumps(default).encode()
+                text = None if default is NO_DEFAULT else json.dumps(default).encode()
                 properties.append((name.encode("utf-8"), required, text))
             self.columns[col][1] = tuple(field[1] for field in fields)
             children, extra = tuple(fields), tuple(properties)
@@ -203,7 +203,7 @@ class Program:
     """A reader column compiled: decode(payloads, fallback) -> (a pa.Array of the column's
     type, one error reason or None per payload), as decoded_rows over `fallback` gives."""
 
-    def __init__(self, module, node: _Node):
+    def __init__(self, module, node: Node):
         compiler = _Compiler()
         root = compiler.step(node, True)  # a document's null is a null row
         self._module = module
@@ -265,7 +265,7 @@ class Program:
         return pa.Array.from_buffers(arrow, length, [validity, pa.py_buffer(values)], nulls)
 
 
-def program_for(node: _Node) -> Optional[Program]:
+def program_for(node: Node) -> Optional[Program]:
     """The compiled program of a reader column's mapping, None when the extension is not
     built."""
     module = extension()

@@ -38,12 +38,13 @@ import json
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
-from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
 
 from ..errors import RecordDecodeError, UnsupportedFormatError
+from ..schemas.json_schema import follow_pointer, pointer_token, split_ref
+from .json_nodes import NO_DEFAULT, Misfit, Node, describe_value
 from .value_formats import (FRAME_SIZE, FormatReader, IncompatibleSchemaError, ValueFormat,
                             decoded_rows, frame_error)
 
@@ -58,10 +59,7 @@ USE_COMPILED = True
 _CONNECT_DATE = "org.apache.kafka.connect.data.Date"
 _CONNECT_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
 _JSON_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
-# What a _Node's convert does (its `kind`), one per converter below.
-_KINDS = ("string", "boolean", "integer", "number", "date", "timestamp", "base64",
-          "connect_days", "connect_millis", "text", "enum", "array", "object", "map", "union")
-
+# What a Node's convert does (its `kind`), one per converter below.
 
 @dataclass(frozen=True)
 class SchemaDocument:
@@ -82,65 +80,6 @@ class JsonSchemaMappingError(UnsupportedFormatError):
     """A JSON Schema, or a part of one, that has no Spark type."""
 
 
-class _Misfit(Exception):
-    """A value that does not fit its column (caught per row; never escapes the module)."""
-
-    def __init__(self, path: str, reason: str):
-        self.reason = reason
-        super().__init__(f"field {path or '<value>'}: {reason}")
-
-
-def _describe(value) -> str:
-    if isinstance(value, bool):
-        return f"the boolean {json.dumps(value)}"
-    if isinstance(value, (int, float)):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f"the string {shown!r}"
-    if isinstance(value, list):
-        return f"an array of {len(value)}"
-    if isinstance(value, dict):
-        return "an object"
-    return "null"
-
-
-_NO_DEFAULT = object()
-
-
-@dataclass
-class _Node:
-    """The column of one part of a schema: its Arrow type, whether null fits, and what
-    turns a non-null JSON value into what the Arrow type holds (raising _Misfit)."""
-    type: pa.DataType
-    nullable: bool
-    convert: Callable[[Any, str], Any]
-    union: bool = False  # a struct of member0..: any writer type may fit one member
-    text: bool = False  # schema-less: JSON text
-    fields: Optional[Dict[str, "_Node"]] = None  # a struct's, by name
-    element: Optional["_Node"] = None  # an array's items, a map's values
-    # What `convert` does, for the compiled decoder (json_program.py), which mirrors it:
-    # one of _KINDS; an object's properties as (name, node, nullable, default, required),
-    # default the schema's JSON value or _NO_DEFAULT; a union's member nodes.
-    kind: str = ""
-    properties: Optional[List[tuple]] = None
-    members: Optional[List["_Node"]] = None
-
-    def checked(self, nullable: Optional[bool] = None) -> Callable[[Any, str], Any]:
-        """convert, with null passed through where the column takes it."""
-        accepts_null = self.nullable if nullable is None else nullable
-        convert = self.convert
-
-        def convert_or_null(value, path):
-            if value is None:
-                if accepts_null:
-                    return None
-                raise _Misfit(path, "null, and the column's schema requires a value")
-            return convert(value, path)
-
-        return convert_or_null
-
-
 # Converters of the leaf types -------------------------------------------------------
 
 
@@ -152,7 +91,7 @@ def _unicode(text: str, path) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as failure:
-        raise _Misfit(path, f"{_describe(text)} holds a lone surrogate "
+        raise Misfit(path, f"{describe_value(text)} holds a lone surrogate "
                             f"(\\u{ord(text[failure.start]):04x} without its pair), which "
                             f"UTF-8 text cannot hold") from None
     return text
@@ -161,13 +100,13 @@ def _unicode(text: str, path) -> str:
 def _string(value, path):
     if isinstance(value, str):
         return _unicode(value, path)
-    raise _Misfit(path, f"expected a string, got {_describe(value)}")
+    raise Misfit(path, f"expected a string, got {describe_value(value)}")
 
 
 def _boolean(value, path):
     if isinstance(value, bool):
         return value
-    raise _Misfit(path, f"expected a boolean, got {_describe(value)}")
+    raise Misfit(path, f"expected a boolean, got {describe_value(value)}")
 
 
 def _integer(bits: int) -> Callable:
@@ -179,8 +118,8 @@ def _integer(bits: int) -> Callable:
         if isinstance(value, int) and not isinstance(value, bool):
             if low <= value <= high:
                 return value
-            raise _Misfit(path, f"{value} is out of the range of a {bits}-bit integer")
-        raise _Misfit(path, f"expected an integer, got {_describe(value)}")
+            raise Misfit(path, f"{value} is out of the range of a {bits}-bit integer")
+        raise Misfit(path, f"expected an integer, got {describe_value(value)}")
 
     return convert
 
@@ -190,12 +129,12 @@ def _number(value, path):
         try:
             number = float(value)
         except OverflowError:  # an int past a double's range
-            raise _Misfit(path, f"an integer of {len(str(abs(value)))} digits is out of the "
+            raise Misfit(path, f"an integer of {len(str(abs(value)))} digits is out of the "
                                 f"range of a double") from None
         if math.isinf(number):
-            raise _Misfit(path, f"{value} is out of the range of a double")
+            raise Misfit(path, f"{value} is out of the range of a double")
         return number
-    raise _Misfit(path, f"expected a number, got {_describe(value)}")
+    raise Misfit(path, f"expected a number, got {describe_value(value)}")
 
 
 def _date(value, path):
@@ -204,7 +143,7 @@ def _date(value, path):
             return dt.date.fromisoformat(value).toordinal() - _EPOCH_DAY
         except ValueError:
             pass
-    raise _Misfit(path, f"expected a date (format date, YYYY-MM-DD), got {_describe(value)}")
+    raise Misfit(path, f"expected a date (format date, YYYY-MM-DD), got {describe_value(value)}")
 
 
 def _timestamp(value, path):
@@ -217,8 +156,8 @@ def _timestamp(value, path):
             if moment.tzinfo is None:  # RFC 3339 requires an offset; read none as UTC
                 moment = moment.replace(tzinfo=dt.timezone.utc)
             return (moment - _EPOCH) // dt.timedelta(microseconds=1)
-    raise _Misfit(path, f"expected a date-time (format date-time, RFC 3339), got "
-                        f"{_describe(value)}")
+    raise Misfit(path, f"expected a date-time (format date-time, RFC 3339), got "
+                        f"{describe_value(value)}")
 
 
 def _base64(value, path):
@@ -229,7 +168,7 @@ def _base64(value, path):
             return base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError):
             pass
-    raise _Misfit(path, f"expected base64 text, got {_describe(value)}")
+    raise Misfit(path, f"expected base64 text, got {describe_value(value)}")
 
 
 def _connect_days(value, path):
@@ -243,7 +182,7 @@ _MILLIS_RANGE = (-(2 ** 63 // 1000), (2 ** 63 - 1) // 1000)
 def _connect_millis(value, path):
     millis = _integer(64)(value, path)
     if not _MILLIS_RANGE[0] <= millis <= _MILLIS_RANGE[1]:
-        raise _Misfit(path, f"{millis} milliseconds is out of the range of a timestamp")
+        raise Misfit(path, f"{millis} milliseconds is out of the range of a timestamp")
     return millis * 1000
 
 
@@ -251,7 +190,7 @@ def _json_text(value, path):
     try:
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     except RecursionError:
-        raise _Misfit(path, "JSON nested too deeply for Python's json to write it") from None
+        raise Misfit(path, "JSON nested too deeply for Python's json to write it") from None
     return _unicode(text, path)
 
 
@@ -263,7 +202,7 @@ def _enum_text(value, path):
 
 
 class _Mapper:
-    """Maps one subject version's schema (and the schemas it references) to a _Node."""
+    """Maps one subject version's schema (and the schemas it references) to a Node."""
 
     def __init__(self, root: SchemaDocument):
         self.root = root
@@ -286,18 +225,18 @@ class _Mapper:
                 raise self.error(document, "#", f"is not JSON: {failure}") from None
         return self.parsed[key]
 
-    def map(self) -> _Node:
+    def map(self) -> Node:
         self.active.append((id(self.root), "#"))  # a $ref to "#" recurses
         return self.node(self.parse(self.root), self.root, "#")
 
     # -- one schema part
-    def node(self, schema, document: SchemaDocument, pointer: str) -> _Node:
+    def node(self, schema, document: SchemaDocument, pointer: str) -> Node:
         if schema is True or schema == {} or schema is None:
             return _text_node()
         if schema is False:
             raise self.error(document, pointer, "accepts no value (false), so has no Spark type")
         if not isinstance(schema, dict):
-            raise self.error(document, pointer, f"is {_describe(schema)}, not a schema")
+            raise self.error(document, pointer, f"is {describe_value(schema)}, not a schema")
         if "$ref" in schema:
             return self.reference(schema, document, pointer)
         for keyword in ("oneOf", "anyOf"):
@@ -307,9 +246,9 @@ class _Mapper:
             return self.all_of(schema, document, pointer)
         if "enum" in schema:
             values = schema["enum"]
-            return _Node(pa.string(), None in values, _enum_text, kind="enum")
+            return Node(pa.string(), None in values, _enum_text, kind="enum")
         if "const" in schema:
-            return _Node(pa.string(), schema["const"] is None, _enum_text, kind="enum")
+            return Node(pa.string(), schema["const"] is None, _enum_text, kind="enum")
         types = schema.get("type")
         if types is None:
             types = _implied_type(schema)
@@ -317,7 +256,7 @@ class _Mapper:
             return self.type_list(types, schema, document, pointer)
         return self.typed(types, schema, document, pointer)
 
-    def typed(self, kind, schema, document, pointer) -> _Node:
+    def typed(self, kind, schema, document, pointer) -> Node:
         if kind is None:
             return _text_node()
         connect = schema.get("connect.type")
@@ -325,26 +264,26 @@ class _Mapper:
         if kind == "string":
             form = schema.get("format")
             if form == "date":
-                return _Node(pa.date32(), False, _date, kind="date")
+                return Node(pa.date32(), False, _date, kind="date")
             if form == "date-time":
-                return _Node(TIMESTAMP, False, _timestamp, kind="timestamp")
+                return Node(TIMESTAMP, False, _timestamp, kind="timestamp")
             if connect == "bytes" or schema.get("contentEncoding") == "base64":
-                return _Node(pa.binary(), False, _base64, kind="base64")
-            return _Node(pa.string(), False, _string, kind="string")
+                return Node(pa.binary(), False, _base64, kind="base64")
+            return Node(pa.string(), False, _string, kind="string")
         if kind == "integer":
             if title == _CONNECT_DATE:
-                return _Node(pa.date32(), False, _connect_days, kind="connect_days")
+                return Node(pa.date32(), False, _connect_days, kind="connect_days")
             if title == _CONNECT_TIMESTAMP:
-                return _Node(TIMESTAMP, False, _connect_millis, kind="connect_millis")
+                return Node(TIMESTAMP, False, _connect_millis, kind="connect_millis")
             bits = {"int8": 8, "int16": 16, "int32": 32}.get(connect, 64)
-            return _Node(pa.int8() if bits == 8 else pa.int16() if bits == 16
+            return Node(pa.int8() if bits == 8 else pa.int16() if bits == 16
                          else pa.int32() if bits == 32 else pa.int64(), False, _integer(bits),
                          kind="integer")
         if kind == "number":
-            return _Node(pa.float32() if connect == "float32" else pa.float64(), False, _number,
+            return Node(pa.float32() if connect == "float32" else pa.float64(), False, _number,
                          kind="number")
         if kind == "boolean":
-            return _Node(pa.bool_(), False, _boolean, kind="boolean")
+            return Node(pa.bool_(), False, _boolean, kind="boolean")
         if kind == "array":
             return self.array(schema, document, pointer)
         if kind == "object":
@@ -355,7 +294,7 @@ class _Mapper:
         raise self.error(document, pointer, f"has type {kind!r}; JSON Schema's types are "
                                             f"{', '.join(_JSON_TYPES)}")
 
-    def type_list(self, types, schema, document, pointer) -> _Node:
+    def type_list(self, types, schema, document, pointer) -> Node:
         others = [kind for kind in types if kind != "null"]
         if "integer" in others and "number" in others:
             others.remove("integer")  # every integer is a number
@@ -366,7 +305,7 @@ class _Mapper:
         node = members[0] if len(members) == 1 else _union_node(members)
         return _nullable(node, len(others) < len(types) or node.nullable)
 
-    def union(self, members, document, pointer) -> _Node:
+    def union(self, members, document, pointer) -> Node:
         if not isinstance(members, list) or not members:
             raise self.error(document, pointer, "is not a non-empty array of schemas")
         nullable = False
@@ -383,7 +322,7 @@ class _Mapper:
         node = nodes[0] if len(nodes) == 1 else _union_node(nodes)
         return _nullable(node, nullable)
 
-    def all_of(self, schema, document, pointer) -> _Node:
+    def all_of(self, schema, document, pointer) -> Node:
         parts = schema["allOf"]
         if not isinstance(parts, list) or not parts:
             raise self.error(document, pointer + "/allOf", "is not a non-empty array of "
@@ -420,7 +359,7 @@ class _Mapper:
                 raise self.error(document, pointer, "is a $ref that leads back to itself")
         return schema, document, pointer
 
-    def reference(self, schema, document, pointer) -> _Node:
+    def reference(self, schema, document, pointer) -> Node:
         target, target_document, target_pointer = self.target(schema["$ref"], document,
                                                               pointer)
         key = (id(target_document), target_pointer)
@@ -437,7 +376,7 @@ class _Mapper:
     def target(self, ref, document: SchemaDocument, pointer: str):
         if not isinstance(ref, str):
             raise self.error(document, pointer, f"has a $ref that is not a string: {ref!r}")
-        base, _, fragment = ref.partition("#")
+        base, fragment = split_ref(ref)
         if base:
             target_document = _referenced(document, base)
             if target_document is None and base == self.parse(document).get("$id"):
@@ -449,21 +388,17 @@ class _Mapper:
                                  f"references (references: {known})")
         else:
             target_document = document
-        target = self.parse(target_document)
         if fragment and not fragment.startswith("/"):
             raise self.error(document, pointer, f"refers to the anchor {ref!r}; only JSON "
                                                 f"pointers (#/...) are followed")
-        for token in fragment.split("/")[1:]:
-            token = unquote(token).replace("~1", "/").replace("~0", "~")
-            if isinstance(target, dict) and token in target:
-                target = target[token]
-            elif isinstance(target, list) and token.isdigit() and int(token) < len(target):
-                target = target[int(token)]
-            else:
-                raise self.error(document, pointer, f"refers to {ref!r}, which does not exist")
+        try:
+            target = follow_pointer(self.parse(target_document), fragment)
+        except LookupError:
+            raise self.error(document, pointer,
+                             f"refers to {ref!r}, which does not exist") from None
         return target, target_document, "#" + fragment
 
-    def array(self, schema, document, pointer) -> _Node:
+    def array(self, schema, document, pointer) -> Node:
         items = schema.get("items", schema.get("additionalItems"))
         if "prefixItems" in schema or isinstance(items, list):
             raise self.error(document, pointer, "is a tuple (items as a list or prefixItems), "
@@ -476,12 +411,12 @@ class _Mapper:
 
         def convert_array(value, path):
             if not isinstance(value, list):
-                raise _Misfit(path, f"expected an array, got {_describe(value)}")
+                raise Misfit(path, f"expected an array, got {describe_value(value)}")
             return [convert(item, f"{path}[{index}]") for index, item in enumerate(value)]
 
-        return _Node(arrow, False, convert_array, element=element, kind="array")
+        return Node(arrow, False, convert_array, element=element, kind="array")
 
-    def object(self, schema, document, pointer, owners=None) -> _Node:
+    def object(self, schema, document, pointer, owners=None) -> Node:
         properties = schema.get("properties") or {}
         additional = schema.get("additionalProperties")
         if not properties:
@@ -492,14 +427,14 @@ class _Mapper:
         fields, converters, nodes, mirrored = [], [], {}, []
         for name, part in properties.items():
             part_document, part_pointer = (owners or {}).get(
-                name, (document, f"{pointer}/properties/{_escape(name)}"))
+                name, (document, f"{pointer}/properties/{pointer_token(name)}"))
             node = self.node(part, part_document, part_pointer)
             nullable = node.nullable or name not in required
-            default = _NO_DEFAULT
+            default = NO_DEFAULT
             if isinstance(part, dict) and "default" in part:
                 try:
                     default = node.checked(nullable)(part["default"], name)
-                except _Misfit as misfit:
+                except Misfit as misfit:
                     raise self.error(part_document, part_pointer,
                                      f"has a default that does not fit its column: "
                                      f"{misfit}") from None
@@ -507,29 +442,29 @@ class _Mapper:
             nodes[name] = node
             converters.append((name, node.checked(nullable), default, name in required))
             mirrored.append((name, node, nullable,
-                               part["default"] if default is not _NO_DEFAULT else _NO_DEFAULT,
+                               part["default"] if default is not NO_DEFAULT else NO_DEFAULT,
                                name in required))
         arrow = pa.struct(fields)
 
         def convert_object(value, path):
             if not isinstance(value, dict):
-                raise _Misfit(path, f"expected an object, got {_describe(value)}")
+                raise Misfit(path, f"expected an object, got {describe_value(value)}")
             row = {}
             for name, convert, default, needed in converters:
                 inner = f"{path}.{name}" if path else name
                 if name in value:
                     row[name] = convert(value[name], inner)
-                elif default is not _NO_DEFAULT:
+                elif default is not NO_DEFAULT:
                     row[name] = default
                 elif needed:
-                    raise _Misfit(inner, "absent, and the column's schema requires it (with "
+                    raise Misfit(inner, "absent, and the column's schema requires it (with "
                                          "no default)")
             return row
 
-        return _Node(arrow, False, convert_object, fields=nodes, kind="object",
+        return Node(arrow, False, convert_object, fields=nodes, kind="object",
                      properties=mirrored)
 
-    def map_node(self, values, document, pointer) -> _Node:
+    def map_node(self, values, document, pointer) -> Node:
         value_node = self.node(values, document, pointer)
         convert = value_node.checked()
         arrow = pa.map_(pa.string(), pa.field("value", value_node.type,
@@ -537,11 +472,11 @@ class _Mapper:
 
         def convert_map(value, path):
             if not isinstance(value, dict):
-                raise _Misfit(path, f"expected an object, got {_describe(value)}")
+                raise Misfit(path, f"expected an object, got {describe_value(value)}")
             return [(_unicode(key, f"{path}[{key!r}]"), convert(item, f"{path}[{key!r}]"))
                     for key, item in value.items()]
 
-        return _Node(arrow, False, convert_map, element=value_node, kind="map")
+        return Node(arrow, False, convert_map, element=value_node, kind="map")
 
 
 def _referenced(document: SchemaDocument, base: str) -> Optional[SchemaDocument]:
@@ -554,10 +489,6 @@ def _referenced(document: SchemaDocument, base: str) -> Optional[SchemaDocument]
     matches = [d for name, d in document.references.items()
                if name.rstrip("/").rsplit("/", 1)[-1] == tail]
     return matches[0] if len(matches) == 1 else None
-
-
-def _escape(name: str) -> str:
-    return name.replace("~", "~0").replace("/", "~1")
 
 
 def _implied_type(schema: dict) -> Optional[str]:
@@ -578,15 +509,15 @@ def _shapes(schema) -> bool:
         "anyOf", "allOf", "$ref"))
 
 
-def _text_node() -> _Node:
-    return _Node(pa.string(), True, _json_text, text=True, kind="text")
+def _text_node() -> Node:
+    return Node(pa.string(), True, _json_text, text=True, kind="text")
 
 
-def _nullable(node: _Node, nullable: bool) -> _Node:
+def _nullable(node: Node, nullable: bool) -> Node:
     return node if node.nullable == nullable else replace(node, nullable=nullable)
 
 
-def _union_node(members: Sequence[_Node]) -> _Node:
+def _union_node(members: Sequence[Node]) -> Node:
     """A union of several types: a struct of member0, member1, ... with the first member
     the value fits set (as spark-avro reads an Avro union)."""
     names = [f"member{index}" for index in range(len(members))]
@@ -599,12 +530,12 @@ def _union_node(members: Sequence[_Node]) -> _Node:
         for name, convert in converters:
             try:
                 return {name: convert(value, path)}
-            except _Misfit as misfit:
+            except Misfit as misfit:
                 reasons.append(f"{name}: {misfit.reason}")
-        raise _Misfit(path, f"{_describe(value)} fits none of the union's members "
+        raise Misfit(path, f"{describe_value(value)} fits none of the union's members "
                             f"({'; '.join(reasons)})")
 
-    return _Node(arrow, False, convert_union, union=True, kind="union", members=list(members))
+    return Node(arrow, False, convert_union, union=True, kind="union", members=list(members))
 
 
 # Columns and decoding ---------------------------------------------------------------
@@ -646,7 +577,7 @@ class JsonSchemaColumn:
         path where it does not fit."""
         try:
             return self._convert(value, "")
-        except _Misfit as misfit:
+        except Misfit as misfit:
             raise ValueError(str(misfit)) from None
 
     def read_problem(self, writer: "JsonSchemaColumn") -> Optional[str]:
@@ -665,7 +596,7 @@ _WIDENS = {
 }
 
 
-def _resolution_problem(writer: _Node, reader: _Node, path: str) -> Optional[str]:
+def _resolution_problem(writer: Node, reader: Node, path: str) -> Optional[str]:
     if reader.text or reader.union or writer.union or writer.text:
         return None  # judged value by value
     w, r = writer.type, reader.type

@@ -457,3 +457,32 @@ def test_a_nested_union_mismatch_names_the_inner_field():
 def test_an_unknown_level_is_an_option_error():
     with pytest.raises(InvalidOptionError, match="'SIDEWAYS'"):
         FORMAT.compatibility_problem("sideways", V1, [(1, V1)])
+
+
+PERCENT = {"type": "object", "title": "x",
+           "definitions": {"a b": {"type": "string", "maxLength": 3},
+                           "c/d": {"type": "integer"}},
+           "properties": {"name": {"$ref": "#/definitions/a%20b"},
+                          "count": {"$ref": "#/definitions/c~1d"}}}
+
+
+def test_a_percent_encoded_ref_is_followed_on_write_in_compatibility_and_in_decoding():
+    """`#/definitions/a%20b` names the definition "a b" (a JSON pointer in a URI fragment is
+    percent-decoded), in the one resolver every side uses: a write encodes by it, the
+    compatibility check compares what it names, and a read decodes by it."""
+    arrow = pa.struct([pa.field("name", pa.string()), pa.field("count", pa.int64())])
+    text = FORMAT.given_schema(json.dumps(PERCENT), "valueJsonSchema", arrow, "value")
+    payloads = FORMAT.encode_payloads(column([{"name": "abc", "count": 7}], arrow), text)
+    assert json.loads(payloads[0]) == {"name": "abc", "count": 7}
+    # the referenced types are the values' types: a number is no string
+    with pytest.raises(PayloadMisfit, match="field name"):
+        FORMAT.encode_payloads(column([{"name": 5, "count": 1}], pa.struct(
+            [pa.field("name", pa.int64()), pa.field("count", pa.int64())])), text)
+    assert decode(text, payloads[0]) == {"name": "abc", "count": 7}
+    narrowed = json.loads(json.dumps(PERCENT))
+    narrowed["definitions"]["a b"]["maxLength"] = 2
+    problem = FORMAT.compatibility_problem("BACKWARD", json.dumps(narrowed),
+                                           [(1, json.dumps(PERCENT))])
+    assert problem is not None and "MAX_LENGTH_DECREASED" in problem[1], problem
+    assert FORMAT.compatibility_problem("BACKWARD", json.dumps(PERCENT),
+                                        [(1, json.dumps(PERCENT))]) is None

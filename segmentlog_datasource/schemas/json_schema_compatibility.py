@@ -21,8 +21,8 @@ import re
 from decimal import Decimal
 from typing import Any, Dict, List, Optional, Tuple
 
-from .json_schema import enum_key, pointer_token, canonical_text, parse_schema_text
-from ..schemas.compatibility import Incomparable, level_problem
+from .compatibility import Incomparable, level_problem
+from .json_schema import canonical_text, enum_key, local_target, parse_schema_text, pointer_token
 
 _OBJECT_KEYWORDS = ("properties", "additionalProperties", "required", "patternProperties",
                     "minProperties", "maxProperties", "dependencies", "propertyNames",
@@ -125,18 +125,11 @@ class _Document:
 
     def resolve(self, schema):
         for _ in range(64):
-            if not (isinstance(schema, dict) and isinstance(schema.get("$ref"), str)
-                    and schema["$ref"].startswith("#")):
+            if not (isinstance(schema, dict) and "$ref" in schema):
                 return schema
-            target = self.root
-            for token in schema["$ref"][1:].split("/")[1:]:
-                token = token.replace("~1", "/").replace("~0", "~")
-                if isinstance(target, dict) and token in target:
-                    target = target[token]
-                elif isinstance(target, list) and token.isdigit() and int(token) < len(target):
-                    target = target[int(token)]
-                else:
-                    return {}  # an unresolvable $ref: the registry would refuse the schema
+            target = local_target(self.root, schema["$ref"])
+            if target is None:
+                return {}  # an unresolvable $ref: the registry would refuse the schema
             schema = target
         return schema
 
