@@ -1,8 +1,9 @@
 """Avro for framed writes: a column's values encoded (fastavro) with the schema
 schemas/avro.py derives from its type, or that an option gives."""
+import functools
 import io
 import json
-from typing import Callable, Dict, List, Optional
+from typing import Callable, List, Optional
 
 import pyarrow as pa
 
@@ -45,16 +46,12 @@ def _pythonizer(arrow_type: pa.DataType) -> Optional[Callable]:
     return None
 
 
-_PARSED: Dict[str, object] = {}  # schema text -> fastavro's parsed schema, per process
-
-
+@functools.lru_cache(maxsize=256)
 def _parsed(text: str):
+    """fastavro's parsed schema of a schema text, once a process."""
     import fastavro
 
-    parsed = _PARSED.get(text)
-    if parsed is None:
-        parsed = _PARSED[text] = fastavro.parse_schema(json.loads(text))
-    return parsed
+    return fastavro.parse_schema(json.loads(text))
 
 
 def _misfit(value, parsed) -> str:
