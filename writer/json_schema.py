@@ -39,88 +39,19 @@ import pyarrow as pa
 
 from ..errors import InvalidOptionError
 from ..schemas.json_schema import (
-    canonical_or_none, canonical_text, enum_key, follow_pointer, number_text,
+    CONNECT_DATE, CONNECT_TIMESTAMP, JSON_TYPES, canonical_or_none, canonical_text,
+    derive_object_schema, enum_key, follow_pointer, implied_type, number_text,
     parse_schema_text, pointer_token, split_ref,
 )
 from .errors import InvalidInputError
 from .schema_format import PayloadMisfit, SchemaFormat
 
-DEFAULT_TITLE = "topLevelRecord"
-CONNECT_DATE = "org.apache.kafka.connect.data.Date"
-CONNECT_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
-_JSON_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
 _UTC = dt.timezone.utc
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=_UTC)
 _EPOCH_DAY = dt.date(1970, 1, 1).toordinal()
 
 
 # -- the stored text ----------------------------------------------------------------
-
-# -- deriving a schema from a column's type -------------------------------------------
-
-def _derived(t: pa.DataType, where: str) -> Dict[str, Any]:
-    """The schema of a non-null value of Arrow type `t`."""
-    if pa.types.is_boolean(t):
-        return {"type": "boolean"}
-    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t):
-        return {"type": "integer", "connect.type": f"int{t.bit_width}"}
-    if pa.types.is_int64(t):
-        return {"type": "integer"}
-    if pa.types.is_float32(t):
-        return {"type": "number", "connect.type": "float32"}
-    if pa.types.is_float64(t):
-        return {"type": "number"}
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return {"type": "string"}
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or \
-            pa.types.is_fixed_size_binary(t):
-        return {"type": "string", "contentEncoding": "base64"}
-    if pa.types.is_date(t):
-        return {"type": "string", "format": "date"}
-    if pa.types.is_timestamp(t):
-        return {"type": "string", "format": "date-time"}
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return {"type": "array",
-                "items": _field_schema(t.value_type, t.value_field.nullable, f"{where}[]")}
-    if pa.types.is_map(t):
-        if not (pa.types.is_string(t.key_type) or pa.types.is_large_string(t.key_type)):
-            raise InvalidInputError(f"{where} is a map with {t.key_type} keys; a JSON "
-                                    f"object's keys are strings")
-        return {"type": "object", "additionalProperties": _field_schema(
-            t.item_type, t.item_field.nullable, f"{where}{{}}")}
-    if pa.types.is_struct(t):
-        if t.num_fields == 0:
-            raise InvalidInputError(f"{where} is a struct without fields, which a JSON "
-                                    f"Schema reader takes for schema-less JSON text")
-        schema: Dict[str, Any] = {"type": "object", "properties": {
-            f.name: _field_schema(f.type, f.nullable, f"{where}.{f.name}") for f in t}}
-        required = [f.name for f in t if not f.nullable]
-        if required:
-            schema["required"] = required
-        schema["additionalProperties"] = False
-        return schema
-    if pa.types.is_decimal(t):
-        raise InvalidInputError(
-            f"{where} has type {t}: JSON Schema has no decimal type a reader gives back "
-            f"(a number reads as a double); cast it to double or to string")
-    raise InvalidInputError(
-        f"{where} has type {t}, which has no JSON Schema type (boolean, integers, floats, "
-        f"string, binary, date, timestamp, array, map with string keys and struct have)")
-
-
-def _field_schema(t: pa.DataType, nullable: bool, where: str) -> Dict[str, Any]:
-    schema = _derived(t, where)
-    return {"oneOf": [{"type": "null"}, schema]} if nullable else schema
-
-
-def derive_object_schema(struct: pa.DataType, title: Optional[str], column: str) -> str:
-    """The JSON Schema text of a struct column, titled `title` (None: topLevelRecord)."""
-    if not pa.types.is_struct(struct):
-        raise InvalidInputError(f"column {column!r} has type {struct}; a JSON Schema "
-                                f"framed write needs a struct there")
-    body = _derived(struct, f"column {column!r}")
-    return canonical_text({"title": title or DEFAULT_TITLE, **body})
-
 
 # -- values -> JSON, guided by the schema -----------------------------------------------
 
@@ -253,14 +184,6 @@ def _integral(bits: int) -> Callable[[Any], Any]:
     return convert
 
 
-def _implied_type(schema: dict) -> Optional[str]:
-    if any(k in schema for k in ("properties", "additionalProperties", "required")):
-        return "object"
-    if "items" in schema or "prefixItems" in schema:
-        return "array"
-    return None
-
-
 class _Encoder:
     """The converters of one (schema, column type): from the column's Python values to
     the JSON values the schema takes, built once. `lacking` and `unheld` collect, for a
@@ -319,7 +242,7 @@ class _Encoder:
             return None in schema["enum"], [(schema, pointer)]
         if "const" in schema:
             return schema["const"] is None, [(schema, pointer)]
-        kind = schema.get("type", _implied_type(schema))
+        kind = schema.get("type", implied_type(schema))
         if isinstance(kind, list):
             others = [k for k in kind if k != "null"]
             return len(others) < len(kind), [({**schema, "type": k}, pointer) for k in others]
@@ -339,7 +262,7 @@ class _Encoder:
         for index, part in enumerate(parts + ([rest] if rest else [])):
             part, _ = self.resolve(part, f"{pointer}/allOf/{index}")
             if not isinstance(part, dict) or not (
-                    part.get("type") == "object" or _implied_type(part) == "object"
+                    part.get("type") == "object" or implied_type(part) == "object"
                     or not any(k in part for k in ("type", "enum", "const", "oneOf", "anyOf",
                                                    "allOf", "items"))):
                 raise _SchemaProblem(f"{pointer}/allOf", "combines schemas that are not all "
@@ -399,12 +322,12 @@ class _Encoder:
                 raise _Misfit(f"{json.dumps(value, default=str)[:40]} is not among the "
                               f"schema's enum {json.dumps(allowed, default=str)[:80]}")
             return member
-        kind = schema.get("type", _implied_type(schema))
+        kind = schema.get("type", implied_type(schema))
         if kind is None:
             return self.natural(t, pointer, where)
-        if not isinstance(kind, str) or kind not in _JSON_TYPES:
+        if not isinstance(kind, str) or kind not in JSON_TYPES:
             raise _SchemaProblem(pointer, f"has type {kind!r}; JSON Schema's types are "
-                                          f"{', '.join(_JSON_TYPES)}")
+                                          f"{', '.join(JSON_TYPES)}")
         mismatch = _Mismatch(f"the column's {t} does not fit the schema's type "
                              f"{kind} (at {pointer})")
         if kind == "string":
@@ -636,7 +559,7 @@ def _nested(t: pa.DataType) -> bool:
 
 def _object_alternatives(encoder: _Encoder, schema) -> bool:
     _, alternatives = encoder.alternatives(schema, "#")
-    return any(isinstance(part, dict) and (part.get("type", _implied_type(part)) == "object")
+    return any(isinstance(part, dict) and (part.get("type", implied_type(part)) == "object")
                for part, _ in alternatives)
 
 

@@ -43,7 +43,10 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import RecordDecodeError, UnsupportedFormatError
-from ..schemas.json_schema import follow_pointer, pointer_token, split_ref
+from ..schemas.json_schema import (
+    CONNECT_DATE, CONNECT_TIMESTAMP, JSON_TYPES, follow_pointer, implied_type, pointer_token,
+    split_ref,
+)
 from .json_nodes import NO_DEFAULT, Misfit, Node, describe_value
 from .value_formats import (FRAME_SIZE, FormatReader, IncompatibleSchemaError, ValueFormat,
                             decoded_rows, frame_error)
@@ -56,9 +59,6 @@ _INT_RANGES = {8: (-2 ** 7, 2 ** 7 - 1), 16: (-2 ** 15, 2 ** 15 - 1),
 # Whether values decode through the compiled decoder (json_program.py) when it is built;
 # tests set it (or pass `compiled`) to force either twin.
 USE_COMPILED = True
-_CONNECT_DATE = "org.apache.kafka.connect.data.Date"
-_CONNECT_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
-_JSON_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
 # What a Node's convert does (its `kind`), one per converter below.
 
 @dataclass(frozen=True)
@@ -251,7 +251,7 @@ class _Mapper:
             return Node(pa.string(), schema["const"] is None, _enum_text, kind="enum")
         types = schema.get("type")
         if types is None:
-            types = _implied_type(schema)
+            types = implied_type(schema)
         if isinstance(types, list):
             return self.type_list(types, schema, document, pointer)
         return self.typed(types, schema, document, pointer)
@@ -271,9 +271,9 @@ class _Mapper:
                 return Node(pa.binary(), False, _base64, kind="base64")
             return Node(pa.string(), False, _string, kind="string")
         if kind == "integer":
-            if title == _CONNECT_DATE:
+            if title == CONNECT_DATE:
                 return Node(pa.date32(), False, _connect_days, kind="connect_days")
-            if title == _CONNECT_TIMESTAMP:
+            if title == CONNECT_TIMESTAMP:
                 return Node(TIMESTAMP, False, _connect_millis, kind="connect_millis")
             bits = {"int8": 8, "int16": 16, "int32": 32}.get(connect, 64)
             return Node(pa.int8() if bits == 8 else pa.int16() if bits == 16
@@ -292,7 +292,7 @@ class _Mapper:
             raise self.error(document, pointer, "is the null type alone, which has no Spark "
                                                 "type")
         raise self.error(document, pointer, f"has type {kind!r}; JSON Schema's types are "
-                                            f"{', '.join(_JSON_TYPES)}")
+                                            f"{', '.join(JSON_TYPES)}")
 
     def type_list(self, types, schema, document, pointer) -> Node:
         others = [kind for kind in types if kind != "null"]
@@ -335,7 +335,7 @@ class _Mapper:
         shaped = [(s, d, p) for s, d, p in resolved if _shapes(s)]
         if len(shaped) == 1:
             return self.node(*shaped[0])
-        if shaped and all(_implied_type(s) == "object" or s.get("type") == "object"
+        if shaped and all(implied_type(s) == "object" or s.get("type") == "object"
                           for s, _, _ in shaped):
             merged = {"type": "object", "properties": {}, "required": []}
             for part, _, _ in shaped:
@@ -489,15 +489,6 @@ def _referenced(document: SchemaDocument, base: str) -> Optional[SchemaDocument]
     matches = [d for name, d in document.references.items()
                if name.rstrip("/").rsplit("/", 1)[-1] == tail]
     return matches[0] if len(matches) == 1 else None
-
-
-def _implied_type(schema: dict) -> Optional[str]:
-    """The type a schema without `type` constrains its values to, by its keywords."""
-    if "properties" in schema or "additionalProperties" in schema or "required" in schema:
-        return "object"
-    if "items" in schema or "prefixItems" in schema:
-        return "array"
-    return None
 
 
 def _shapes(schema) -> bool:

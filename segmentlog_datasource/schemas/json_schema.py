@@ -1,15 +1,20 @@
 """JSON Schema, the language's facts (this module) and Schema Registry's compatibility of
 its versions (json_schema_compatibility.py): a schema's text as the registry's Jackson
-reads it and the canonical text it stores, JSON pointers, and `$ref`s followed within a
+reads it and the canonical text it stores; JSON pointers, and `$ref`s followed within a
 document, one way for reading, writing and compatibility alike (a pointer's tokens
 percent-decoded, as a URI fragment is, then unescaped: `#/definitions/a%20b` names
-"a b").
+"a b"); the schema a framed write derives from a column's type. The columns a schema
+reads as are decode/json_nodes.py's and decode/json_schema.py's mapping.
 """
 import json
 import re
 from decimal import Decimal
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import unquote
+
+import pyarrow as pa
+
+from ..errors import InvalidInputError
 
 
 def parse_schema_text(text) -> Any:
@@ -128,3 +133,84 @@ def local_target(root: Any, ref: Any) -> Optional[Any]:
         return follow_pointer(root, fragment)
     except (LookupError, ValueError):
         return None
+
+
+DEFAULT_TITLE = "topLevelRecord"  # a derived schema's title, as spark-avro's record name
+CONNECT_DATE = "org.apache.kafka.connect.data.Date"  # Connect's logical types, by title
+CONNECT_TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
+JSON_TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
+
+
+def implied_type(schema: dict) -> Optional[str]:
+    """The type a schema without `type` constrains its values to, by its keywords."""
+    if "properties" in schema or "additionalProperties" in schema or "required" in schema:
+        return "object"
+    if "items" in schema or "prefixItems" in schema:
+        return "array"
+    return None
+
+
+# -- the schema of a Spark (Arrow) type, as a framed write derives it -------------------
+
+def _derived(t: pa.DataType, where: str) -> Dict[str, Any]:
+    """The schema of a non-null value of Arrow type `t`."""
+    if pa.types.is_boolean(t):
+        return {"type": "boolean"}
+    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t):
+        return {"type": "integer", "connect.type": f"int{t.bit_width}"}
+    if pa.types.is_int64(t):
+        return {"type": "integer"}
+    if pa.types.is_float32(t):
+        return {"type": "number", "connect.type": "float32"}
+    if pa.types.is_float64(t):
+        return {"type": "number"}
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return {"type": "string"}
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or \
+            pa.types.is_fixed_size_binary(t):
+        return {"type": "string", "contentEncoding": "base64"}
+    if pa.types.is_date(t):
+        return {"type": "string", "format": "date"}
+    if pa.types.is_timestamp(t):
+        return {"type": "string", "format": "date-time"}
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return {"type": "array",
+                "items": _field_schema(t.value_type, t.value_field.nullable, f"{where}[]")}
+    if pa.types.is_map(t):
+        if not (pa.types.is_string(t.key_type) or pa.types.is_large_string(t.key_type)):
+            raise InvalidInputError(f"{where} is a map with {t.key_type} keys; a JSON "
+                                    f"object's keys are strings")
+        return {"type": "object", "additionalProperties": _field_schema(
+            t.item_type, t.item_field.nullable, f"{where}{{}}")}
+    if pa.types.is_struct(t):
+        if t.num_fields == 0:
+            raise InvalidInputError(f"{where} is a struct without fields, which a JSON "
+                                    f"Schema reader takes for schema-less JSON text")
+        schema: Dict[str, Any] = {"type": "object", "properties": {
+            f.name: _field_schema(f.type, f.nullable, f"{where}.{f.name}") for f in t}}
+        required = [f.name for f in t if not f.nullable]
+        if required:
+            schema["required"] = required
+        schema["additionalProperties"] = False
+        return schema
+    if pa.types.is_decimal(t):
+        raise InvalidInputError(
+            f"{where} has type {t}: JSON Schema has no decimal type a reader gives back "
+            f"(a number reads as a double); cast it to double or to string")
+    raise InvalidInputError(
+        f"{where} has type {t}, which has no JSON Schema type (boolean, integers, floats, "
+        f"string, binary, date, timestamp, array, map with string keys and struct have)")
+
+
+def _field_schema(t: pa.DataType, nullable: bool, where: str) -> Dict[str, Any]:
+    schema = _derived(t, where)
+    return {"oneOf": [{"type": "null"}, schema]} if nullable else schema
+
+
+def derive_object_schema(struct: pa.DataType, title: Optional[str], column: str) -> str:
+    """The JSON Schema text of a struct column, titled `title` (None: topLevelRecord)."""
+    if not pa.types.is_struct(struct):
+        raise InvalidInputError(f"column {column!r} has type {struct}; a JSON Schema "
+                                f"framed write needs a struct there")
+    body = _derived(struct, f"column {column!r}")
+    return canonical_text({"title": title or DEFAULT_TITLE, **body})
