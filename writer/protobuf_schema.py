@@ -48,11 +48,12 @@ from typing import Callable, Dict, List, Optional, Tuple
 import pyarrow as pa
 
 from ..errors import InvalidOptionError
+from ..format.varint import write_varint
 from ..schemas.protobuf_text import (
     INT_RANGES, LABEL_OPTIONAL, LABEL_REPEATED, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE, TYPE_ENUM,
     TYPE_FLOAT, TYPE_INT32, TYPE_INT64, TYPE_MESSAGE, TYPE_NAMES, TYPE_STRING, TYPE_UINT32,
-    TYPE_UINT64, WELL_KNOWN, LoadedProto, ParsedProto, ProtobufSchemaError, canonical_text,
-    is_map, is_repeated, read_proto,
+    TYPE_UINT64, WELL_KNOWN, LoadedProto, ParsedProto, ProtobufSchemaError, camel,
+    canonical_text, is_map, is_repeated, read_proto,
 )
 from .errors import InvalidInputError
 from .schema_format import PayloadMisfit, SchemaFormat
@@ -70,10 +71,6 @@ _WRAPPERS = {"google.protobuf.DoubleValue", "google.protobuf.FloatValue",
              "google.protobuf.BytesValue"}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NANOS = {"s": 10 ** 9, "ms": 10 ** 6, "us": 10 ** 3, "ns": 1}  # an Arrow unit in nanoseconds
-
-
-def _camel(name: str) -> str:
-    return "".join(part[:1].upper() + part[1:] for part in name.split("_") if part)
 
 
 def _unwrap(t: pa.DataType) -> pa.DataType:
@@ -163,7 +160,7 @@ class _Deriver:
             taken.add(f.name)
         for f in struct:
             if pa.types.is_map(_unwrap(f.type)):
-                taken.add(_camel(f.name) + "Entry")  # protoc's name of its entry message
+                taken.add(camel(f.name) + "Entry")  # protoc's name of its entry message
         for number, f in enumerate(struct, 1):
             self.field(proto, f, number, taken, f"{path}.{f.name}" if path else f.name)
 
@@ -186,7 +183,7 @@ class _Deriver:
                 self.fail(path, f"is a list of {item}; Protobuf repeats only singular types "
                                 f"(wrap the inner one in a struct)")
             field.label = LABEL_REPEATED
-            self.element(proto, field, item, _camel(arrow_field.name), taken, f"{path}[]")
+            self.element(proto, field, item, camel(arrow_field.name), taken, f"{path}[]")
         elif pa.types.is_map(t):
             key, value = _unwrap(t.key_type), _unwrap(t.item_type)
             key_type = _scalar_type(key)
@@ -196,16 +193,16 @@ class _Deriver:
             if _is_list(value) or pa.types.is_map(value):
                 self.fail(path, f"is a map of {value}; a Protobuf map's values are singular "
                                 f"(wrap them in a struct)")
-            entry = proto.nested_type.add(name=_camel(arrow_field.name) + "Entry")
+            entry = proto.nested_type.add(name=camel(arrow_field.name) + "Entry")
             entry.options.map_entry = True
             entry.field.add(name="key", number=1, label=LABEL_OPTIONAL, type=key_type)
             entry_value = entry.field.add(name="value", number=2, label=LABEL_OPTIONAL)
-            self.element(proto, entry_value, value, _camel(arrow_field.name) + "Value", taken,
+            self.element(proto, entry_value, value, camel(arrow_field.name) + "Value", taken,
                          f"{path}{{}}")
             field.label = LABEL_REPEATED
             field.type_name = entry.name
         else:
-            self.element(proto, field, t, _camel(arrow_field.name), taken, path)
+            self.element(proto, field, t, camel(arrow_field.name), taken, path)
             if arrow_field.nullable and field.type != TYPE_MESSAGE:
                 field.proto3_optional = True
                 field.oneof_index = len(proto.oneof_decl)
@@ -314,17 +311,6 @@ def _indexes(descriptor) -> List[int]:
     descriptor.file.CopyToProto(file)  # its messages in declaration order
     indexes.append([m.name for m in file.message_type].index(descriptor.name))
     return indexes[::-1]
-
-
-def _zigzag_varint(value: int) -> bytes:
-    """Kafka's ByteUtils.writeVarint."""
-    value = (value << 1) ^ (value >> 31)
-    out = bytearray()
-    while value & ~0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 # -- encoding values -----------------------------------------------------------------
@@ -767,7 +753,10 @@ class ProtobufFormat(SchemaFormat):
         indexes = _indexes(_message(_loaded(text), message))
         if indexes == [0]:
             return b"\x00"
-        return _zigzag_varint(len(indexes)) + b"".join(map(_zigzag_varint, indexes))
+        out = bytearray()
+        for value in (len(indexes), *indexes):
+            write_varint(value, out)
+        return bytes(out)
 
     def encode_payloads(self, column: pa.Array, text: str, message: Optional[str] = None
                         ) -> List[Optional[bytes]]:

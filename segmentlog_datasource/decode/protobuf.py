@@ -50,6 +50,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import pyarrow as pa
 
 from ..errors import InvalidOptionError, RecordDecodeError
+from ..format.varint import read_varint
 from ..schemas.protobuf_text import (  # noqa: F401 (parse_proto: this module's too)
     INT_RANGES, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE, TYPE_ENUM, TYPE_FIXED32, TYPE_FIXED64,
     TYPE_FLOAT, TYPE_GROUP, TYPE_INT32, TYPE_INT64, TYPE_MESSAGE, TYPE_NAMES, TYPE_SFIXED32,
@@ -423,34 +424,31 @@ class _Converters:
 # Payloads -----------------------------------------------------------------------------
 
 
-def _zigzag_varint(data: bytes, position: int) -> Tuple[int, int]:
-    """Kafka's ByteUtils.readVarint: a zig-zag varint of at most 5 bytes."""
-    result, shift = 0, 0
-    while True:
-        if position >= len(data):
-            raise ValueError("truncated message indexes: the payload ends inside a varint")
-        byte = data[position]
-        position += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            break
-        shift += 7
-        if shift > 28:
-            raise ValueError("bad message indexes: a varint longer than 5 bytes")
-    return (result >> 1) ^ -(result & 1), position
+def _index_varint(body: bytes, position: int) -> Tuple[int, int]:
+    """A zig-zag varint of the message indexes, as Kafka's ByteUtils.readVarint reads it
+    (at most 5 bytes), and where the next starts; ValueError saying what is wrong."""
+    window = body[position:position + 5]
+    try:
+        value, length = read_varint(window, 0)
+    except IndexError:  # the window ends inside the varint
+        if len(window) == 5:
+            raise ValueError("bad message indexes: a varint longer than 5 bytes") from None
+        raise ValueError("truncated message indexes: the payload ends inside a varint") \
+            from None
+    return value, position + length
 
 
 def message_indexes(body: bytes) -> Tuple[Tuple[int, ...], int]:
     """The message indexes at the start of a payload (after the schema id) and where the
     Protobuf binary starts; ValueError saying what is wrong."""
-    count, position = _zigzag_varint(body, 0)
+    count, position = _index_varint(body, 0)
     if count == 0:
         return (0,), position
     if count < 0 or count > len(body):
         raise ValueError(f"bad message indexes: a count of {count}")
     indexes = []
     for _ in range(count):
-        index, position = _zigzag_varint(body, position)
+        index, position = _index_varint(body, position)
         indexes.append(index)
     return tuple(indexes), position
 

@@ -138,8 +138,9 @@ def _unquote(literal: str) -> bytes:
     return bytes(out)
 
 
-def _camel(name: str) -> str:
-    """protoc's name of a map field's entry message: the field name in CamelCase."""
+def camel(name: str) -> str:
+    """A field name in CamelCase, as protoc names a map field's entry message after it
+    (`<Camel>Entry`); the writer's derivation names nested messages so too."""
     parts = name.split("_")
     return "".join(part[:1].upper() + part[1:] for part in parts if part)
 
@@ -438,7 +439,7 @@ class _ProtoParser:
         self.expect("=")
         field.number = self.integer()
         field.label = LABEL_REPEATED
-        entry_name = _camel(field.name) + "Entry"
+        entry_name = camel(field.name) + "Entry"
         field.type_name = entry_name
         entry = message.nested_type.add(name=entry_name)
         entry.options.map_entry = True
