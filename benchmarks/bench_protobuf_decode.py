@@ -40,7 +40,8 @@ import pyarrow as pa  # noqa: E402
 sys.path.insert(0, os.environ.get("SEGMENTLOG_BENCH_ROOT")
                 or os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from segmentlog_datasource.decode.protobuf import PROTOBUF, load_registered  # noqa: E402
+from segmentlog_datasource.decode.protobuf import PROTOBUF  # noqa: E402
+from segmentlog_datasource.schemas.protobuf.descriptors import load_registered  # noqa: E402
 from segmentlog_datasource.decode.registry import (RegisteredSchema,  # noqa: E402
                                                    SchemaRegistry)
 from segmentlog_datasource.decode.value_formats import Payloads  # noqa: E402

@@ -25,11 +25,12 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from ..schemas.compatibility import Incomparable, level_problem
-from ..schemas.protobuf_text import (
+from ..schemas.protobuf.descriptors import LoadedProto
+from ..schemas.protobuf.text import (
     LABEL_REPEATED, LABEL_REQUIRED, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE, TYPE_ENUM,
     TYPE_FIXED32, TYPE_FIXED64, TYPE_FLOAT, TYPE_GROUP, TYPE_INT32, TYPE_INT64, TYPE_MESSAGE,
     TYPE_NAMES, TYPE_SFIXED32, TYPE_SFIXED64, TYPE_SINT32, TYPE_SINT64, TYPE_STRING,
-    TYPE_UINT32, TYPE_UINT64, LoadedProto, ProtobufSchemaError,
+    TYPE_UINT32, TYPE_UINT64, ProtobufSchemaError,
 )
 
 

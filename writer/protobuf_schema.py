@@ -1,7 +1,7 @@
 """Protobuf schemas for framed writes: a proto3 message derived from an Arrow struct type as
 the inverse of the decoder's mapping (decode/protobuf.py), so that reading the values back
 gives the column's values; the text as Schema Registry stores a Protobuf schema
-(ProtobufSchema.canonicalString, schemas/protobuf_text.canonical_text); the message
+(ProtobufSchema.canonicalString, schemas/protobuf/text.canonical_text); the message
 indexes Confluent's serializer writes after the schema id; payloads serialized by the
 protobuf runtime; compatibility as Schema Registry checks it (protobuf_compatibility.py).
 
@@ -49,17 +49,19 @@ import pyarrow as pa
 
 from ..errors import InvalidOptionError
 from ..format.varint import write_varint
-from ..schemas.protobuf_text import (
-    INT_RANGES, LABEL_OPTIONAL, LABEL_REPEATED, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE, TYPE_ENUM,
-    TYPE_FLOAT, TYPE_INT32, TYPE_INT64, TYPE_MESSAGE, TYPE_NAMES, TYPE_STRING, TYPE_UINT32,
-    TYPE_UINT64, WELL_KNOWN, LoadedProto, ParsedProto, ProtobufSchemaError, camel,
-    canonical_text, is_map, is_repeated, read_proto,
+from ..schemas.protobuf.descriptors import (
+    WELL_KNOWN, LoadedProto, is_map, is_repeated, kind_name, load_text,
+)
+from ..schemas.protobuf.text import (
+    FILE_NAME, INT_RANGES, LABEL_OPTIONAL, LABEL_REPEATED, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE,
+    TYPE_ENUM, TYPE_FLOAT, TYPE_INT32, TYPE_INT64, TYPE_MESSAGE, TYPE_NAMES, TYPE_STRING,
+    TYPE_UINT32, TYPE_UINT64, ParsedProto, ProtobufSchemaError, camel, canonical_text,
+    read_proto,
 )
 from .errors import InvalidInputError
 from .schema_format import PayloadMisfit, SchemaFormat
 
 DEFAULT_MESSAGE_NAME = "topLevelRecord"
-FILE_NAME = "schema.proto"  # the file name a schema text is loaded as
 TIMESTAMP = "google.protobuf.Timestamp"
 DURATION = "google.protobuf.Duration"
 _IMPORTS = {TIMESTAMP: "google/protobuf/timestamp.proto",
@@ -259,7 +261,7 @@ def derive_message_schema(struct: pa.DataType, full_name: Optional[str], column:
     file.dependency.extend(deriver.imports)
     text = canonical_text(ParsedProto(file, "proto3", ()))
     try:
-        _loaded(text)
+        load_text(text)
     except ProtobufSchemaError as failure:  # a name clash the mapping did not foresee
         raise InvalidInputError(f"column {column!r}: the message derived from its type does "
                                 f"not load: {failure}") from None
@@ -268,49 +270,21 @@ def derive_message_schema(struct: pa.DataType, full_name: Optional[str], column:
 
 # -- loading, choosing the message ---------------------------------------------------
 
-_LOADED: Dict[str, LoadedProto] = {}  # schema text -> its loaded file, per process
-
-
-def _loaded(text: str, where: str = "the schema") -> LoadedProto:
-    loaded = _LOADED.get(text)
-    if loaded is None:
-        if len(_LOADED) > 64:
-            _LOADED.clear()
-        loaded = _LOADED[text] = LoadedProto(text, FILE_NAME, where)
-    return loaded
-
-
 def _message(loaded: LoadedProto, message: Optional[str], option: Optional[str] = None):
     """The descriptor of the message `message` names (full, or without the package), or of
-    the file's first; InvalidOptionError naming `option` when there is none."""
+    the file's first; InvalidOptionError naming `option` when the file declares none (a
+    message of a file it imports has no message indexes in it)."""
     where = f"option {option!r}" if option else "the schema"
     if message is None:
         if not loaded.file.message_type:
             raise InvalidOptionError(f"{where} declares no message", option)
         return loaded.by_indexes((0,))
     found = loaded.by_name(message)
-    if found is None or found.GetOptions().map_entry:
+    if found is None or loaded.indexes_of(found.full_name) is None:
         names = ", ".join(loaded.message_names()) or "none"
         raise InvalidOptionError(f"{where} has no message {message!r} (its top-level "
                                  f"messages: {names})", option)
     return found
-
-
-def _indexes(descriptor) -> List[int]:
-    """Confluent's message indexes of a message: its place among the messages its file
-    or enclosing message declares (map entries are not declared), outermost first."""
-    indexes = []
-    while descriptor.containing_type is not None:
-        declared = [m.full_name for m in descriptor.containing_type.nested_types
-                    if not m.GetOptions().map_entry]
-        indexes.append(declared.index(descriptor.full_name))
-        descriptor = descriptor.containing_type
-    from google.protobuf import descriptor_pb2
-
-    file = descriptor_pb2.FileDescriptorProto()
-    descriptor.file.CopyToProto(file)  # its messages in declaration order
-    indexes.append([m.name for m in file.message_type].index(descriptor.name))
-    return indexes[::-1]
 
 
 # -- encoding values -----------------------------------------------------------------
@@ -355,14 +329,6 @@ def _plain_type(t: pa.DataType) -> pa.DataType:
     if pa.types.is_struct(t):
         return pa.struct([pa.field(f.name, _plain_type(f.type), f.nullable) for f in t])
     return t
-
-
-def _kind_name(fd) -> str:
-    if fd.type == TYPE_MESSAGE:
-        return "a map" if is_map(fd) else f"message {fd.message_type.full_name}"
-    if fd.type == TYPE_ENUM:
-        return f"enum {fd.enum_type.full_name}"
-    return TYPE_NAMES.get(fd.type, str(fd.type))
 
 
 class _Encoders:
@@ -436,7 +402,7 @@ class _Encoders:
 
             return set_map
         if pa.types.is_map(t):
-            raise _Mismatch(f"field {where} is a map in the column and {_kind_name(fd)} in "
+            raise _Mismatch(f"field {where} is a map in the column and {kind_name(fd)} in "
                             f"the message")
         if is_repeated(fd):
             if not _is_list(t):
@@ -476,7 +442,7 @@ class _Encoders:
             return set_repeated
         if _is_list(t):
             raise _Mismatch(f"field {where} is a list in the column and a singular "
-                            f"{_kind_name(fd)} in the message")
+                            f"{kind_name(fd)} in the message")
         if fd.type == TYPE_MESSAGE:
             fill_message = self.message_value(t, fd, where)
 
@@ -618,7 +584,7 @@ class _Encoders:
             return bytes
         if kind == TYPE_BYTES and text:
             return lambda value: value.encode("utf-8")
-        raise _Mismatch(f"field {where} is {_kind_name(fd)} in the message and {t} in the "
+        raise _Mismatch(f"field {where} is {kind_name(fd)} in the message and {t} in the "
                         f"column")
 
 
@@ -631,7 +597,7 @@ def _encoder(text: str, message: Optional[str], struct: pa.DataType):
     if found is None:
         from google.protobuf import message_factory
 
-        descriptor = _message(_loaded(text), message)
+        descriptor = _message(load_text(text), message)
         fill = _Encoders().message(struct, descriptor, "")
         if len(_ENCODERS) > 64:
             _ENCODERS.clear()
@@ -702,7 +668,7 @@ class ProtobufFormat(SchemaFormat):
                     f"option {option!r} imports {', '.join(map(repr, others))}; a framed "
                     f"write registers no schema references, so only google/protobuf/*.proto "
                     f"may be imported (put the imported messages in the file)", option)
-            loaded = _loaded(text, f"option {option!r}")
+            loaded = load_text(text, f"option {option!r}")
         except ProtobufSchemaError as failure:
             raise InvalidOptionError(f"option {option!r} is not a .proto schema: {failure}",
                                      option) from None
@@ -743,15 +709,16 @@ class ProtobufFormat(SchemaFormat):
     def record_name(self, text: str, message: Optional[str] = None) -> str:
         """The message's full name (Confluent's serializer names the schema after the
         message it writes; by default, the file's first)."""
-        return _message(_loaded(text), message).full_name
+        return _message(load_text(text), message).full_name
 
     def message_indexes(self, text: str, message: Optional[str] = None) -> bytes:
         """Confluent's message indexes: a single 0 for the file's first message, else
         their count and the indexes, as zig-zag varints."""
         if message is None:
             return b"\x00"
-        indexes = _indexes(_message(_loaded(text), message))
-        if indexes == [0]:
+        loaded = load_text(text)
+        indexes = loaded.indexes_of(_message(loaded, message).full_name)
+        if indexes == (0,):
             return b"\x00"
         out = bytearray()
         for value in (len(indexes), *indexes):

@@ -171,7 +171,7 @@ class FramedProtobuf(FramedDecoder):
     name, schema_type = "protobuf", "PROTOBUF"
 
     def load(self, registered, registry):
-        from ..decode.protobuf import load_registered
+        from ..schemas.protobuf.descriptors import load_registered
 
         return _ProtobufWriter(load_registered(registered, registry))
 

@@ -8,7 +8,7 @@ one into the nested messages of the one before); a lone 0 (a count of zero) mean
 file's first message.
 
 Schemas are registered as .proto text, importing other subjects by reference name. The text
-is parsed and loaded in a DescriptorPool by schemas/protobuf_text.py (references first;
+is parsed and loaded in a DescriptorPool by schemas/protobuf/ (references first;
 google/protobuf/*.proto from the runtime's own well-known types), and payloads are parsed
 with the runtime's message classes.
 
@@ -51,11 +51,14 @@ import pyarrow as pa
 
 from ..errors import InvalidOptionError, RecordDecodeError
 from ..format.varint import read_varint
-from ..schemas.protobuf_text import (  # noqa: F401 (parse_proto: this module's too)
+from ..schemas.protobuf.descriptors import (
+    LoadedSchema, is_map, is_repeated, is_required, kind_name, load_registered,
+)
+from ..schemas.protobuf.text import (
     INT_RANGES, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE, TYPE_ENUM, TYPE_FIXED32, TYPE_FIXED64,
-    TYPE_FLOAT, TYPE_GROUP, TYPE_INT32, TYPE_INT64, TYPE_MESSAGE, TYPE_NAMES, TYPE_SFIXED32,
+    TYPE_FLOAT, TYPE_GROUP, TYPE_INT32, TYPE_INT64, TYPE_MESSAGE, TYPE_SFIXED32,
     TYPE_SFIXED64, TYPE_SINT32, TYPE_SINT64, TYPE_STRING, TYPE_UINT32, TYPE_UINT64,
-    LoadedProto, ProtobufSchemaError, is_map, is_repeated, is_required, parse_proto,
+    ProtobufSchemaError,
 )
 from .value_formats import FormatReader, IncompatibleSchemaError, ValueFormat, decoded_rows
 
@@ -76,33 +79,6 @@ _WRAPPERS = {
     "google.protobuf.BoolValue": TYPE_BOOL, "google.protobuf.StringValue": TYPE_STRING,
     "google.protobuf.BytesValue": TYPE_BYTES,
 }
-
-
-def describe(schema) -> str:
-    return f"subject {schema.subject!r} version {schema.version} (schema id {schema.id})"
-
-
-# Loading a registered schema ----------------------------------------------------------
-
-
-class LoadedSchema(LoadedProto):
-    """A registered Protobuf schema loaded in its own DescriptorPool, with the files it
-    references (by reference name) and the well-known ones it imports."""
-
-    def __init__(self, registered, references: Dict[str, Any]):
-        self.registered = registered
-        own = f"{registered.subject}.proto"
-        if own in references:
-            own = f"{own}.{registered.id}"
-        texts = {name: (schema.schema, f"schema {describe(schema)}")
-                 for name, schema in references.items()}
-        super().__init__(registered.schema, own, describe(registered), texts)
-
-
-def load_registered(registered, registry) -> LoadedSchema:
-    references = registry.named_references(registered) \
-        if registry is not None and registered.references else {}
-    return LoadedSchema(registered, references)
 
 
 # Arrow types of messages ------------------------------------------------------------
@@ -189,16 +165,6 @@ class _Incompatible(Exception):
     """A writer field whose type cannot be read as the reader's."""
 
 
-def _kind_name(field) -> str:
-    if field.type == TYPE_MESSAGE:
-        if is_map(field):
-            return "a map"
-        return f"message {field.message_type.full_name}"
-    if field.type == TYPE_ENUM:
-        return f"enum {field.enum_type.full_name}"
-    return TYPE_NAMES.get(field.type, str(field.type))
-
-
 def _micros(value, path: str, column: pa.DataType) -> int:
     micros = value.seconds * 1_000_000 + value.nanos // 1000
     if not -2 ** 63 <= micros < 2 ** 63:  # past what the column's int64 microseconds hold
@@ -281,7 +247,7 @@ class _Converters:
         wname = writer.name
         if is_map(reader):
             if not is_map(writer):
-                raise _Incompatible(f"field {name} is {_kind_name(writer)} in the writer's "
+                raise _Incompatible(f"field {name} is {kind_name(writer)} in the writer's "
                                     f"message and a map in the column's")
             wkey, wvalue = (writer.message_type.fields_by_name[n] for n in ("key", "value"))
             rkey, rvalue = (reader.message_type.fields_by_name[n] for n in ("key", "value"))
@@ -296,7 +262,7 @@ class _Converters:
             return get_map
         if is_map(writer):
             raise _Incompatible(f"field {name} is a map in the writer's message and "
-                                f"{_kind_name(reader)} in the column's")
+                                f"{kind_name(reader)} in the column's")
         element = self.single(writer, reader)
         if is_repeated(reader):
             if is_repeated(writer):
@@ -350,8 +316,8 @@ class _Converters:
             elif writer.type == TYPE_MESSAGE and not is_map(writer) \
                     and writer.message_type.full_name not in _WRAPPERS:
                 return self.message(writer.message_type, target)
-            raise _Incompatible(f"field {reader.name} is {_kind_name(writer)} in the "
-                                f"writer's message and {_kind_name(reader)} in the column's")
+            raise _Incompatible(f"field {reader.name} is {kind_name(writer)} in the "
+                                f"writer's message and {kind_name(reader)} in the column's")
         if writer.type == TYPE_MESSAGE and writer.message_type.full_name in _WRAPPERS:
             unwrap = self.leaf(writer.message_type.fields_by_name["value"], reader)
             return lambda value, path: unwrap(value.value, path)
@@ -361,8 +327,8 @@ class _Converters:
     def leaf(writer, reader) -> Callable:
         """A scalar or enum of `writer`'s type as `reader`'s."""
         wtype, rtype = writer.type, reader.type
-        problem = _Incompatible(f"field {reader.name} is {_kind_name(writer)} in the writer's "
-                                f"message and {_kind_name(reader)} in the column's")
+        problem = _Incompatible(f"field {reader.name} is {kind_name(writer)} in the writer's "
+                                f"message and {kind_name(reader)} in the column's")
         if rtype == TYPE_ENUM:
             names = _enum_names(reader.enum_type)
             enum_name = reader.enum_type.name
@@ -546,10 +512,10 @@ class ProtobufReader(FormatReader):
         """The compiled program of a writer schema's message of the reader's name, None when
         there is none (the pair out of its scope, or the extension not built)."""
         if writer_id not in self._programs:
-            from .protobuf_program import compile_program, indexes_of
+            from .protobuf_program import compile_program
 
             program = None
-            indexes = indexes_of(loaded, self.descriptor.full_name)
+            indexes = loaded.indexes_of(self.descriptor.full_name)
             if indexes is not None:
                 try:  # the pure path's resolution first: its refusal is every row's error
                     self._converter(writer_id, loaded, indexes)

@@ -30,10 +30,11 @@ import pyarrow as pa
 
 from ..format.fastpath.buildinfo import plain_source_sha256
 from ..format.fastpath.loading import load_extension
-from ..schemas.protobuf_text import (
+from ..schemas.protobuf.descriptors import is_map, is_repeated
+from ..schemas.protobuf.text import (
     INT_RANGES, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE, TYPE_ENUM, TYPE_FLOAT, TYPE_GROUP,
     TYPE_INT32, TYPE_INT64, TYPE_MESSAGE, TYPE_SFIXED32, TYPE_SFIXED64, TYPE_SINT32,
-    TYPE_SINT64, TYPE_STRING, TYPE_UINT64, TYPE_FIXED64, is_map, is_repeated,
+    TYPE_SINT64, TYPE_STRING, TYPE_UINT64, TYPE_FIXED64,
 )
 
 # _protobufcolumns.c's enums: column kinds, field actions, program kinds, emits,
@@ -557,19 +558,3 @@ def compile_program(writer, reader, indexes: Sequence[int], arrow_type: pa.DataT
         return None
     return Program(module, compiler, root, tuple(indexes))
 
-
-def indexes_of(loaded, full_name: str) -> Optional[Tuple[int, ...]]:
-    """The message indexes that name message `full_name` in a loaded schema's own file
-    (LoadedProto.by_indexes's inverse), or None when the file does not declare it."""
-    def walk(messages, path, prefix):
-        for index, message in enumerate(messages):
-            name = f"{prefix}.{message.name}" if prefix else message.name
-            if name == full_name:
-                return path + (index,)
-            found = walk([m for m in message.nested_type if not m.options.map_entry],
-                         path + (index,), name)
-            if found is not None:
-                return found
-        return None
-
-    return walk(list(loaded.file.message_type), (), loaded.file.package)

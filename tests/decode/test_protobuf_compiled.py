@@ -19,12 +19,13 @@ import pytest
 from google.protobuf import message_factory
 
 from segmentlog_datasource.decode import protobuf, protobuf_program
-from segmentlog_datasource.decode.protobuf import PROTOBUF, load_registered
+from segmentlog_datasource.decode.protobuf import PROTOBUF
 from segmentlog_datasource.decode.protobuf_program import (ROW_CORRUPT, ROW_INDEXES,
                                                            ROW_MISFIT, ROW_REASONS, ROW_UTF8,
                                                            extension)
 from segmentlog_datasource.decode.registry import RegisteredSchema, SchemaRegistry
 from segmentlog_datasource.decode.value_formats import Payloads
+from segmentlog_datasource.schemas.protobuf.descriptors import load_registered
 
 # A pure-Python install (no C compiler) decodes through the runtime alone, so these tests
 # skip without the build; CI sets SEGMENTLOG_REQUIRE_FAST=1, and then a missing build fails.

@@ -12,12 +12,12 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 from google.protobuf import wrappers_pb2
 
-from segmentlog_datasource.decode.protobuf import (PROTOBUF, ProtobufSchemaError,
-                                                   message_indexes, parse_proto)
+from segmentlog_datasource.decode.protobuf import PROTOBUF, ProtobufSchemaError, message_indexes
 from segmentlog_datasource.decode.registry import (RegisteredSchema, SchemaReference,
                                                    SchemaRegistry)
 from segmentlog_datasource.decode.value_formats import IncompatibleSchemaError
 from segmentlog_datasource.errors import RecordDecodeError
+from segmentlog_datasource.schemas.protobuf.text import parse_proto
 
 F = descriptor_pb2.FieldDescriptorProto
 UTC = dt.timezone.utc

@@ -1,29 +1,24 @@
-"""The Protobuf schema language, shared by decoding (decode/protobuf.py) and writing
-(writer/protobuf_schema.py): .proto text parsed into FileDescriptorProtos, and loaded
-into a DescriptorPool with the files it imports.
+"""The Protobuf schema language's text: .proto source parsed into FileDescriptorProtos,
+and printed again as Schema Registry stores it.
 
 The protobuf runtime parses only compiled descriptors, so this module parses the .proto
 subset registry schemas use (proto2/proto3; package, import, message with nested
 messages, enums, scalar/repeated/optional/required fields, map<K, V>, oneof; options,
 reserved ranges, extensions, services and comments are read past). Type names are left
-as written: the DescriptorPool resolves them in scope, as protoc does. A file is loaded
-with the files it imports by name (another registered subject's text, by reference name)
-and google/protobuf/*.proto from the runtime's own well-known types.
-
-Messages of a file are found by full name, or by Confluent's message indexes: the first
-index into the file's top-level messages, each next one into the nested messages of the
-one before (a map field's entry message is not counted: Confluent counts the messages
-the source declares).
+as written: the DescriptorPool resolves them in scope, as protoc does (descriptors.py
+loads a parsed file with the files it imports).
 
 canonical_text prints a parsed file again as Schema Registry stores a Protobuf schema
 (ProtobufSchema.canonicalString), for the files whose every statement the
 FileDescriptorProto keeps.
 """
 import re
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, List, NamedTuple, Optional, Tuple
 
-from ..errors import UnsupportedFormatError
+from ...errors import UnsupportedFormatError
 
+# The file name a schema text is parsed and loaded as, unless another is given
+FILE_NAME = "schema.proto"
 # FieldDescriptorProto.Type numbers and labels
 TYPE_DOUBLE, TYPE_FLOAT, TYPE_INT64, TYPE_UINT64, TYPE_INT32, TYPE_FIXED64, TYPE_FIXED32, \
     TYPE_BOOL, TYPE_STRING, TYPE_GROUP, TYPE_MESSAGE, TYPE_BYTES, TYPE_UINT32, TYPE_ENUM, \
@@ -47,19 +42,6 @@ INT_RANGES = {
     TYPE_UINT32: (0, 2 ** 32 - 1), TYPE_FIXED32: (0, 2 ** 32 - 1),
     TYPE_UINT64: (0, 2 ** 64 - 1), TYPE_FIXED64: (0, 2 ** 64 - 1),
 }
-
-# The runtime modules holding the well-known .proto files a schema may import.
-WELL_KNOWN = {
-    "google/protobuf/any.proto": "any_pb2", "google/protobuf/api.proto": "api_pb2",
-    "google/protobuf/descriptor.proto": "descriptor_pb2",
-    "google/protobuf/duration.proto": "duration_pb2", "google/protobuf/empty.proto": "empty_pb2",
-    "google/protobuf/field_mask.proto": "field_mask_pb2",
-    "google/protobuf/source_context.proto": "source_context_pb2",
-    "google/protobuf/struct.proto": "struct_pb2",
-    "google/protobuf/timestamp.proto": "timestamp_pb2", "google/protobuf/type.proto": "type_pb2",
-    "google/protobuf/wrappers.proto": "wrappers_pb2",
-}
-
 
 class ProtobufSchemaError(UnsupportedFormatError):
     """A .proto schema that cannot be parsed or loaded (decoding raises it too for one
@@ -511,7 +493,7 @@ class ParsedProto(NamedTuple):
     skipped: Tuple[str, ...]
 
 
-def read_proto(text: str, file_name: str = "schema.proto", where: str = "a schema"
+def read_proto(text: str, file_name: str = FILE_NAME, where: str = "a schema"
                ) -> ParsedProto:
     """The ParsedProto of .proto source text; ProtobufSchemaError naming `where`, the
     line and the column of what cannot be read."""
@@ -520,7 +502,7 @@ def read_proto(text: str, file_name: str = "schema.proto", where: str = "a schem
     return ParsedProto(file, parser.declared_syntax, tuple(parser.skipped))
 
 
-def parse_proto(text: str, file_name: str = "schema.proto", where: str = "a schema"):
+def parse_proto(text: str, file_name: str = FILE_NAME, where: str = "a schema"):
     """The FileDescriptorProto of .proto source text; ProtobufSchemaError naming `where`,
     the line and the column of what cannot be read."""
     return _ProtoParser(text, file_name, where).parse()
@@ -621,141 +603,3 @@ def _enum_text(enum) -> str:
     values = "".join(f"{v.name} = {v.number};\n" for v in enum.value)
     return f"enum {enum.name} {{\n{_indented(values)}}}\n" if values else \
         f"enum {enum.name} {{}}\n"
-
-
-# Loading ------------------------------------------------------------------------------
-
-
-def runtime_file(name: str):
-    """The FileDescriptorProto of a well-known .proto the protobuf runtime ships."""
-    import importlib
-
-    from google.protobuf import descriptor_pb2
-
-    module = importlib.import_module("google.protobuf." + WELL_KNOWN[name])
-    return descriptor_pb2.FileDescriptorProto.FromString(module.DESCRIPTOR.serialized_pb)
-
-
-class LoadedProto:
-    """A .proto text loaded in its own DescriptorPool as file `file_name`, with the files
-    it imports: those of `references` (import name -> (text, what it is, for errors)),
-    and the well-known ones the runtime ships. An import that is neither is left out, and
-    the types it would declare fail to resolve, naming it. ProtobufSchemaError naming
-    `where` for a text that does not parse or load."""
-
-    def __init__(self, text: str, file_name: str, where: str,
-                 references: Optional[Dict[str, Tuple[str, str]]] = None):
-        from google.protobuf import descriptor_pool
-
-        self.where = where
-        self.pool = descriptor_pool.DescriptorPool()
-        self._files: Dict[str, object] = {}  # file name -> FileDescriptorProto, as added
-        self._references = references or {}
-        self._pending: List[str] = []
-        self.file = self._load(file_name, text, where)
-
-    def _load(self, name: str, text: str, where: str):
-        if name in self._files:
-            return self._files[name]
-        if name in self._pending:
-            raise ProtobufSchemaError(f"{self.where}: {name!r} imports itself (through "
-                                      f"{' -> '.join(self._pending)})")
-        self._pending.append(name)
-        proto = parse_proto(text, name, where)
-        kept = []
-        for dependency in proto.dependency:
-            if dependency in self._references:
-                referenced, what = self._references[dependency]
-                self._load(dependency, referenced, f"{where}: referenced {what}")
-            elif dependency in WELL_KNOWN:
-                self._add_runtime(dependency)
-            else:
-                continue  # not given: its types fail to resolve, naming it below
-            kept.append(dependency)
-        missing = [d for d in proto.dependency if d not in kept]
-        if missing:
-            del proto.dependency[:]
-            proto.dependency.extend(kept)
-            del proto.public_dependency[:]
-        try:
-            self.pool.Add(proto)
-        except Exception as failure:  # the runtime's TypeError, from C or Python
-            unresolved = f" (imports {', '.join(map(repr, missing))} are not among its " \
-                         f"references)" if missing else ""
-            raise ProtobufSchemaError(f"{where}: the .proto file does not load{unresolved}: "
-                                      f"{failure}") from None
-        self._pending.pop()
-        self._files[name] = proto
-        return proto
-
-    def _add_runtime(self, name: str):
-        if name in self._files:
-            return
-        proto = runtime_file(name)
-        for dependency in proto.dependency:
-            self._add_runtime(dependency)
-        self.pool.Add(proto)
-        self._files[name] = proto
-
-    def resolved(self):
-        """The file's FileDescriptorProto as the pool resolved it: type names in full
-        (with a leading dot), and each named type's kind (message or enum) set."""
-        from google.protobuf import descriptor_pb2
-
-        resolved = descriptor_pb2.FileDescriptorProto()
-        self.pool.FindFileByName(self.file.name).CopyToProto(resolved)
-        return resolved
-
-    def message_names(self) -> List[str]:
-        """The full names of the file's top-level messages, in order."""
-        prefix = f"{self.file.package}." if self.file.package else ""
-        return [prefix + message.name for message in self.file.message_type]
-
-    def by_indexes(self, indexes: Sequence[int]):
-        """The message descriptor the message indexes name; ValueError saying why none."""
-        messages, path = list(self.file.message_type), self.file.package
-        for depth, index in enumerate(indexes):
-            if not 0 <= index < len(messages):
-                where = f"message {path}" if depth else "the file"
-                raise ValueError(f"bad message indexes {list(indexes)}: {where} has "
-                                 f"{len(messages)} message(s) at index {depth}, and "
-                                 f"{index} is not one")
-            path = f"{path}.{messages[index].name}" if path else messages[index].name
-            # the messages the text declares: a map field's entry is not one (Confluent
-            # counts the parsed source's nested messages)
-            messages = [m for m in messages[index].nested_type if not m.options.map_entry]
-        return self.pool.FindMessageTypeByName(path)
-
-    def by_name(self, name: str):
-        """The message named `name`, fully or without the file's package."""
-        candidates = [name.lstrip(".")]
-        if self.file.package:
-            candidates.append(f"{self.file.package}.{name.lstrip('.')}")
-        for candidate in candidates:
-            try:
-                return self.pool.FindMessageTypeByName(candidate)
-            except KeyError:
-                continue
-        return None
-
-
-# Descriptors ---------------------------------------------------------------------------
-
-
-def is_map(field) -> bool:
-    return field.type == TYPE_MESSAGE and field.message_type.GetOptions().map_entry
-
-
-def is_repeated(field) -> bool:
-    try:
-        return field.is_repeated  # protobuf 5.28+; `label` is gone from 7
-    except AttributeError:
-        return field.label == LABEL_REPEATED
-
-
-def is_required(field) -> bool:
-    try:
-        return field.is_required
-    except AttributeError:
-        return field.label == LABEL_REQUIRED
-
