@@ -1,30 +1,8 @@
-"""Protobuf schemas for framed writes: a proto3 message derived from an Arrow struct type as
-the inverse of the decoder's mapping (decode/protobuf.py), so that reading the values back
-gives the column's values; the text as Schema Registry stores a Protobuf schema
-(ProtobufSchema.canonicalString, schemas/protobuf/text.canonical_text); the message
-indexes Confluent's serializer writes after the schema id; payloads serialized by the
-protobuf runtime; compatibility as Schema Registry checks it (protobuf_compatibility.py).
-
-Derived, field by field (numbered 1..n in the column's order): bool; int8, int16, int32,
-uint8, uint16 -> int32 (all read back as int32); int64; uint32 -> uint32 (read back as
-int64); uint64 and decimal(20,0) -> uint64 (read back as decimal(20,0)); float16, float32
--> float (read back as float32); float64 -> double; string -> string; binary ->
-bytes; timestamp -> google.protobuf.Timestamp (read back as timestamp[us, UTC]: a
-timestamp without a time zone is taken as UTC; nanoseconds are written, and read back
-truncated to microseconds); duration -> google.protobuf.Duration (read back as
-duration[us]); struct -> a message nested in the enclosing one, named after
-its field in CamelCase (`address` -> `Address`; `Message` appended when that name is
-taken); list -> repeated; map -> map<K, V> with integer, string or bool keys, a struct
-value's message named `<Field>Value`. A nullable scalar is a proto3 `optional` field (with
-presence: a null is left out, and reads back as null); a non-nullable one a plain field;
-message fields have presence either way. Refused (InvalidInputError naming the column and
-field path): date, other decimals, null, nested lists (list of list, map of list or map:
-Protobuf repeats only singular types), maps with other keys, structs without fields (the
-decoder drops them, as Spark does) and field names that are not Protobuf identifiers.
-
-The message is named by `record_name`: `shop.Order` is message Order in package shop;
-None gives `topLevelRecord` without a package (spark-avro's default record name, so that
-RecordNameStrategy names a subject alike in both languages).
+"""Protobuf for framed writes: a column's values encoded by the protobuf runtime as the
+message schemas/protobuf/mapping.py derives from the column's type, or that an option
+gives; the message indexes Confluent's serializer writes after the schema id; the
+SchemaFormat the framed write calls. The language's facts (the .proto text and its
+canonical form, the derivation, compatibility) are schemas/protobuf/'s.
 
 A given schema (the valueProtobufSchema / keyProtobufSchema option) is .proto text with
 a message whose fields hold the column's (a column field the message lacks, or of a type
@@ -42,7 +20,6 @@ range-checked against the field's type; strings and bytes fill each other's fiel
 (UTF-8 checked); an enum field takes the value's name (as the decoder gives it) or its
 number. Two non-null members of one oneof are a misfit.
 """
-import re
 from typing import Callable, Dict, List, Optional, Tuple
 
 import pyarrow as pa
@@ -52,220 +29,19 @@ from ..format.varint import write_varint
 from ..schemas.protobuf.descriptors import (
     WELL_KNOWN, LoadedProto, is_map, is_repeated, kind_name, load_text,
 )
+from ..schemas.protobuf.mapping import (
+    DURATION_MESSAGE, TIMESTAMP_MESSAGE, WRAPPERS, derive_message_schema, is_list_type,
+    unwrap_dictionary,
+)
 from ..schemas.protobuf.text import (
-    FILE_NAME, INT_RANGES, LABEL_OPTIONAL, LABEL_REPEATED, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE,
-    TYPE_ENUM, TYPE_FLOAT, TYPE_INT32, TYPE_INT64, TYPE_MESSAGE, TYPE_NAMES, TYPE_STRING,
-    TYPE_UINT32, TYPE_UINT64, ParsedProto, ProtobufSchemaError, camel, canonical_text,
+    FILE_NAME, INT_RANGES, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE, TYPE_ENUM, TYPE_FLOAT,
+    TYPE_INT32, TYPE_MESSAGE, TYPE_NAMES, TYPE_STRING, ProtobufSchemaError, canonical_text,
     read_proto,
 )
 from .errors import InvalidInputError
 from .schema_format import PayloadMisfit, SchemaFormat
 
-DEFAULT_MESSAGE_NAME = "topLevelRecord"
-TIMESTAMP = "google.protobuf.Timestamp"
-DURATION = "google.protobuf.Duration"
-_IMPORTS = {TIMESTAMP: "google/protobuf/timestamp.proto",
-            DURATION: "google/protobuf/duration.proto"}
-_WRAPPERS = {"google.protobuf.DoubleValue", "google.protobuf.FloatValue",
-             "google.protobuf.Int64Value", "google.protobuf.UInt64Value",
-             "google.protobuf.Int32Value", "google.protobuf.UInt32Value",
-             "google.protobuf.BoolValue", "google.protobuf.StringValue",
-             "google.protobuf.BytesValue"}
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _NANOS = {"s": 10 ** 9, "ms": 10 ** 6, "us": 10 ** 3, "ns": 1}  # an Arrow unit in nanoseconds
-
-
-def _unwrap(t: pa.DataType) -> pa.DataType:
-    while pa.types.is_dictionary(t):
-        t = t.value_type
-    return t
-
-
-def _is_list(t: pa.DataType) -> bool:
-    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-
-
-# -- deriving a schema from an Arrow type -------------------------------------------
-
-
-def _scalar_type(t: pa.DataType) -> Optional[int]:
-    """The Protobuf scalar type of an Arrow scalar type, None for another type."""
-    if pa.types.is_boolean(t):
-        return TYPE_BOOL
-    if pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t) \
-            or pa.types.is_uint8(t) or pa.types.is_uint16(t):
-        return TYPE_INT32
-    if pa.types.is_int64(t):
-        return TYPE_INT64
-    if pa.types.is_uint32(t):
-        return TYPE_UINT32
-    if pa.types.is_uint64(t) or (pa.types.is_decimal(t) and t.precision == 20
-                                 and t.scale == 0):
-        return TYPE_UINT64
-    if pa.types.is_float16(t) or pa.types.is_float32(t):
-        return TYPE_FLOAT
-    if pa.types.is_float64(t):
-        return TYPE_DOUBLE
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return TYPE_STRING
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) \
-            or pa.types.is_fixed_size_binary(t):
-        return TYPE_BYTES
-    return None
-
-
-_MAP_KEY_TYPES = (TYPE_INT32, TYPE_INT64, TYPE_UINT32, TYPE_UINT64, TYPE_STRING, TYPE_BOOL)
-
-
-class _Deriver:
-    """Builds the FileDescriptorProto of a struct column's message, type names as a
-    .proto text writes them (nested messages by their own name)."""
-
-    def __init__(self, column: str, package: str):
-        from google.protobuf import descriptor_pb2
-
-        self.pb2 = descriptor_pb2
-        self.column = column
-        self.imports: List[str] = []
-        self.package = package
-        self.google_shadowed = False  # a scope named `google` hides google.protobuf
-
-    def fail(self, path: str, reason: str):
-        raise InvalidInputError(f"column {self.column!r} field {path} {reason}")
-
-    def scan_names(self, t: pa.DataType):
-        t = _unwrap(t)
-        if pa.types.is_struct(t):
-            for f in t:
-                self.google_shadowed |= f.name == "google"
-                self.scan_names(f.type)
-        elif _is_list(t):
-            self.scan_names(t.value_type)
-        elif pa.types.is_map(t):
-            self.scan_names(t.item_type)
-
-    def message(self, proto, struct: pa.DataType, path: str):
-        if struct.num_fields == 0:
-            where = f"column {self.column!r}" + (f" field {path}" if path else "")
-            raise InvalidInputError(f"{where} is a struct without fields; a message without "
-                                    f"fields reads back as nothing (the decoder drops it, "
-                                    f"as Spark does)")
-        taken = set()
-        for f in struct:
-            inner = f"{path}.{f.name}" if path else f.name
-            if not _IDENTIFIER.match(f.name):
-                self.fail(inner, "is not a Protobuf field name (letters, digits and _, "
-                                 "not starting with a digit); rename it")
-            if f.name in taken:
-                self.fail(inner, "appears twice in its struct; Protobuf field names are "
-                                 "unique")
-            taken.add(f.name)
-        for f in struct:
-            if pa.types.is_map(_unwrap(f.type)):
-                taken.add(camel(f.name) + "Entry")  # protoc's name of its entry message
-        for number, f in enumerate(struct, 1):
-            self.field(proto, f, number, taken, f"{path}.{f.name}" if path else f.name)
-
-    def nested_name(self, base: str, taken: set) -> str:
-        name = base or "Message"
-        if name in taken:
-            name += "Message"
-        candidate, n = name, 2
-        while candidate in taken:
-            candidate, n = f"{name}{n}", n + 1
-        taken.add(candidate)
-        return candidate
-
-    def field(self, proto, arrow_field: pa.Field, number: int, taken: set, path: str):
-        t = _unwrap(arrow_field.type)
-        field = proto.field.add(name=arrow_field.name, number=number, label=LABEL_OPTIONAL)
-        if _is_list(t):
-            item = _unwrap(t.value_type)
-            if _is_list(item) or pa.types.is_map(item):
-                self.fail(path, f"is a list of {item}; Protobuf repeats only singular types "
-                                f"(wrap the inner one in a struct)")
-            field.label = LABEL_REPEATED
-            self.element(proto, field, item, camel(arrow_field.name), taken, f"{path}[]")
-        elif pa.types.is_map(t):
-            key, value = _unwrap(t.key_type), _unwrap(t.item_type)
-            key_type = _scalar_type(key)
-            if key_type not in _MAP_KEY_TYPES:
-                self.fail(path, f"is a map with {key} keys; Protobuf map keys are integers, "
-                                f"strings or bools")
-            if _is_list(value) or pa.types.is_map(value):
-                self.fail(path, f"is a map of {value}; a Protobuf map's values are singular "
-                                f"(wrap them in a struct)")
-            entry = proto.nested_type.add(name=camel(arrow_field.name) + "Entry")
-            entry.options.map_entry = True
-            entry.field.add(name="key", number=1, label=LABEL_OPTIONAL, type=key_type)
-            entry_value = entry.field.add(name="value", number=2, label=LABEL_OPTIONAL)
-            self.element(proto, entry_value, value, camel(arrow_field.name) + "Value", taken,
-                         f"{path}{{}}")
-            field.label = LABEL_REPEATED
-            field.type_name = entry.name
-        else:
-            self.element(proto, field, t, camel(arrow_field.name), taken, path)
-            if arrow_field.nullable and field.type != TYPE_MESSAGE:
-                field.proto3_optional = True
-                field.oneof_index = len(proto.oneof_decl)
-                proto.oneof_decl.add(name="_" + arrow_field.name)
-
-    def element(self, proto, field, t: pa.DataType, name_base: str, taken: set, path: str):
-        """Sets `field`'s type to `t`'s (a nested message added to `proto` for a struct)."""
-        scalar = _scalar_type(t)
-        if scalar is not None:
-            field.type = scalar
-        elif pa.types.is_timestamp(t) or pa.types.is_duration(t):
-            name = TIMESTAMP if pa.types.is_timestamp(t) else DURATION
-            field.type = TYPE_MESSAGE
-            field.type_name = ("." + name) if self.google_shadowed else name
-            if _IMPORTS[name] not in self.imports:
-                self.imports.append(_IMPORTS[name])
-        elif pa.types.is_struct(t):
-            nested = proto.nested_type.add(name=self.nested_name(name_base, taken))
-            self.message(nested, t, path.rstrip("[]{}"))
-            field.type = TYPE_MESSAGE
-            field.type_name = nested.name
-        else:
-            hint = " (cast it to a string, or to a double)" if pa.types.is_decimal(t) else \
-                " (cast it to a timestamp, a string or its days as int32)" \
-                if pa.types.is_date(t) else ""
-            self.fail(path, f"has type {t}, which has no Protobuf type here{hint}; the "
-                            f"mapping writes booleans, integers, floats, strings, binary, "
-                            f"timestamps, durations, decimal(20,0), lists, maps and structs")
-
-
-def derive_message_schema(struct: pa.DataType, full_name: Optional[str], column: str) -> str:
-    """The proto3 text (as Schema Registry stores it) of a struct column's message, named
-    `full_name` (`package.Message`; default topLevelRecord)."""
-    struct = _unwrap(struct)
-    if not pa.types.is_struct(struct):
-        raise InvalidInputError(f"column {column!r} has type {struct}; a Protobuf-framed "
-                                f"write needs a struct there")
-    name = full_name or DEFAULT_MESSAGE_NAME
-    parts = name.lstrip(".").split(".")
-    if not all(_IDENTIFIER.match(part) for part in parts):
-        option = f"{column}RecordName"
-        raise InvalidOptionError(f"option {option!r}: {name!r} is not a Protobuf message "
-                                 f"name (package.Message, each part letters, digits and _)",
-                                 option)
-    package, message = ".".join(parts[:-1]), parts[-1]
-    deriver = _Deriver(column, package)
-    deriver.google_shadowed = "google" in parts
-    deriver.scan_names(struct)
-    file = deriver.pb2.FileDescriptorProto(name=FILE_NAME, syntax="proto3")
-    if package:
-        file.package = package
-    top = file.message_type.add(name=message)
-    deriver.message(top, struct, "")
-    file.dependency.extend(deriver.imports)
-    text = canonical_text(ParsedProto(file, "proto3", ()))
-    try:
-        load_text(text)
-    except ProtobufSchemaError as failure:  # a name clash the mapping did not foresee
-        raise InvalidInputError(f"column {column!r}: the message derived from its type does "
-                                f"not load: {failure}") from None
-    return text
 
 
 # -- loading, choosing the message ---------------------------------------------------
@@ -318,7 +94,7 @@ def _plain_type(t: pa.DataType) -> pa.DataType:
         return _plain_type(t.value_type)
     if pa.types.is_timestamp(t) or pa.types.is_duration(t):
         return pa.int64()
-    if _is_list(t):
+    if is_list_type(t):
         item = t.value_field
         plain = pa.field(item.name, _plain_type(item.type), item.nullable)
         return pa.large_list(plain) if pa.types.is_large_list(t) else pa.list_(plain)
@@ -361,7 +137,7 @@ class _Encoders:
         return fill
 
     def field(self, arrow_type: pa.DataType, fd, where: str) -> Callable:
-        t = _unwrap(arrow_type)
+        t = unwrap_dictionary(arrow_type)
         name = fd.name
         segment = "." + name
         if is_map(fd):
@@ -405,7 +181,7 @@ class _Encoders:
             raise _Mismatch(f"field {where} is a map in the column and {kind_name(fd)} in "
                             f"the message")
         if is_repeated(fd):
-            if not _is_list(t):
+            if not is_list_type(t):
                 raise _Mismatch(f"field {where} is repeated in the message and {t} in the "
                                 f"column (a list is written there)")
             if fd.type == TYPE_MESSAGE:
@@ -440,7 +216,7 @@ class _Encoders:
                 getattr(msg, name).extend(items)
 
             return set_repeated
-        if _is_list(t):
+        if is_list_type(t):
             raise _Mismatch(f"field {where} is a list in the column and a singular "
                             f"{kind_name(fd)} in the message")
         if fd.type == TYPE_MESSAGE:
@@ -481,16 +257,16 @@ class _Encoders:
 
     def message_value(self, arrow_type: pa.DataType, fd, where: str) -> Callable:
         """fill(sub-message, value) of a message-typed field (or repeated item, map value)."""
-        t = _unwrap(arrow_type)
+        t = unwrap_dictionary(arrow_type)
         target = fd.message_type
         full = target.full_name
-        if full in (TIMESTAMP, DURATION):
-            wanted = pa.types.is_timestamp if full == TIMESTAMP else pa.types.is_duration
+        if full in (TIMESTAMP_MESSAGE, DURATION_MESSAGE):
+            wanted = pa.types.is_timestamp if full == TIMESTAMP_MESSAGE else pa.types.is_duration
             if not wanted(t):
                 raise _Mismatch(f"field {where} is a {full} in the message and {t} in the "
                                 f"column")
             factor = _NANOS[t.unit]
-            if full == TIMESTAMP:
+            if full == TIMESTAMP_MESSAGE:
                 def fill_timestamp(sub, value):
                     sub.SetInParent()  # the epoch (0, 0) is still a value
                     sub.seconds, sub.nanos = divmod(value * factor, 10 ** 9)
@@ -505,7 +281,7 @@ class _Encoders:
                 sub.seconds, sub.nanos = sign * seconds, sign * rest
 
             return fill_duration
-        if full in _WRAPPERS:
+        if full in WRAPPERS:
             convert = self.scalar(t, target.fields_by_name["value"], where)
 
             def fill_wrapper(sub, value):
@@ -527,7 +303,7 @@ class _Encoders:
     @staticmethod
     def scalar(arrow_type: pa.DataType, fd, where: str) -> Callable:
         """convert(value) -> the Python value the runtime sets, or _Misfit."""
-        t = _unwrap(arrow_type)
+        t = unwrap_dictionary(arrow_type)
         kind = fd.type
         integer = pa.types.is_integer(t) or (pa.types.is_decimal(t) and t.scale == 0)
         if kind in INT_RANGES and integer:
@@ -612,7 +388,7 @@ def encode_values(column: pa.Array, text: str, message: Optional[str] = None
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks else \
             pa.array([], column.type)
-    struct = _unwrap(column.type)
+    struct = unwrap_dictionary(column.type)
     if not pa.types.is_struct(struct):
         raise InvalidInputError(f"a column of type {column.type}; a Protobuf-framed write "
                                 f"needs a struct")
@@ -673,7 +449,7 @@ class ProtobufFormat(SchemaFormat):
             raise InvalidOptionError(f"option {option!r} is not a .proto schema: {failure}",
                                      option) from None
         descriptor = _message(loaded, message, option)
-        struct = _unwrap(column_type)
+        struct = unwrap_dictionary(column_type)
         if not pa.types.is_struct(struct):
             raise InvalidInputError(f"column {column!r} has type {column_type}; a "
                                     f"Protobuf-framed write needs a struct there")

@@ -13,15 +13,8 @@ google/protobuf/*.proto from the runtime's own well-known types), and payloads a
 with the runtime's message classes.
 
 The column's type is the reader message's (by default the first message of the subject's
-latest schema), field by field as spark-protobuf's SchemaConverters maps them: int32, sint32,
-sfixed32 -> int; int64, sint64, sfixed64 -> bigint; uint32, fixed32 -> bigint and uint64,
-fixed64 -> decimal(20,0) (spark-protobuf's upcast.unsigned.ints: no value wraps negative);
-float, double, bool, string; bytes -> binary; enum -> string (the value's name); message ->
-struct (a message with no fields is left out, as Spark drops it); repeated -> array; map ->
-map; oneof -> its fields, each nullable; google.protobuf.Timestamp -> timestamp, Duration ->
-interval day to second; wrappers (Int32Value, StringValue, ...) -> their nullable scalar
-(spark-protobuf's unwrap.primitive.wrapper.types). A recursive message fails the read naming
-the subject, version and field.
+latest schema), as spark-protobuf's SchemaConverters maps it (schemas/protobuf/mapping.py).
+A recursive message fails the read naming the subject, version and field.
 
 Absent fields: a field without presence (a proto3 scalar without `optional`) reads as its
 default (0, "", false, the first enum value), as Protobuf's own readers give it and
@@ -52,107 +45,17 @@ import pyarrow as pa
 from ..errors import InvalidOptionError, RecordDecodeError
 from ..format.varint import read_varint
 from ..schemas.protobuf.descriptors import (
-    LoadedSchema, is_map, is_repeated, is_required, kind_name, load_registered,
+    LoadedSchema, is_map, is_repeated, kind_name, load_registered,
+)
+from ..schemas.protobuf.mapping import (
+    COLUMN_RANGES, DURATION_TYPE, INT_COLUMNS, TIMESTAMP_TYPE, UNSIGNED_64, WRAPPERS,
+    column_fields, is_duration, is_timestamp, message_type,
 )
 from ..schemas.protobuf.text import (
-    INT_RANGES, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE, TYPE_ENUM, TYPE_FIXED32, TYPE_FIXED64,
-    TYPE_FLOAT, TYPE_GROUP, TYPE_INT32, TYPE_INT64, TYPE_MESSAGE, TYPE_SFIXED32,
-    TYPE_SFIXED64, TYPE_SINT32, TYPE_SINT64, TYPE_STRING, TYPE_UINT32, TYPE_UINT64,
-    ProtobufSchemaError,
+    INT_RANGES, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE, TYPE_ENUM, TYPE_FLOAT, TYPE_MESSAGE,
+    TYPE_STRING, ProtobufSchemaError,
 )
 from .value_formats import FormatReader, IncompatibleSchemaError, ValueFormat, decoded_rows
-
-TIMESTAMP = pa.timestamp("us", tz="UTC")  # Spark's TimestampType
-DURATION = pa.duration("us")  # Spark's DayTimeIntervalType
-UNSIGNED_64 = pa.decimal128(20, 0)
-
-_ARROW_INT = {TYPE_INT32: pa.int32(), TYPE_SINT32: pa.int32(), TYPE_SFIXED32: pa.int32(),
-              TYPE_INT64: pa.int64(), TYPE_SINT64: pa.int64(), TYPE_SFIXED64: pa.int64(),
-              TYPE_UINT32: pa.int64(), TYPE_FIXED32: pa.int64(),
-              TYPE_UINT64: UNSIGNED_64, TYPE_FIXED64: UNSIGNED_64}
-_COLUMN_RANGES = {pa.int32(): (-2 ** 31, 2 ** 31 - 1), pa.int64(): (-2 ** 63, 2 ** 63 - 1),
-                  UNSIGNED_64: (0, 2 ** 64 - 1)}
-_WRAPPERS = {
-    "google.protobuf.DoubleValue": TYPE_DOUBLE, "google.protobuf.FloatValue": TYPE_FLOAT,
-    "google.protobuf.Int64Value": TYPE_INT64, "google.protobuf.UInt64Value": TYPE_UINT64,
-    "google.protobuf.Int32Value": TYPE_INT32, "google.protobuf.UInt32Value": TYPE_UINT32,
-    "google.protobuf.BoolValue": TYPE_BOOL, "google.protobuf.StringValue": TYPE_STRING,
-    "google.protobuf.BytesValue": TYPE_BYTES,
-}
-
-
-# Arrow types of messages ------------------------------------------------------------
-
-
-def _is_timestamp(message) -> bool:
-    return _seconds_nanos(message, "Timestamp")
-
-
-def _is_duration(message) -> bool:
-    return _seconds_nanos(message, "Duration")
-
-
-def _seconds_nanos(message, name) -> bool:
-    """spark-protobuf's test: a message named so, whose fields are seconds and nanos."""
-    return message.name == name and [f.name for f in message.fields] == ["seconds", "nanos"]
-
-
-def _scalar_arrow(kind: int) -> pa.DataType:
-    if kind in _ARROW_INT:
-        return _ARROW_INT[kind]
-    return {TYPE_DOUBLE: pa.float64(), TYPE_FLOAT: pa.float32(), TYPE_BOOL: pa.bool_(),
-            TYPE_STRING: pa.string(), TYPE_BYTES: pa.binary(), TYPE_ENUM: pa.string()}[kind]
-
-
-class _TypeMapper:
-    def __init__(self, where: str):
-        self.where = where
-
-    def message(self, message, active: Tuple[str, ...] = ()) -> Optional[pa.DataType]:
-        """The struct of `message`; None for a message with no fields left (dropped)."""
-        active = active + (message.full_name,)
-        fields = []
-        for field in message.fields:
-            arrow = self.field(field, active)
-            if arrow is None:
-                continue
-            if is_map(field):
-                fields.append(pa.field(field.name, arrow))
-            elif is_repeated(field):
-                fields.append(pa.field(field.name, pa.list_(pa.field("element", arrow,
-                                                                     nullable=False))))
-            else:
-                fields.append(pa.field(field.name, arrow, nullable=not is_required(field)))
-        return pa.struct(fields) if fields else None
-
-    def field(self, field, active) -> Optional[pa.DataType]:
-        if field.type == TYPE_GROUP:
-            raise ProtobufSchemaError(f"{self.where}: field {field.full_name} is a proto2 "
-                                      f"group, which is not read")
-        if field.type != TYPE_MESSAGE:
-            return _scalar_arrow(field.type)
-        message = field.message_type
-        if is_map(field):
-            key = self.field(message.fields_by_name["key"], active)
-            value = self.field(message.fields_by_name["value"], active)
-            if value is None:
-                return None
-            value_field = message.fields_by_name["value"]
-            if is_repeated(value_field):
-                value = pa.list_(pa.field("element", value, nullable=False))
-            return pa.map_(key, pa.field("value", value, nullable=False))
-        if _is_timestamp(message):
-            return TIMESTAMP
-        if _is_duration(message):
-            return DURATION
-        if message.full_name in _WRAPPERS:
-            return _scalar_arrow(_WRAPPERS[message.full_name])
-        if message.full_name in active:
-            raise ProtobufSchemaError(
-                f"{self.where}: field {field.full_name} is a {message.full_name} inside "
-                f"{message.full_name}: a recursive message has no Spark type")
-        return self.message(message, active)
-
 
 # Writer message -> reader column -----------------------------------------------------
 
@@ -218,9 +121,7 @@ class _Converters:
             return convert_row(value, path)
 
         self.messages[key] = convert_message  # nested references to it while building
-        for field in reader.fields:
-            if _TypeMapper("").field(field, ()) is None:
-                continue  # dropped from the column: a message without fields
+        for field in column_fields(reader):  # not those dropped from the column
             written = writer.fields_by_number.get(field.number)
             if written is None:
                 parts.append((field.name, self.absent(field)))
@@ -299,26 +200,26 @@ class _Converters:
         fields, map keys and values)."""
         if reader.type == TYPE_MESSAGE:
             target = reader.message_type
-            if _is_timestamp(target) or _is_duration(target):
+            if is_timestamp(target) or is_duration(target):
                 if writer.type == TYPE_MESSAGE and (
-                        _is_timestamp(writer.message_type) == _is_timestamp(target)
-                        and _is_duration(writer.message_type) == _is_duration(target)):
-                    column = TIMESTAMP if _is_timestamp(target) else DURATION
+                        is_timestamp(writer.message_type) == is_timestamp(target)
+                        and is_duration(writer.message_type) == is_duration(target)):
+                    column = TIMESTAMP_TYPE if is_timestamp(target) else DURATION_TYPE
                     rname = reader.name
                     return lambda value, path: _micros(value, path or rname, column)
-            elif target.full_name in _WRAPPERS:
+            elif target.full_name in WRAPPERS:
                 inner = target.fields_by_name["value"]
-                if writer.type == TYPE_MESSAGE and writer.message_type.full_name in _WRAPPERS:
+                if writer.type == TYPE_MESSAGE and writer.message_type.full_name in WRAPPERS:
                     unwrap = self.leaf(writer.message_type.fields_by_name["value"], inner)
                     return lambda value, path: unwrap(value.value, path)
                 if writer.type != TYPE_MESSAGE:
                     return self.leaf(writer, inner)
             elif writer.type == TYPE_MESSAGE and not is_map(writer) \
-                    and writer.message_type.full_name not in _WRAPPERS:
+                    and writer.message_type.full_name not in WRAPPERS:
                 return self.message(writer.message_type, target)
             raise _Incompatible(f"field {reader.name} is {kind_name(writer)} in the "
                                 f"writer's message and {kind_name(reader)} in the column's")
-        if writer.type == TYPE_MESSAGE and writer.message_type.full_name in _WRAPPERS:
+        if writer.type == TYPE_MESSAGE and writer.message_type.full_name in WRAPPERS:
             unwrap = self.leaf(writer.message_type.fields_by_name["value"], reader)
             return lambda value, path: unwrap(value.value, path)
         return self.leaf(writer, reader)
@@ -342,8 +243,8 @@ class _Converters:
         if rtype in INT_RANGES:
             if wtype not in INT_RANGES:
                 raise problem
-            column = _ARROW_INT[rtype]
-            low, high = _COLUMN_RANGES[column]
+            column = INT_COLUMNS[rtype]
+            low, high = COLUMN_RANGES[column]
             unsigned = column == UNSIGNED_64
             wlow, whigh = INT_RANGES[wtype]
             checked = wlow < low or whigh > high
@@ -445,7 +346,7 @@ class ProtobufReader(FormatReader):
                 raise ProtobufSchemaError(f"{where} declares no message")
             descriptor = self.loaded.by_indexes((0,))
         self.descriptor = descriptor
-        arrow = _TypeMapper(where).message(descriptor)
+        arrow = message_type(descriptor, where)
         if arrow is None:
             raise ProtobufSchemaError(f"{where}: message {descriptor.full_name} has no field, "
                                       f"and a Spark struct needs one")

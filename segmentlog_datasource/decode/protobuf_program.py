@@ -31,6 +31,10 @@ import pyarrow as pa
 from ..format.fastpath.buildinfo import plain_source_sha256
 from ..format.fastpath.loading import load_extension
 from ..schemas.protobuf.descriptors import is_map, is_repeated
+from ..schemas.protobuf.mapping import (
+    DURATION_TYPE, TIMESTAMP_TYPE, UNSIGNED_64, WRAPPERS, column_fields, is_duration,
+    is_timestamp,
+)
 from ..schemas.protobuf.text import (
     INT_RANGES, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE, TYPE_ENUM, TYPE_FLOAT, TYPE_GROUP,
     TYPE_INT32, TYPE_INT64, TYPE_MESSAGE, TYPE_SFIXED32, TYPE_SFIXED64, TYPE_SINT32,
@@ -53,15 +57,10 @@ ROW_REASONS = {ROW_CORRUPT: "Wire format was corrupt", ROW_UTF8: "String field h
 
 _SCALAR_KINDS = {pa.bool_(): COL_BOOL, pa.int32(): COL_I32, pa.int64(): COL_I64,
                  pa.float32(): COL_F32, pa.float64(): COL_F64, pa.string(): COL_BINARY,
-                 pa.binary(): COL_BINARY, pa.decimal128(20, 0): COL_DEC128,
-                 pa.timestamp("us", tz="UTC"): COL_I64, pa.duration("us"): COL_I64}
+                 pa.binary(): COL_BINARY, UNSIGNED_64: COL_DEC128,
+                 TIMESTAMP_TYPE: COL_I64, DURATION_TYPE: COL_I64}
 _SIGNED = {TYPE_INT32, TYPE_INT64, TYPE_SINT32, TYPE_SINT64, TYPE_SFIXED32, TYPE_SFIXED64}
 _UNSIGNED_64 = {TYPE_UINT64, TYPE_FIXED64}
-_WRAPPERS = {"google.protobuf.DoubleValue", "google.protobuf.FloatValue",
-             "google.protobuf.Int64Value", "google.protobuf.UInt64Value",
-             "google.protobuf.Int32Value", "google.protobuf.UInt32Value",
-             "google.protobuf.BoolValue", "google.protobuf.StringValue",
-             "google.protobuf.BytesValue"}
 
 
 class ProtobufCompiledUnavailableWarning(RuntimeWarning):
@@ -317,13 +316,11 @@ class _Compiler:
     def struct_program(self, writer, reader, col: int) -> int:
         """The program reading writer message `writer` into column `col`, a struct of
         reader message `reader` (protobuf.py's _Converters.message)."""
-        from .protobuf import _TypeMapper
-
         index = self._new_program()
         frame = _Frame()
         oneofs = self._oneof_slots(writer, frame)
         children = self.columns[col][1]
-        kept = [field for field in reader.fields if _TypeMapper("").field(field, ()) is not None]
+        kept = column_fields(reader)
         names = [self.types[col].field(k).name for k in range(self.types[col].num_fields)]
         if [field.name for field in kept] != names or len(children) != len(kept):
             raise OutOfScope("the column's struct is not the reader message's fields")
@@ -447,26 +444,24 @@ class _Compiler:
     def single(self, writer, reader, col: int):
         """("conv", a conversion) of a scalar, or ("program", a program) of a message: one
         value of `writer`'s type as one of `reader`'s (_Converters.single)."""
-        from .protobuf import _is_duration, _is_timestamp
-
         if reader.type == TYPE_MESSAGE:
             target = reader.message_type
-            if _is_timestamp(target) or _is_duration(target):
+            if is_timestamp(target) or is_duration(target):
                 if writer.type == TYPE_MESSAGE and (
-                        _is_timestamp(writer.message_type) == _is_timestamp(target)
-                        and _is_duration(writer.message_type) == _is_duration(target)):
+                        is_timestamp(writer.message_type) == is_timestamp(target)
+                        and is_duration(writer.message_type) == is_duration(target)):
                     return "program", self.micros_program(writer.message_type, col)
-            elif target.full_name in _WRAPPERS:
+            elif target.full_name in WRAPPERS:
                 inner = target.fields_by_name["value"]
-                if writer.type == TYPE_MESSAGE and writer.message_type.full_name in _WRAPPERS:
+                if writer.type == TYPE_MESSAGE and writer.message_type.full_name in WRAPPERS:
                     return "program", self.wrapper_program(writer.message_type, inner, col)
                 if writer.type != TYPE_MESSAGE:
                     return "conv", self.leaf(writer, inner)
             elif writer.type == TYPE_MESSAGE and not is_map(writer) \
-                    and writer.message_type.full_name not in _WRAPPERS:
+                    and writer.message_type.full_name not in WRAPPERS:
                 return "program", self.struct_program(writer.message_type, target, col)
             raise OutOfScope(f"field {reader.name}: a message read from another type")
-        if writer.type == TYPE_MESSAGE and writer.message_type.full_name in _WRAPPERS:
+        if writer.type == TYPE_MESSAGE and writer.message_type.full_name in WRAPPERS:
             return "program", self.wrapper_program(writer.message_type, reader, col)
         return "conv", self.leaf(writer, reader)
 
