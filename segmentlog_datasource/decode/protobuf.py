@@ -16,20 +16,11 @@ The column's type is the reader message's (by default the first message of the s
 latest schema), as spark-protobuf's SchemaConverters maps it (schemas/protobuf/mapping.py).
 A recursive message fails the read naming the subject, version and field.
 
-Absent fields: a field without presence (a proto3 scalar without `optional`) reads as its
-default (0, "", false, the first enum value), as Protobuf's own readers give it and
-spark-protobuf's emit.default.values renders it; a field with presence (messages, wrappers,
-oneof members, `optional` and proto2 fields without an explicit default) reads as null;
-repeated and map fields as empty.
-
 Values written with older schemas are decoded with their own message and taken into the
-reader's by field number, as Protobuf reads a message of another version (a renamed field
-keeps its values; a field renumbered is another field): fields the reader lacks are
-dropped, fields the writer lacks read as absent ones do, integers widen (and narrow where the value fits), integers and floats widen
-to floats and doubles, strings and bytes read as each other (UTF-8 checked), a singular
-field reads into a repeated one. Other changes of a field's type make the writer's messages
-incompatible. A value whose message indexes name another message than the reader's is an
-error naming both.
+reader's by field number, by Protobuf's resolution (schemas/protobuf/resolution.py: which
+writer fields read as the reader's, and what an absent field reads as); a writer message
+it does not read makes that schema's values incompatible. A value whose message indexes
+name another message than the reader's is an error naming both.
 
 A read's column (decode_columns) is decoded by the compiled twin of this path
 (protobuf_program.py, _protobufcolumns.c) when the writer's message is in its scope:
@@ -44,17 +35,17 @@ import pyarrow as pa
 
 from ..errors import InvalidOptionError, RecordDecodeError
 from ..format.varint import read_varint
-from ..schemas.protobuf.descriptors import (
-    LoadedSchema, is_map, is_repeated, kind_name, load_registered,
-)
+from ..schemas.protobuf.descriptors import LoadedSchema, load_registered
 from ..schemas.protobuf.mapping import (
-    COLUMN_RANGES, DURATION_TYPE, INT_COLUMNS, TIMESTAMP_TYPE, UNSIGNED_64, WRAPPERS,
-    column_fields, is_duration, is_timestamp, message_type,
+    COLUMN_RANGES, DURATION_TYPE, INT_COLUMNS, TIMESTAMP_TYPE, UNSIGNED_64, enum_names,
+    is_timestamp, message_type,
 )
-from ..schemas.protobuf.text import (
-    INT_RANGES, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE, TYPE_ENUM, TYPE_FLOAT, TYPE_MESSAGE,
-    TYPE_STRING, ProtobufSchemaError,
+from ..schemas.protobuf.resolution import (
+    BOOL, EMPTY, ENUM, FLOAT, INT, MAP, MESSAGE, MICROS, NULL, REPEATED, SINGULAR_TO_REPEATED,
+    TEXT, WRAPPED, Incompatible, LeafRead, ValueRead, absent_read, field_read, leaf_read,
+    matched_fields, null_when_absent,
 )
+from ..schemas.protobuf.text import INT_RANGES, ProtobufSchemaError
 from .value_formats import FormatReader, IncompatibleSchemaError, ValueFormat, decoded_rows
 
 # Writer message -> reader column -----------------------------------------------------
@@ -62,10 +53,6 @@ from .value_formats import FormatReader, IncompatibleSchemaError, ValueFormat, d
 
 class _Misfit(ValueError):
     """A value that does not fit its column (one row's error)."""
-
-
-class _Incompatible(Exception):
-    """A writer field whose type cannot be read as the reader's."""
 
 
 def _micros(value, path: str, column: pa.DataType) -> int:
@@ -95,17 +82,10 @@ def _text(value, path: str):
                       f"string") from None
 
 
-def _enum_names(enum) -> Dict[int, str]:
-    names: Dict[int, str] = {}
-    for value in enum.values:
-        names.setdefault(value.number, value.name)  # an alias: the first name
-    return names
-
-
 class _Converters:
     """Builds functions turning messages of a writer's descriptors into values of the
-    reader's column, by field number (as Protobuf itself reads a message written with
-    another version of its schema: a renamed field keeps its number)."""
+    reader's column, by schemas/protobuf/resolution.py's rules (Incompatible for a writer
+    message they do not read)."""
 
     def __init__(self):
         self.messages: Dict[Tuple[str, str], Callable] = {}
@@ -121,8 +101,7 @@ class _Converters:
             return convert_row(value, path)
 
         self.messages[key] = convert_message  # nested references to it while building
-        for field in column_fields(reader):  # not those dropped from the column
-            written = writer.fields_by_number.get(field.number)
+        for field, written in matched_fields(writer, reader):
             if written is None:
                 parts.append((field.name, self.absent(field)))
             else:
@@ -136,23 +115,20 @@ class _Converters:
     @staticmethod
     def absent(field) -> Callable:
         """The getter of a field the writer lacks: as if absent from the value."""
-        if is_repeated(field):
+        read = absent_read(field)
+        if read == EMPTY:
             return lambda value, path: []
-        if field.has_presence and not field.has_default_value:
+        if read == NULL:
             return lambda value, path: None
-        constant = _Converters.leaf(field, field)(field.default_value, field.name)
+        constant = _Converters.leaf(leaf_read(field, field))(field.default_value, field.name)
         return lambda value, path: constant
 
     def field(self, writer, reader) -> Callable:
+        read = field_read(writer, reader)
         name = reader.name  # the column's field; the writer's may be named otherwise
         wname = writer.name
-        if is_map(reader):
-            if not is_map(writer):
-                raise _Incompatible(f"field {name} is {kind_name(writer)} in the writer's "
-                                    f"message and a map in the column's")
-            wkey, wvalue = (writer.message_type.fields_by_name[n] for n in ("key", "value"))
-            rkey, rvalue = (reader.message_type.fields_by_name[n] for n in ("key", "value"))
-            key, item = self.single(wkey, rkey), self.single(wvalue, rvalue)
+        if read.shape == MAP:
+            key, item = self.value(read.key), self.value(read.value)
 
             def get_map(value, path):
                 inner = f"{path}.{name}" if path else name
@@ -161,23 +137,16 @@ class _Converters:
                         for k in sorted(entries, key=_map_order)]
 
             return get_map
-        if is_map(writer):
-            raise _Incompatible(f"field {name} is a map in the writer's message and "
-                                f"{kind_name(reader)} in the column's")
-        element = self.single(writer, reader)
-        if is_repeated(reader):
-            if is_repeated(writer):
-                return lambda value, path: [
-                    element(item, f"{path}.{name}" if path else name)
-                    for item in getattr(value, wname)]
-            has = self.presence(writer)
+        element = self.value(read.element)
+        if read.shape == REPEATED:
+            return lambda value, path: [
+                element(item, f"{path}.{name}" if path else name)
+                for item in getattr(value, wname)]
+        has = self.presence(writer)
+        if read.shape == SINGULAR_TO_REPEATED:
             return lambda value, path: [element(getattr(value, wname),
                                                 f"{path}.{name}" if path else name)] \
                 if has(value) else []
-        if is_repeated(writer):
-            raise _Incompatible(f"field {name} is repeated in the writer's message and "
-                                f"singular in the column's")
-        has = self.presence(writer)
 
         def get_field(value, path):
             if not has(value):
@@ -190,63 +159,40 @@ class _Converters:
     def presence(field) -> Callable:
         """Whether a message holds the field (one without presence always does: its
         default)."""
-        if field.has_presence and not field.has_default_value:
+        if null_when_absent(field):
             name = field.name
             return lambda value: value.HasField(name)
         return lambda value: True
 
-    def single(self, writer, reader) -> Callable:
-        """One value of `writer`'s type as a value of `reader`'s (elements of repeated
-        fields, map keys and values)."""
-        if reader.type == TYPE_MESSAGE:
-            target = reader.message_type
-            if is_timestamp(target) or is_duration(target):
-                if writer.type == TYPE_MESSAGE and (
-                        is_timestamp(writer.message_type) == is_timestamp(target)
-                        and is_duration(writer.message_type) == is_duration(target)):
-                    column = TIMESTAMP_TYPE if is_timestamp(target) else DURATION_TYPE
-                    rname = reader.name
-                    return lambda value, path: _micros(value, path or rname, column)
-            elif target.full_name in WRAPPERS:
-                inner = target.fields_by_name["value"]
-                if writer.type == TYPE_MESSAGE and writer.message_type.full_name in WRAPPERS:
-                    unwrap = self.leaf(writer.message_type.fields_by_name["value"], inner)
-                    return lambda value, path: unwrap(value.value, path)
-                if writer.type != TYPE_MESSAGE:
-                    return self.leaf(writer, inner)
-            elif writer.type == TYPE_MESSAGE and not is_map(writer) \
-                    and writer.message_type.full_name not in WRAPPERS:
-                return self.message(writer.message_type, target)
-            raise _Incompatible(f"field {reader.name} is {kind_name(writer)} in the "
-                                f"writer's message and {kind_name(reader)} in the column's")
-        if writer.type == TYPE_MESSAGE and writer.message_type.full_name in WRAPPERS:
-            unwrap = self.leaf(writer.message_type.fields_by_name["value"], reader)
-            return lambda value, path: unwrap(value.value, path)
-        return self.leaf(writer, reader)
+    def value(self, read: ValueRead) -> Callable:
+        """One value (of a field, a repeated field's element, a map's key or value) as
+        the column's."""
+        if read.how == MICROS:
+            column = TIMESTAMP_TYPE if is_timestamp(read.reader.message_type) \
+                else DURATION_TYPE
+            rname = read.reader.name
+            return lambda value, path: _micros(value, path or rname, column)
+        if read.how == MESSAGE:
+            return self.message(read.writer.message_type, read.reader.message_type)
+        convert = self.leaf(read.leaf)
+        if read.how == WRAPPED:
+            return lambda value, path: convert(value.value, path)
+        return convert
 
     @staticmethod
-    def leaf(writer, reader) -> Callable:
-        """A scalar or enum of `writer`'s type as `reader`'s."""
-        wtype, rtype = writer.type, reader.type
-        problem = _Incompatible(f"field {reader.name} is {kind_name(writer)} in the writer's "
-                                f"message and {kind_name(reader)} in the column's")
-        if rtype == TYPE_ENUM:
-            names = _enum_names(reader.enum_type)
+    def leaf(read: LeafRead) -> Callable:
+        """A scalar or enum as the column's."""
+        reader = read.reader
+        if read.how == ENUM:
+            names = enum_names(reader.enum_type)
             enum_name = reader.enum_type.name
-            if wtype == TYPE_ENUM:
-                return lambda value, path: names.get(value) or \
-                    f"UNKNOWN_ENUM_VALUE_{enum_name}_{value}"
-            if wtype in INT_RANGES:
-                return lambda value, path: names.get(value) or \
-                    f"UNKNOWN_ENUM_VALUE_{enum_name}_{value}"
-            raise problem
-        if rtype in INT_RANGES:
-            if wtype not in INT_RANGES:
-                raise problem
-            column = INT_COLUMNS[rtype]
+            return lambda value, path: names.get(value) or \
+                f"UNKNOWN_ENUM_VALUE_{enum_name}_{value}"
+        if read.how == INT:
+            column = INT_COLUMNS[reader.type]
             low, high = COLUMN_RANGES[column]
             unsigned = column == UNSIGNED_64
-            wlow, whigh = INT_RANGES[wtype]
+            wlow, whigh = INT_RANGES[read.writer.type]
             checked = wlow < low or whigh > high
 
             def convert_int(value, path):
@@ -257,35 +203,16 @@ class _Converters:
                 return Decimal(value) if unsigned else value
 
             return convert_int
-        if rtype in (TYPE_FLOAT, TYPE_DOUBLE):
-            if wtype in (TYPE_FLOAT, TYPE_DOUBLE) or wtype in INT_RANGES:
-                return lambda value, path: float(value)
-            raise problem
-        if rtype == TYPE_BOOL:
-            if wtype != TYPE_BOOL:
-                raise problem
+        if read.how == FLOAT:
+            return lambda value, path: float(value)
+        if read.how == BOOL:
             return lambda value, path: bool(value) if not isinstance(value, str) \
                 else value == "true"
-        if rtype == TYPE_STRING:
-            if wtype == TYPE_STRING:
-                return lambda value, path: _text(value, path or reader.name)
-            if wtype == TYPE_BYTES:
-                def utf8(value, path):
-                    try:
-                        return bytes(value).decode("utf-8")
-                    except UnicodeDecodeError:
-                        raise _Misfit(f"field {path or reader.name}: bytes that are not "
-                                      f"UTF-8, and the column's field is a string") from None
-                return utf8
-            raise problem
-        if rtype == TYPE_BYTES:
-            if wtype == TYPE_BYTES:
-                return lambda value, path: bytes(value)
-            if wtype == TYPE_STRING:
-                return lambda value, path: value.encode("utf-8") if isinstance(value, str) \
-                    else bytes(value)
-            raise problem
-        raise problem
+        if read.how == TEXT:  # a string, or bytes (UTF-8 checked)
+            return lambda value, path: _text(value, path or reader.name)
+        # BYTES: bytes, or a string's UTF-8
+        return lambda value, path: value.encode("utf-8") if isinstance(value, str) \
+            else bytes(value)
 
 
 # Payloads -----------------------------------------------------------------------------
@@ -398,7 +325,7 @@ class ProtobufReader(FormatReader):
                     try:
                         builder = self._builders.setdefault(writer_id, _Converters())
                         convert = builder.message(descriptor, self.descriptor)
-                    except _Incompatible as incompatible:
+                    except Incompatible as incompatible:
                         self._converters[key] = (f"incompatible writer message "
                                                  f"{descriptor.full_name}: {incompatible}")
                     else:

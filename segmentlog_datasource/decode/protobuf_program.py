@@ -4,15 +4,16 @@ filling the reader column's Arrow buffers with no Python object per record.
 
 `compile_program` is the one place that decides whether a pair is in the compiled
 decoder's scope; None sends the payloads down the pure path (the protobuf runtime's
-parse, then protobuf.py's conversion). The program mirrors protobuf.py's `_Converters`
-rule by rule: fields matched by number, writer fields the reader lacks skipped (but
-checked, as the runtime checks them), reader fields the writer lacks given what an absent
-field reads as, integers widened (a value that does not fit its column fails its row),
-integers and floats to floats, strings and bytes read as each other (UTF-8 checked), a
-singular field read into a repeated one, enums to their names, Timestamp and Duration to
-microseconds, wrappers unwrapped, maps sorted by key. Out of scope (the pure path
-decides): a Timestamp-like message whose seconds or nanos are not signed integers, proto2
-groups, and any pair whose conversion protobuf.py refuses (its error is then every row's).
+parse, then protobuf.py's conversion). Both twins read a writer message as the reader's
+by schemas/protobuf/resolution.py's rules, the program compiling each: fields matched by
+number, writer fields the reader lacks skipped (but checked, as the runtime checks
+them), reader fields the writer lacks given what an absent field reads as, integers
+widened (a value that does not fit its column fails its row), integers and floats to
+floats, strings and bytes read as each other (UTF-8 checked), a singular field read into
+a repeated one, enums to their names, Timestamp and Duration to microseconds, wrappers
+unwrapped, maps sorted by key. Out of scope (the pure path decides): a Timestamp-like
+message whose seconds or nanos are not signed integers, proto2 groups, and any pair
+resolution refuses (the pure path's error is then every row's).
 
 The wire format is read as the runtime reads it (see _protobufcolumns.c): which payloads
 fail is decided here, without the runtime. The words of a failed row's error are the pure
@@ -30,15 +31,17 @@ import pyarrow as pa
 
 from ..format.fastpath.buildinfo import plain_source_sha256
 from ..format.fastpath.loading import load_extension
-from ..schemas.protobuf.descriptors import is_map, is_repeated
-from ..schemas.protobuf.mapping import (
-    DURATION_TYPE, TIMESTAMP_TYPE, UNSIGNED_64, WRAPPERS, column_fields, is_duration,
-    is_timestamp,
+from ..schemas.protobuf.descriptors import is_repeated
+from ..schemas.protobuf.mapping import DURATION_TYPE, TIMESTAMP_TYPE, UNSIGNED_64, enum_names
+from ..schemas.protobuf.resolution import (
+    BOOL, EMPTY, ENUM, FLOAT, INT, MAP, MESSAGE, MICROS, NULL, REPEATED, SINGULAR_TO_REPEATED,
+    TEXT, WRAPPED, FieldRead, Incompatible, LeafRead, ValueRead, absent_read, field_read,
+    matched_fields, null_when_absent,
 )
 from ..schemas.protobuf.text import (
     INT_RANGES, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE, TYPE_ENUM, TYPE_FLOAT, TYPE_GROUP,
     TYPE_INT32, TYPE_INT64, TYPE_MESSAGE, TYPE_SFIXED32, TYPE_SFIXED64, TYPE_SINT32,
-    TYPE_SINT64, TYPE_STRING, TYPE_UINT64, TYPE_FIXED64,
+    TYPE_SINT64, TYPE_STRING,
 )
 
 # _protobufcolumns.c's enums: column kinds, field actions, program kinds, emits,
@@ -60,7 +63,6 @@ _SCALAR_KINDS = {pa.bool_(): COL_BOOL, pa.int32(): COL_I32, pa.int64(): COL_I64,
                  pa.binary(): COL_BINARY, UNSIGNED_64: COL_DEC128,
                  TIMESTAMP_TYPE: COL_I64, DURATION_TYPE: COL_I64}
 _SIGNED = {TYPE_INT32, TYPE_INT64, TYPE_SINT32, TYPE_SINT64, TYPE_SFIXED32, TYPE_SFIXED64}
-_UNSIGNED_64 = {TYPE_UINT64, TYPE_FIXED64}
 
 
 class ProtobufCompiledUnavailableWarning(RuntimeWarning):
@@ -267,12 +269,10 @@ class _Compiler:
     def enum(self, enum) -> int:
         """The table of a reader enum's names: the first name of each number."""
         if enum.full_name not in self._enum_index:
-            names: Dict[int, str] = {}
-            for value in enum.values:
-                names.setdefault(value.number, value.name)
             self._enum_index[enum.full_name] = len(self.enums)
             self.enums.append((enum.name.encode("utf-8"), tuple(
-                (number, name.encode("utf-8")) for number, name in sorted(names.items()))))
+                (number, name.encode("utf-8"))
+                for number, name in sorted(enum_names(enum).items()))))
         return self._enum_index[enum.full_name]
 
     # -- writer fields
@@ -315,18 +315,17 @@ class _Compiler:
     # -- programs
     def struct_program(self, writer, reader, col: int) -> int:
         """The program reading writer message `writer` into column `col`, a struct of
-        reader message `reader` (protobuf.py's _Converters.message)."""
+        reader message `reader` (resolution.matched_fields)."""
         index = self._new_program()
         frame = _Frame()
         oneofs = self._oneof_slots(writer, frame)
         children = self.columns[col][1]
-        kept = column_fields(reader)
+        matched = matched_fields(writer, reader)
         names = [self.types[col].field(k).name for k in range(self.types[col].num_fields)]
-        if [field.name for field in kept] != names or len(children) != len(kept):
+        if [field.name for field, _ in matched] != names or len(children) != len(matched):
             raise OutOfScope("the column's struct is not the reader message's fields")
         entries, emits = {}, []
-        for field, child in zip(kept, children):
-            written = writer.fields_by_number.get(field.number)
+        for (field, written), child in zip(matched, children):
             if written is None:
                 emits.append(self.absent(field, child))
                 continue
@@ -342,38 +341,28 @@ class _Compiler:
         return index
 
     def absent(self, field, col: int) -> tuple:
-        """What a reader field the writer lacks appends (_Converters.absent)."""
-        from .protobuf import _Converters
-
-        value = _Converters.absent(field)(None, field.name)
-        if isinstance(value, list):
+        """What a reader field the writer lacks appends (resolution.absent_read)."""
+        read = absent_read(field)
+        if read == EMPTY:
             return _emit(E_CONST_EMPTY, col)
-        if value is None:
+        if read == NULL:
             return _emit(E_CONST_NULL, col)
-        kind = self.columns[col][0]
-        if kind == COL_BINARY:
-            value = value.encode("utf-8") if isinstance(value, str) else bytes(value)
-        elif kind in (COL_F32, COL_F64):
-            value = float(value)
-        elif kind in (COL_BOOL, COL_I32, COL_I64, COL_DEC128):
-            value = _signed_bits(int(value))
+        if field.type == TYPE_ENUM:  # its name
+            value = enum_names(field.enum_type)[field.default_value].encode("utf-8")
         else:
-            raise OutOfScope(f"a constant of column kind {kind}")
+            value = _raw(field, field.default_value)
         return _emit(E_CONST, col, dflt=value)
 
     def field(self, frame: _Frame, writer, reader, col: int, oneof: int):
-        """(the writer field's entry, the reader field's emit): _Converters.field."""
-        if is_map(reader):
-            if not is_map(writer):
-                raise OutOfScope("a map read from another field")
-            return self.map_field(frame, writer, reader, col)
-        if is_map(writer):
-            raise OutOfScope("a map read as another field")
-        presence = int(writer.has_presence and not writer.has_default_value)
-        if is_repeated(reader):
+        """(the writer field's entry, the reader field's emit): resolution.field_read."""
+        read = field_read(writer, reader)
+        if read.shape == MAP:
+            return self.map_field(frame, writer, read, col)
+        presence = int(null_when_absent(writer))
+        if read.shape in (REPEATED, SINGULAR_TO_REPEATED):
             child = self.columns[col][1][0]
-            kind, element = self.single(writer, reader, child)
-            if is_repeated(writer):
+            kind, element = self.single(read.element, child)
+            if read.shape == REPEATED:
                 if kind == "conv":
                     return self._entry(writer, A_APPEND, col=child, conv=element), \
                         _emit(E_LIST, col)
@@ -386,9 +375,7 @@ class _Compiler:
             base = frame.take(1 + self._nslots(element))
             return self._entry(writer, A_INLINE, oneof, base, element), _emit(
                 E_INLINE_LIST, col, base, sub=element, presence=presence)
-        if is_repeated(writer):
-            raise OutOfScope("a repeated field read as a singular one")
-        kind, element = self.single(writer, reader, col)
+        kind, element = self.single(read.element, col)
         if kind == "conv":
             slot = frame.take(1)
             return self._entry(writer, A_SLOT, oneof, slot), _emit(
@@ -398,15 +385,14 @@ class _Compiler:
         return self._entry(writer, A_INLINE, oneof, base, element), _emit(
             E_INLINE, col, base, sub=element, presence=presence)
 
-    def map_field(self, frame: _Frame, writer, reader, col: int):
+    def map_field(self, frame: _Frame, writer, read: FieldRead, col: int):
         """A map: each entry's key read when it comes (an entry holding an unknown field is
         dropped, as the runtime drops it), the entries read again, sorted by key, when the
         message ends."""
         entries_col = self.columns[col][1][0]
         key_col, value_col = self.columns[entries_col][1]
         wkey, wvalue = (writer.message_type.fields_by_name[n] for n in ("key", "value"))
-        rkey, rvalue = (reader.message_type.fields_by_name[n] for n in ("key", "value"))
-        kind, key_conv = self.single(wkey, rkey, key_col)
+        kind, key_conv = self.single(read.key, key_col)
         if kind != "conv":
             raise OutOfScope("a map key of a message")
         others = [f for f in writer.message_type.fields if f.number not in (1, 2)]
@@ -420,7 +406,7 @@ class _Compiler:
         second = self._new_program()
         entry_frame = _Frame()
         key_slot = entry_frame.take(1)
-        value_kind, value = self.single(wvalue, rvalue, value_col)
+        value_kind, value = self.single(read.value, value_col)
         emits = [_emit(E_SLOT, key_col, key_slot, conv=key_conv,
                        dflt=_raw(wkey, wkey.default_value))]
         if value_kind == "conv":
@@ -441,29 +427,17 @@ class _Compiler:
         return self._entry(writer, A_MAP, slot=slot, sub=arrival), \
             _emit(E_MAP, col, slot, sub=second, key_type=wkey.type)
 
-    def single(self, writer, reader, col: int):
+    def single(self, read: ValueRead, col: int):
         """("conv", a conversion) of a scalar, or ("program", a program) of a message: one
-        value of `writer`'s type as one of `reader`'s (_Converters.single)."""
-        if reader.type == TYPE_MESSAGE:
-            target = reader.message_type
-            if is_timestamp(target) or is_duration(target):
-                if writer.type == TYPE_MESSAGE and (
-                        is_timestamp(writer.message_type) == is_timestamp(target)
-                        and is_duration(writer.message_type) == is_duration(target)):
-                    return "program", self.micros_program(writer.message_type, col)
-            elif target.full_name in WRAPPERS:
-                inner = target.fields_by_name["value"]
-                if writer.type == TYPE_MESSAGE and writer.message_type.full_name in WRAPPERS:
-                    return "program", self.wrapper_program(writer.message_type, inner, col)
-                if writer.type != TYPE_MESSAGE:
-                    return "conv", self.leaf(writer, inner)
-            elif writer.type == TYPE_MESSAGE and not is_map(writer) \
-                    and writer.message_type.full_name not in WRAPPERS:
-                return "program", self.struct_program(writer.message_type, target, col)
-            raise OutOfScope(f"field {reader.name}: a message read from another type")
-        if writer.type == TYPE_MESSAGE and writer.message_type.full_name in WRAPPERS:
-            return "program", self.wrapper_program(writer.message_type, reader, col)
-        return "conv", self.leaf(writer, reader)
+        value read as resolution.value_read says."""
+        if read.how == MICROS:
+            return "program", self.micros_program(read.writer.message_type, col)
+        if read.how == MESSAGE:
+            return "program", self.struct_program(read.writer.message_type,
+                                                  read.reader.message_type, col)
+        if read.how == WRAPPED:
+            return "program", self.wrapper_program(read.writer.message_type, read.leaf, col)
+        return "conv", self.leaf(read.leaf)
 
     def _value_program(self, message, kept: Dict[int, Tuple[int, int]], emit_of) -> int:
         """A program reading a small message into one value: `kept` field numbers ->
@@ -500,37 +474,28 @@ class _Compiler:
                                        dflt=int(seconds.default_value),
                                        dflt2=int(nanos.default_value)))
 
-    def wrapper_program(self, message, reader, col: int) -> int:
-        """A wrapper message's value (absent: its default) as `reader`'s type."""
+    def wrapper_program(self, message, read: LeafRead, col: int) -> int:
+        """A wrapper message's value (absent: its default) read as `read` says."""
         value = message.fields_by_name["value"]
-        conv = self.leaf(value, reader)
+        conv = self.leaf(read)
         return self._value_program(message, {value.number: conv}, lambda slots: _emit(
             E_SLOT, col, slots[value.number], conv=conv, dflt=_raw(value, value.default_value)))
 
-    def leaf(self, writer, reader) -> tuple:
-        """A scalar or enum of `writer`'s type as `reader`'s (_Converters.leaf)."""
-        wtype, rtype = writer.type, reader.type
-        if rtype == TYPE_ENUM:
-            if wtype == TYPE_ENUM or wtype in INT_RANGES:
-                return (CV_ENUM, wtype, 0, self.enum(reader.enum_type))
-        elif rtype in INT_RANGES:
-            if wtype in INT_RANGES:
-                return (CV_INT, wtype, 0, -1)
-        elif rtype in (TYPE_FLOAT, TYPE_DOUBLE):
-            if wtype in (TYPE_FLOAT, TYPE_DOUBLE) or wtype in INT_RANGES:
-                return (CV_FLOAT, wtype, 0, -1)
-        elif rtype == TYPE_BOOL:
-            if wtype == TYPE_BOOL:
-                return (CV_BOOL, wtype, 0, -1)
-        elif rtype == TYPE_STRING:
-            if wtype == TYPE_STRING:  # checked here unless the runtime checked it
-                return (CV_TEXT, wtype, int(not _checks_utf8(writer)), -1)
-            if wtype == TYPE_BYTES:
-                return (CV_TEXT, wtype, 1, -1)
-        elif rtype == TYPE_BYTES:
-            if wtype in (TYPE_BYTES, TYPE_STRING):
-                return (CV_BYTES, wtype, 0, -1)
-        raise OutOfScope(f"field {reader.name}: type {wtype} read as {rtype}")
+    def leaf(self, read: LeafRead) -> tuple:
+        """A scalar or enum's conversion, as resolution.leaf_read says."""
+        wtype = read.writer.type
+        if read.how == ENUM:
+            return (CV_ENUM, wtype, 0, self.enum(read.reader.enum_type))
+        if read.how == INT:
+            return (CV_INT, wtype, 0, -1)
+        if read.how == FLOAT:
+            return (CV_FLOAT, wtype, 0, -1)
+        if read.how == BOOL:
+            return (CV_BOOL, wtype, 0, -1)
+        if read.how == TEXT:  # bytes, or a string the runtime did not check: checked here
+            return (CV_TEXT, wtype, int(wtype == TYPE_BYTES or not _checks_utf8(read.writer)),
+                    -1)
+        return (CV_BYTES, wtype, 0, -1)
 
 
 def _emit(op, col, slot=-1, slot2=-1, sub=-1, presence=0, key_type=0, conv=None, dflt=None,
@@ -549,7 +514,7 @@ def compile_program(writer, reader, indexes: Sequence[int], arrow_type: pa.DataT
     compiler = _Compiler()
     try:
         root = compiler.struct_program(writer, reader, compiler.column(arrow_type))
-    except OutOfScope:
+    except (OutOfScope, Incompatible):  # the pure path says why, every row
         return None
     return Program(module, compiler, root, tuple(indexes))
 

@@ -35,7 +35,7 @@ shop; None gives `topLevelRecord` without a package (spark-avro's default record
 that RecordNameStrategy names a subject alike in both languages).
 """
 import re
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
@@ -83,6 +83,14 @@ def is_duration(message) -> bool:
 def _seconds_nanos(message, name) -> bool:
     """spark-protobuf's test: a message named so, whose fields are seconds and nanos."""
     return message.name == name and [f.name for f in message.fields] == ["seconds", "nanos"]
+
+
+def enum_names(enum) -> Dict[int, str]:
+    """The name each number of an enum reads as (of aliases, the first declared)."""
+    names: Dict[int, str] = {}
+    for value in enum.values:
+        names.setdefault(value.number, value.name)
+    return names
 
 
 def _scalar_arrow(kind: int) -> pa.DataType:
