@@ -478,7 +478,7 @@ class ProtobufFormat(SchemaFormat):
 
     def compatibility_problem(self, level: str, new_text: str,
                               previous: List[Tuple[int, str]]) -> Optional[Tuple[int, str]]:
-        from .protobuf_compatibility import compatibility_problem
+        from ..schemas.protobuf.compatibility import compatibility_problem
 
         return compatibility_problem(level, new_text, previous)
 

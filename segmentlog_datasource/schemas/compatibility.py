@@ -1,7 +1,7 @@
 """Schema Registry's compatibility levels, the same for every schema language: which
 earlier versions a new schema is checked against, and in which direction. Each language
 says why data written with one schema does not read with another (avro.py,
-json_schema.py, protobuf.py)."""
+json_schema.py, protobuf/compatibility.py)."""
 from typing import Callable, List, Optional, Tuple
 
 from ..errors import InvalidOptionError

@@ -24,10 +24,10 @@ message) and field (matched by number, oneof members included):
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from ..schemas.compatibility import Incomparable, level_problem
-from ..schemas.protobuf.descriptors import LoadedProto
-from ..schemas.protobuf.text import (
-    LABEL_REPEATED, LABEL_REQUIRED, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE, TYPE_ENUM,
+from ..compatibility import Incomparable, level_problem
+from .descriptors import LoadedProto
+from .text import (
+    FILE_NAME, LABEL_REPEATED, LABEL_REQUIRED, TYPE_BOOL, TYPE_BYTES, TYPE_DOUBLE, TYPE_ENUM,
     TYPE_FIXED32, TYPE_FIXED64, TYPE_FLOAT, TYPE_GROUP, TYPE_INT32, TYPE_INT64, TYPE_MESSAGE,
     TYPE_NAMES, TYPE_SFIXED32, TYPE_SFIXED64, TYPE_SINT32, TYPE_SINT64, TYPE_STRING,
     TYPE_UINT32, TYPE_UINT64, ProtobufSchemaError,
@@ -77,7 +77,7 @@ class _Schema:
 
     def __init__(self, text: str, name: str):
         self.name = name
-        self.loaded = LoadedProto(text, "schema.proto", name)
+        self.loaded = LoadedProto(text, FILE_NAME, name)
         self.file = self.loaded.resolved()
         self.proto3 = self.file.syntax == "proto3"
 
@@ -283,8 +283,8 @@ def incompatibilities(original_text: str, original_name: str, update_text: str,
 def compatibility_problem(level: str, new_text: str, previous: List[Tuple[int, str]]
                           ) -> Optional[Tuple[int, str]]:
     """(version, reason) of the first earlier version `new_text` is incompatible with at
-    `level` by the registry's Protobuf diff (schema_format.level_problem); None when
-    compatible."""
+    `level` by the registry's Protobuf diff (schemas/compatibility.py's level_problem);
+    None when compatible."""
     return level_problem(level, new_text, previous, _unreadable)
 
 
