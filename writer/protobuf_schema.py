@@ -44,7 +44,7 @@ from .schema_format import PayloadMisfit, SchemaFormat
 _NANOS = {"s": 10 ** 9, "ms": 10 ** 6, "us": 10 ** 3, "ns": 1}  # an Arrow unit in nanoseconds
 
 
-# -- loading, choosing the message ---------------------------------------------------
+# -- choosing the message -----------------------------------------------------------
 
 def _message(loaded: LoadedProto, message: Optional[str], option: Optional[str] = None):
     """The descriptor of the message `message` names (full, or without the package), or of

@@ -295,6 +295,13 @@ def test_a_given_schema_is_registered_in_canonical_form_and_picks_its_message():
     assert PROTOBUF.record_name(text, message="shop.Refund") == "shop.Refund"
     assert PROTOBUF.message_indexes(text, message="Refund") == b"\x02\x02"
     assert PROTOBUF.message_indexes(text, message="Order.Line") == b"\x04\x00\x00"
+    # a message of a file it imports has no message indexes in it: not one of its messages
+    stamped = ('syntax = "proto3"; import "google/protobuf/timestamp.proto"; '
+               'message O { google.protobuf.Timestamp at = 1; }')
+    assert PROTOBUF.message_indexes(stamped, message="O") == b"\x00"
+    with pytest.raises(InvalidOptionError, match="has no message 'google.protobuf.Timestamp' "
+                                                 r"\(its top-level messages: O\)"):
+        PROTOBUF.message_indexes(stamped, message="google.protobuf.Timestamp")
     # what the parser reads past (options) keeps the text as given
     with_options = GIVEN.replace("package shop;", 'package shop;\noption java_package = "x";')
     assert PROTOBUF.given_schema(with_options, "valueProtobufSchema", column,
