@@ -25,7 +25,7 @@ string formats, Connect's Date and Timestamp integers. Constraints (`minimum`, `
 ...) are not checked, as the reader does not check them. A null field is written as null
 where the schema takes null, left out where the property is optional, else a misfit.
 
-Compatibility: schemas/json_schema_compatibility.py.
+Compatibility: schemas/json_schema/compatibility.py.
 """
 import base64
 import datetime as dt
@@ -667,7 +667,7 @@ class JsonSchemaFormat(SchemaFormat):
 
     def compatibility_problem(self, level: str, new_text: str,
                               previous: List[Tuple[int, str]]) -> Optional[Tuple[int, str]]:
-        from ..schemas.json_schema_compatibility import compatibility_problem
+        from ..schemas.json_schema.compatibility import compatibility_problem
 
         return compatibility_problem(level, new_text, previous)
 

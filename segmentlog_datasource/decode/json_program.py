@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from ..format.fastpath.buildinfo import plain_source_sha256
 from ..format.fastpath.loading import load_extension
-from .json_nodes import NO_DEFAULT, Misfit, Node
+from ..schemas.json_schema.mapping import NO_DEFAULT, Misfit, Node
 
 # Column kinds and step kinds: _jsoncolumns.c's enums.
 COL_BOOL, COL_I8, COL_I16, COL_I32, COL_I64, COL_F32, COL_F64, COL_BINARY, COL_LIST, \

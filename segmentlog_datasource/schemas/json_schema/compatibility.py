@@ -21,8 +21,8 @@ import re
 from decimal import Decimal
 from typing import Any, Dict, List, Optional, Tuple
 
-from .compatibility import Incomparable, level_problem
-from .json_schema import canonical_text, enum_key, local_target, parse_schema_text, pointer_token
+from ..compatibility import Incomparable, level_problem
+from . import canonical_text, enum_key, local_target, parse_schema_text, pointer_token
 
 _OBJECT_KEYWORDS = ("properties", "additionalProperties", "required", "patternProperties",
                     "minProperties", "maxProperties", "dependencies", "propertyNames",

@@ -1,10 +1,10 @@
 """JSON Schema, the language's facts (this module) and Schema Registry's compatibility of
-its versions (json_schema_compatibility.py): a schema's text as the registry's Jackson
+its versions (compatibility.py): a schema's text as the registry's Jackson
 reads it and the canonical text it stores; JSON pointers, and `$ref`s followed within a
 document, one way for reading, writing and compatibility alike (a pointer's tokens
 percent-decoded, as a URI fragment is, then unescaped: `#/definitions/a%20b` names
 "a b"); the schema a framed write derives from a column's type. The columns a schema
-reads as are decode/json_nodes.py's and decode/json_schema.py's mapping.
+reads as: mapping.py; the registry's compatibility of versions: compatibility.py.
 """
 import json
 import re
@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 
-from ..errors import InvalidInputError
+from ...errors import InvalidInputError
 
 
 def parse_schema_text(text) -> Any:
