@@ -60,40 +60,26 @@ if os.path.exists(ENCODER_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON
         )
     )
 
-AVRO_SOURCE = os.path.join("segmentlog_datasource", "decode", "_avrocolumns.c")
-if os.path.exists(AVRO_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
-    # valueFormat=avro's compiled decoder (decode/avro_program.py); avro.py falls back to
-    # fastavro when it is not built.
-    # SEGMENTLOG_SOURCE_SHA256: as for the record decoder, a checkout run loads an
-    # installed build only when it was built from the checkout's source.
+# The compiled value decoders of decode/, each with its pure twin when it is not built:
+#   _avrocolumns: valueFormat=avro (decode/avro_program.py); avro.py falls back to fastavro;
+#   _jsoncolumns: valueFormat=json's columnar decoder (decode/json_program.py);
+#     json_schema.py decodes row by row;
+#   _protobufcolumns: valueFormat=protobuf (decode/protobuf_program.py); protobuf.py
+#     decodes row by row through the protobuf runtime.
+# SEGMENTLOG_SOURCE_SHA256: as for the record decoder, a checkout run loads an installed
+# build only when it was built from the checkout's source (the .c and the columns.h it
+# includes: buildinfo.PLAIN_C_HEADERS).
+DECODE = os.path.join("segmentlog_datasource", "decode")
+for name in ("_avrocolumns", "_jsoncolumns", "_protobufcolumns"):
+    source = os.path.join(DECODE, name + ".c")
+    if not os.path.exists(source) or os.environ.get("SEGMENTLOG_PURE_PYTHON"):
+        continue
     buildinfo = runpy.run_path(os.path.join(FASTPATH, "buildinfo.py"))
     ext_modules.append(
-        Extension("segmentlog_datasource.decode._avrocolumns", sources=[AVRO_SOURCE],
-                  define_macros=buildinfo["plain_define_macros"](
-                      os.path.dirname(AVRO_SOURCE), os.path.basename(AVRO_SOURCE)),
-                  extra_compile_args=["-O3"]))
-
-JSON_SOURCE = os.path.join("segmentlog_datasource", "decode", "_jsoncolumns.c")
-if os.path.exists(JSON_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
-    # valueFormat=json's columnar decoder (decode/json_program.py); json_schema.py decodes
-    # row by row when it is not built. Loaded from a checkout as _avrocolumns is.
-    buildinfo = runpy.run_path(os.path.join(FASTPATH, "buildinfo.py"))
-    ext_modules.append(
-        Extension("segmentlog_datasource.decode._jsoncolumns", sources=[JSON_SOURCE],
-                  define_macros=buildinfo["plain_define_macros"](
-                      os.path.dirname(JSON_SOURCE), os.path.basename(JSON_SOURCE)),
-                  extra_compile_args=["-O3"]))
-
-PROTOBUF_SOURCE = os.path.join("segmentlog_datasource", "decode", "_protobufcolumns.c")
-if os.path.exists(PROTOBUF_SOURCE) and not os.environ.get("SEGMENTLOG_PURE_PYTHON"):
-    # valueFormat=protobuf's compiled decoder (decode/protobuf_program.py); protobuf.py
-    # decodes row by row through the protobuf runtime when it is not built. Its
-    # SOURCE_SHA256 as the Avro decoder's.
-    buildinfo = runpy.run_path(os.path.join(FASTPATH, "buildinfo.py"))
-    ext_modules.append(
-        Extension("segmentlog_datasource.decode._protobufcolumns", sources=[PROTOBUF_SOURCE],
-                  define_macros=buildinfo["plain_define_macros"](
-                      os.path.dirname(PROTOBUF_SOURCE), os.path.basename(PROTOBUF_SOURCE)),
+        Extension(f"segmentlog_datasource.decode.{name}", sources=[source],
+                  define_macros=buildinfo["plain_define_macros"](DECODE, name + ".c"),
+                  depends=[os.path.join(DECODE, header)
+                           for header in buildinfo["PLAIN_C_HEADERS"]],
                   extra_compile_args=["-O3"]))
 
 setup(

@@ -22,31 +22,11 @@ enum { W_NULL = 0, W_BOOL, W_INT, W_LONG, W_FLOAT, W_DOUBLE, W_BYTES, W_STRING, 
 enum { CONV_NONE = 0, CONV_MILLIS_TO_MICROS };
 
 #define MAX_DEPTH 64
-/* the appends and reads of every value: inlined into the steps that run them */
-#define HOT inline __attribute__((always_inline))
 
-typedef struct {
-    char *data;
-    Py_ssize_t len, cap;
-} Buf;
-
-typedef struct {
-    int kind;
-    int utf8;            /* a string column: bytes are checked as UTF-8 */
-    int width;           /* bytes per value of fixed-width kinds */
-    int nchildren;
-    int *children;
-    Py_ssize_t length;
-    /* Validity is kept (one byte per slot, packed to bits at the end) only from a
-     * column's first null in a run: most columns have none, and pay nothing. */
-    int has_validity;
-    Buf validity;
-    Buf values;          /* fixed-width values, or bool bytes */
-    Buf offsets;         /* int32 offsets of binary and list columns (length + 1) */
-    Buf data;            /* binary column bytes */
-    /* bytes per row of the last run's buffers: the next run reserves them at once */
-    double values_per_row, offsets_per_row, data_per_row;
-} Column;
+/* The columns, their buffers and a run's plumbing (columns.h), with a flag of their own. */
+#define COLUMNS_MODULE "_avrocolumns"
+#define COLUMN_FIELDS int utf8;  /* a string column: bytes are checked as UTF-8 */
+#include "columns.h"
 
 typedef struct {
     int col;
@@ -83,37 +63,8 @@ typedef struct {
     Py_ssize_t bad_utf8_len;
 } Cursor;
 
-enum { OK = 0, FAIL = -1, NOMEM = -2, ERROR = -3 };  /* ERROR: a Python exception is set */
+enum { FAIL = -1 };  /* the row is bad (beside columns.h's OK, NOMEM and ERROR) */
 static const char BAD_UTF8[] = "bytes that are not UTF-8 for a string";
-
-/* ------------------------------------------------------------------ buffers */
-
-static int buf_reserve(Buf *b, Py_ssize_t more) {
-    if (b->len + more <= b->cap) return OK;
-    Py_ssize_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + more) {
-        if (cap > PY_SSIZE_T_MAX / 2) return NOMEM;
-        cap *= 2;
-    }
-    char *grown = PyMem_RawRealloc(b->data, (size_t)cap);
-    if (!grown) return NOMEM;
-    b->data = grown;
-    b->cap = cap;
-    return OK;
-}
-
-static HOT int buf_put(Buf *b, const void *src, Py_ssize_t n) {
-    if (buf_reserve(b, n) != OK) return NOMEM;
-    if (n) memcpy(b->data + b->len, src, (size_t)n);
-    b->len += n;
-    return OK;
-}
-
-static inline int buf_byte(Buf *b, uint8_t v) {
-    if (b->len >= b->cap && buf_reserve(b, 1) != OK) return NOMEM;
-    b->data[b->len++] = (char)v;
-    return OK;
-}
 
 /* ------------------------------------------------------------------ reads */
 
@@ -160,88 +111,11 @@ static inline int read_length(Cursor *c, Py_ssize_t *out) {
     return OK;
 }
 
-/* Strict UTF-8, as Python's decoder: no overlongs, surrogates or values past U+10FFFF. */
-static int valid_utf8(const uint8_t *s, Py_ssize_t n) {
-    Py_ssize_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t chunk;
-            memcpy(&chunk, s + i, 8);
-            if (!(chunk & 0x8080808080808080ULL)) { i += 8; continue; }
-        }
-        uint8_t b = s[i];
-        if (b < 0x80) { i++; continue; }
-        if (b >= 0xc2 && b <= 0xdf) {
-            if (i + 1 >= n || (s[i + 1] & 0xc0) != 0x80) return 0;
-            i += 2;
-        } else if (b >= 0xe0 && b <= 0xef) {
-            if (i + 2 >= n) return 0;
-            uint8_t b1 = s[i + 1];
-            if ((b1 & 0xc0) != 0x80 || (s[i + 2] & 0xc0) != 0x80) return 0;
-            if (b == 0xe0 && b1 < 0xa0) return 0;
-            if (b == 0xed && b1 > 0x9f) return 0;
-            i += 3;
-        } else if (b >= 0xf0 && b <= 0xf4) {
-            if (i + 3 >= n) return 0;
-            uint8_t b1 = s[i + 1];
-            if ((b1 & 0xc0) != 0x80 || (s[i + 2] & 0xc0) != 0x80 || (s[i + 3] & 0xc0) != 0x80) return 0;
-            if (b == 0xf0 && b1 < 0x90) return 0;
-            if (b == 0xf4 && b1 > 0x8f) return 0;
-            i += 4;
-        } else {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* ------------------------------------------------------------------ appends */
 
-static HOT int append_validity(Column *col, int valid) {
-    if (!valid && !col->has_validity) {  /* the first null: the slots before it were valid */
-        if (buf_reserve(&col->validity, col->length + 1) != OK) return NOMEM;
-        if (col->length > 0) memset(col->validity.data, 1, (size_t)col->length);
-        col->validity.len = col->length;
-        col->has_validity = 1;
-    }
-    if (col->has_validity && buf_byte(&col->validity, (uint8_t)valid) != OK) return NOMEM;
-    col->length++;
-    return OK;
-}
-
-static int append_null(Program *prog, int index);
-
-static HOT int end_offset(Column *col, Py_ssize_t end) {
-    if (end > INT32_MAX) return NOMEM;  /* reported as an overflow by run() */
-    int32_t offset = (int32_t)end;
-    return buf_put(&col->offsets, &offset, 4);
-}
-
+/* A null in column `index`: a null struct's children are null too. */
 static int append_null(Program *prog, int index) {
-    Column *col = &prog->cols[index];
-    switch (col->kind) {
-    case COL_NULL:
-        break;
-    case COL_BOOL:
-        if (buf_byte(&col->values, 0) != OK) return NOMEM;
-        break;
-    case COL_I32: case COL_I64: case COL_F32: case COL_F64: {
-        static const char zeros[8] = {0};
-        if (buf_put(&col->values, zeros, col->width) != OK) return NOMEM;
-        break;
-    }
-    case COL_BINARY:
-        if (end_offset(col, col->data.len) != OK) return NOMEM;
-        break;
-    case COL_LIST:
-        if (end_offset(col, prog->cols[col->children[0]].length) != OK) return NOMEM;
-        break;
-    case COL_STRUCT:
-        for (int k = 0; k < col->nchildren; k++)
-            if (append_null(prog, col->children[k]) != OK) return NOMEM;
-        break;
-    }
-    return append_validity(col, 0);
+    return append_empty(prog->cols, index, 0, 0);
 }
 
 static HOT int append_integer(Column *col, int64_t v, int conv, Cursor *c, int *status) {
@@ -280,22 +154,6 @@ static HOT int append_integer(Column *col, int64_t v, int conv, Cursor *c, int *
         *status = malformed(c, "an integer for a column of another type");
         return FAIL;
     }
-    return append_validity(col, 1);
-}
-
-static HOT int append_real(Column *col, double v) {
-    if (col->kind == COL_F32) {
-        float x = (float)v;
-        if (buf_put(&col->values, &x, 4) != OK) return NOMEM;
-    } else {
-        if (buf_put(&col->values, &v, 8) != OK) return NOMEM;
-    }
-    return append_validity(col, 1);
-}
-
-static HOT int append_bytes(Column *col, const char *s, Py_ssize_t n) {
-    if (buf_put(&col->data, s, n) != OK) return NOMEM;
-    if (end_offset(col, col->data.len) != OK) return NOMEM;
     return append_validity(col, 1);
 }
 
@@ -351,7 +209,7 @@ static HOT int read_value(Program *prog, Step *step, Cursor *c) {
         c->p += n;
         if (!col) return OK;  /* skipped: not decoded, as fastavro skips it */
         /* fastavro decodes a writer's string even when the reader wants bytes */
-        if ((step->wkind == W_STRING || col->utf8) && !valid_utf8(s, n)) {
+        if ((step->wkind == W_STRING || col->utf8) && !strict_utf8(s, n)) {
             c->bad_utf8 = s;
             c->bad_utf8_len = n;
             return malformed(c, BAD_UTF8);
@@ -464,39 +322,15 @@ static void free_step(Step *step) {
     PyMem_Free(step);
 }
 
-static void free_columns(Program *prog) {
-    for (int k = 0; k < prog->ncols; k++) {
-        Column *col = &prog->cols[k];
-        PyMem_RawFree(col->validity.data);
-        PyMem_RawFree(col->values.data);
-        PyMem_RawFree(col->offsets.data);
-        PyMem_RawFree(col->data.data);
-        col->validity = col->values = col->offsets = col->data = (Buf){0};
-        col->length = 0;
-        col->has_validity = 0;
-    }
-}
-
 static void free_program(PyObject *capsule) {
     Program *prog = PyCapsule_GetPointer(capsule, "avrocolumns.program");
     if (!prog) return;
-    free_columns(prog);
+    free_columns(prog->cols, prog->ncols);
     for (int k = 0; k < prog->ncols; k++) PyMem_Free(prog->cols[k].children);
     PyMem_Free(prog->cols);
     free_step(prog->root);
     PyMem_Free(prog);
 }
-
-static char *copy_bytes(PyObject *obj, Py_ssize_t *len) {
-    char *src;
-    if (PyBytes_AsStringAndSize(obj, &src, len) < 0) return NULL;
-    char *out = PyMem_Malloc((size_t)(*len ? *len : 1));
-    if (!out) { PyErr_NoMemory(); return NULL; }
-    memcpy(out, src, (size_t)*len);
-    return out;
-}
-
-#define REFUSE(message) do { PyErr_SetString(PyExc_ValueError, message); goto fail; } while (0)
 
 /* Whether a step of `op` reading writer kind `wkind` may fill a column of `kind`. */
 static int fits(int op, int wkind, int kind) {
@@ -630,19 +464,7 @@ static PyObject *compile_program(PyObject *self, PyObject *args) {
             goto fail;
         if (col->kind < COL_NULL || col->kind > COL_STRUCT) REFUSE("column kind");
         col->width = WIDTHS[col->kind];
-        Py_ssize_t m = PyTuple_GET_SIZE(children);
-        if (col->kind == COL_LIST ? m != 1 : col->kind != COL_STRUCT && m != 0)
-            REFUSE("a list column has one child, a struct any, others none");
-        col->children = PyMem_Calloc((size_t)(m ? m : 1), sizeof(int));
-        if (!col->children) { PyErr_NoMemory(); goto fail; }
-        col->nchildren = (int)m;
-        for (Py_ssize_t j = 0; j < m; j++) {
-            long child = PyLong_AsLong(PyTuple_GET_ITEM(children, j));
-            if (child == -1 && PyErr_Occurred()) goto fail;
-            /* children come after their parent: no cycles */
-            if (child <= k || child >= n) REFUSE("child column");
-            col->children[j] = (int)child;
-        }
+        if (column_children(col, children, k, n) < 0) goto fail;
     }
     if (!(prog->root = build_step(prog, root, 0))) goto fail;
     if (prog->root->col != 0) REFUSE("the root step fills column 0");
@@ -654,72 +476,13 @@ fail:
 
 /* ------------------------------------------------------------------ running */
 
-/* A buffer of a run's column, handed to Arrow as it is (pa.py_buffer takes its buffer
- * protocol): the decoded bytes are not copied again. */
-typedef struct {
-    PyObject_HEAD
-    char *data;
-    Py_ssize_t len;
-} ColumnBuffer;
-
-static int column_buffer_get(PyObject *self, Py_buffer *view, int flags) {
-    ColumnBuffer *buffer = (ColumnBuffer *)self;
-    return PyBuffer_FillInfo(view, self, buffer->data ? buffer->data : "", buffer->len, 1, flags);
-}
-
-static void column_buffer_dealloc(PyObject *self) {
-    PyMem_RawFree(((ColumnBuffer *)self)->data);
-    Py_TYPE(self)->tp_free(self);
-}
-
-static PyBufferProcs column_buffer_procs = {column_buffer_get, NULL};
-
-static PyTypeObject ColumnBufferType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_avrocolumns.ColumnBuffer",
-    .tp_basicsize = sizeof(ColumnBuffer),
-    .tp_dealloc = column_buffer_dealloc,
-    .tp_as_buffer = &column_buffer_procs,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A decoded column's buffer, owned until Arrow releases it.",
-};
-
-/* `b`'s bytes as a ColumnBuffer, which takes them over (`b` is emptied); NULL with an
- * exception set. */
-static PyObject *hand_over(Buf *b) {
-    ColumnBuffer *buffer = PyObject_New(ColumnBuffer, &ColumnBufferType);
-    if (!buffer) return NULL;
-    buffer->data = b->data;
-    buffer->len = b->len;
-    *b = (Buf){0};
-    return (PyObject *)buffer;
-}
-
-/* Slot bytes (one per slot, non-zero: set) packed into an Arrow bitmap, with the number of
- * zero slots in `unset`. */
-static PyObject *packed_bits(Buf *b, Py_ssize_t length, Py_ssize_t *unset) {
-    Buf bits = {PyMem_RawCalloc((size_t)(length + 7) / 8 + 1, 1), (length + 7) / 8, 0};
-    if (!bits.data) return PyErr_NoMemory();
-    bits.cap = bits.len;
-    uint8_t *out = (uint8_t *)bits.data;
-    const uint8_t *bytes = (const uint8_t *)b->data;
-    Py_ssize_t set = 0;
-    for (Py_ssize_t i = 0; i < length; i++) {
-        uint8_t on = bytes[i] != 0;
-        out[i >> 3] |= (uint8_t)(on << (i & 7));
-        set += on;
-    }
-    *unset = length - set;
-    return hand_over(&bits);
-}
-
 static const char TRUNCATED_FORMAT[] =
     "truncated payload: the Avro value needs more than the %zd bytes after the frame";
 
 /* The pure path's reason for a string that is not UTF-8: Python's own decoder's words. */
 static PyObject *utf8_error(const uint8_t *s, Py_ssize_t n) {
     PyObject *decoded = PyUnicode_DecodeUTF8((const char *)s, n, "strict");
-    if (decoded) {  /* not expected: valid_utf8 and Python disagree */
+    if (decoded) {  /* not expected: strict_utf8 and Python disagree */
         Py_DECREF(decoded);
         return PyUnicode_FromString("malformed payload: " "bytes that are not UTF-8 for a string");
     }
@@ -733,35 +496,6 @@ static PyObject *utf8_error(const uint8_t *s, Py_ssize_t n) {
     Py_XDECREF(value);
     Py_XDECREF(traceback);
     return error;
-}
-
-/* Column `index` cut back to its first `length` slots, and its children to what those
- * slots hold. Rows before a failed one are whole, so every column's size follows from the
- * root's row count: a struct's children have its length, a list's child and a binary
- * column's bytes end where its last kept offset says. */
-static void roll_back(Program *prog, int index, Py_ssize_t length) {
-    Column *col = &prog->cols[index];
-    col->length = length;
-    if (col->has_validity) col->validity.len = length;
-    switch (col->kind) {
-    case COL_BOOL:
-        col->values.len = length;
-        break;
-    case COL_I32: case COL_I64: case COL_F32: case COL_F64:
-        col->values.len = length * col->width;
-        break;
-    case COL_BINARY:
-        col->offsets.len = (length + 1) * 4;
-        col->data.len = ((const int32_t *)col->offsets.data)[length];
-        break;
-    case COL_LIST:
-        col->offsets.len = (length + 1) * 4;
-        roll_back(prog, col->children[0], ((const int32_t *)col->offsets.data)[length]);
-        break;
-    case COL_STRUCT:
-        for (int k = 0; k < col->nchildren; k++) roll_back(prog, col->children[k], length);
-        break;
-    }
 }
 
 /* One payload decoded into the program's columns as row `row`: OK, or FAIL with its error
@@ -789,87 +523,19 @@ static int decode_row(Program *prog, const char *start, Py_ssize_t size,
             : PyUnicode_FromFormat(TRUNCATED_FORMAT, size);
     }
     if (r == NOMEM) {
-        PyErr_SetString(PyExc_MemoryError, "decoded columns past their size limit");
+        past_size_limit();
         return NOMEM;
     }
     if (!error) return ERROR;
     PyList_SET_ITEM(errors, row, error);
-    roll_back(prog, 0, row);
+    /* Rows before a failed one are whole: every column's size follows from the root's
+     * row count. */
+    roll_back(prog->cols, 0, row);
     if (append_null(prog, 0) != OK) {
         PyErr_NoMemory();
         return NOMEM;
     }
     return OK;
-}
-
-/* The columns' buffers once every row is in: [(length, null_count, validity, values,
- * offsets, data)] per column, the buffers handed over. */
-static PyObject *column_buffers(Program *prog, Py_ssize_t rows) {
-    PyObject *columns = PyList_New(prog->ncols);
-    if (!columns) return NULL;
-    for (int k = 0; k < prog->ncols; k++) {
-        Column *col = &prog->cols[k];
-        if (rows) {
-            col->values_per_row = (double)col->values.len / (double)rows;
-            col->offsets_per_row = (double)col->offsets.len / (double)rows;
-            col->data_per_row = (double)col->data.len / (double)rows;
-        }
-        Py_ssize_t nulls = 0, unused;
-        PyObject *validity = NULL;
-        if (col->has_validity) {
-            if (!(validity = packed_bits(&col->validity, col->length, &nulls))) goto fail;
-            if (!nulls) Py_CLEAR(validity);  /* its nulls were rolled back */
-        }
-        if (!validity) validity = Py_NewRef(Py_None);
-        PyObject *values = col->kind == COL_BOOL ? packed_bits(&col->values, col->length, &unused)
-                                                 : hand_over(&col->values);
-        PyObject *offsets = values ? hand_over(&col->offsets) : NULL;
-        PyObject *data = offsets ? hand_over(&col->data) : NULL;
-        PyObject *entry = data
-            ? Py_BuildValue("nnNNNN", col->length, nulls, validity, values, offsets, data)
-            : NULL;
-        if (!entry) {
-            if (!data) {
-                Py_DECREF(validity);
-                Py_XDECREF(values);
-                Py_XDECREF(offsets);
-            }
-            goto fail;
-        }
-        PyList_SET_ITEM(columns, k, entry);
-    }
-    return columns;
-fail:
-    Py_DECREF(columns);
-    return NULL;
-}
-
-/* A run's reservation per buffer at most: a batch of large values before a batch of
- * small ones must not reserve memory it will not use (past it, buffers grow as needed). */
-#define RESERVE_CAP ((Py_ssize_t)64 << 20)
-
-/* Reserves `b` for `rows` rows at `per_row` bytes each (the last run's rate); a
- * reservation that fails is left to the growth of the run itself. */
-static void reserve_rows(Buf *b, double per_row, Py_ssize_t rows) {
-    double wanted = per_row * (double)rows * 1.0625 + 64;
-    buf_reserve(b, wanted < (double)RESERVE_CAP ? (Py_ssize_t)wanted : RESERVE_CAP);
-}
-
-/* The columns emptied for a run of `rows` payloads (offsets start at 0), their buffers
- * reserved as the last run's sizes per row say; -1 when out of memory. */
-static int begin_run(Program *prog, Py_ssize_t rows) {
-    free_columns(prog);
-    for (int k = 0; k < prog->ncols; k++) {
-        Column *col = &prog->cols[k];
-        reserve_rows(&col->values, col->values_per_row, rows);
-        reserve_rows(&col->offsets, col->offsets_per_row, rows);
-        reserve_rows(&col->data, col->data_per_row, rows);
-        if ((col->kind == COL_BINARY || col->kind == COL_LIST) && end_offset(col, 0) != OK) {
-            PyErr_NoMemory();
-            return -1;
-        }
-    }
-    return 0;
 }
 
 /* run(program, payloads) -> ([(length, null_count, validity, values, offsets, data)] per
@@ -885,7 +551,7 @@ static PyObject *run_program(PyObject *self, PyObject *args) {
     PyObject **items = PySequence_Fast_ITEMS(seq);
     PyObject *errors = PyList_New(rows), *result = NULL;
     if (!errors) goto done;
-    if (begin_run(prog, rows) < 0) goto done;
+    if (begin_run(prog->cols, prog->ncols, rows) < 0) goto done;
     for (Py_ssize_t row = 0; row < rows; row++) {
         PyObject *item = items[row];
         int r;
@@ -899,10 +565,10 @@ static PyObject *run_program(PyObject *self, PyObject *args) {
         }
         if (r != OK) goto done;
     }
-    PyObject *columns = column_buffers(prog, rows);
+    PyObject *columns = column_buffers(prog->cols, prog->ncols, rows);
     if (columns) result = Py_BuildValue("NO", columns, errors);
 done:
-    free_columns(prog);
+    free_columns(prog->cols, prog->ncols);
     Py_XDECREF(errors);
     Py_DECREF(seq);
     return result;
@@ -913,39 +579,27 @@ done:
  * values are decoded without a bytes object per row. */
 static PyObject *run_spans(PyObject *self, PyObject *args) {
     PyObject *capsule, *result = NULL, *errors = NULL;
-    Py_buffer data, starts, ends;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*", &capsule, &data, &starts, &ends)) return NULL;
+    Spans in;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*", &capsule, &in.data, &in.starts, &in.ends))
+        return NULL;
     Program *prog = PyCapsule_GetPointer(capsule, "avrocolumns.program");
     if (!prog) goto done;
-    if (starts.len != ends.len || starts.len % (Py_ssize_t)sizeof(int64_t)) {
-        PyErr_SetString(PyExc_ValueError, "starts and ends: int64 buffers of one length");
-        goto done;
-    }
-    Py_ssize_t rows = starts.len / (Py_ssize_t)sizeof(int64_t);
-    const int64_t *first = starts.buf, *last = ends.buf;
-    for (Py_ssize_t row = 0; row < rows; row++) {
-        if (first[row] < 0 || first[row] > last[row] || last[row] > data.len) {
-            PyErr_Format(PyExc_ValueError, "payload %zd spans [%lld, %lld), outside the "
-                         "%zd bytes given", row, (long long)first[row],
-                         (long long)last[row], data.len);
-            goto done;
-        }
-    }
+    Py_ssize_t rows = span_rows(&in);
+    if (rows < 0) goto done;
+    const int64_t *first = in.starts.buf, *last = in.ends.buf;
     errors = PyList_New(rows);
     if (!errors) goto done;
-    if (begin_run(prog, rows) < 0) goto done;
+    if (begin_run(prog->cols, prog->ncols, rows) < 0) goto done;
     for (Py_ssize_t row = 0; row < rows; row++) {
-        if (decode_row(prog, (const char *)data.buf + first[row],
+        if (decode_row(prog, (const char *)in.data.buf + first[row],
                        (Py_ssize_t)(last[row] - first[row]), errors, row) != OK) goto done;
     }
-    PyObject *columns = column_buffers(prog, rows);
+    PyObject *columns = column_buffers(prog->cols, prog->ncols, rows);
     if (columns) result = Py_BuildValue("NO", columns, errors);
 done:
-    if (prog) free_columns(prog);
+    if (prog) free_columns(prog->cols, prog->ncols);
     Py_XDECREF(errors);
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&starts);
-    PyBuffer_Release(&ends);
+    spans_release(&in);
     return result;
 }
 
@@ -953,8 +607,7 @@ static PyMethodDef methods[] = {
     {"compile", compile_program, METH_VARARGS, "compile(columns, step) -> a program"},
     {"run", run_program, METH_VARARGS,
      "run(program, payloads) -> (the columns' buffers, an error or None per payload)"},
-    {"run_spans", run_spans, METH_VARARGS,
-     "run_spans(program, data, starts, ends) -> run's result for data[starts[i]:ends[i]]"},
+    {"run_spans", run_spans, METH_VARARGS, RUN_SPANS_DOC},
     {NULL, NULL, 0, NULL},
 };
 
@@ -962,15 +615,5 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_avrocolumns",
                                     "Avro payloads decoded into Arrow column buffers.", -1, methods};
 
 PyMODINIT_FUNC PyInit__avrocolumns(void) {
-    if (PyType_Ready(&ColumnBufferType) < 0) return NULL;
-    PyObject *created = PyModule_Create(&module);
-    if (created == NULL) return NULL;
-#ifdef SEGMENTLOG_SOURCE_SHA256
-    /* what a run from a checkout compares with its own source before loading this build */
-    if (PyModule_AddStringConstant(created, "SOURCE_SHA256", SEGMENTLOG_SOURCE_SHA256) < 0) {
-        Py_DECREF(created);
-        return NULL;
-    }
-#endif
-    return created;
+    return create_module(&module);
 }

@@ -43,32 +43,17 @@ enum { K_STRING = 1, K_BOOLEAN, K_INTEGER, K_NUMBER, K_DATE, K_TIMESTAMP, K_BASE
 /* Flags of compile: which date-time forms this Python's datetime.fromisoformat reads. */
 enum { F_Z = 1, F_SPACE = 2, F_MILLIS = 4, F_MICROS = 8, F_OFFSET = 16 };
 
-/* OK; MISFIT: the value does not fit the step (a union tries its next member); DEFER: the
- * row is left to Python; NOMEM; ERROR: a Python exception is set. */
-enum { OK = 0, MISFIT = 1, DEFER = 2, NOMEM = -2, ERROR = -3 };
-
 #define MAX_DEPTH 128
-#define HOT inline __attribute__((always_inline))
 
-typedef struct {
-    char *data;
-    Py_ssize_t len, cap;
-} Buf;
+/* The columns, their buffers and a run's plumbing (columns.h), with a flag of their own. */
+#define COLUMNS_MODULE "_jsoncolumns"
+/* its field's nullability (checked: nulls go only where it is) */
+#define COLUMN_FIELDS int nullable;
+#include "columns.h"
 
-typedef struct {
-    int kind;
-    int width;
-    int nullable;         /* its field's nullability (checked: nulls go only where it is) */
-    int nchildren;
-    int *children;
-    Py_ssize_t length;
-    int has_validity;     /* validity bytes are kept from a column's first null in a run */
-    Buf validity;
-    Buf values;           /* fixed-width values, or bool bytes */
-    Buf offsets;          /* int32 offsets of binary and list columns (length + 1) */
-    Buf data;             /* binary column bytes */
-    double values_per_row, offsets_per_row, data_per_row;
-} Column;
+/* Beside columns.h's OK, NOMEM and ERROR: MISFIT, the value does not fit the step (a
+ * union tries its next member); DEFER, the row is left to Python. */
+enum { MISFIT = 1, DEFER = 2 };
 
 typedef struct Step Step;
 
@@ -111,88 +96,11 @@ typedef struct {
     const uint8_t *p, *end;
 } Cursor;
 
-/* ------------------------------------------------------------------ buffers */
-
-static int buf_reserve(Buf *b, Py_ssize_t more) {
-    if (more < 0 || b->len > PY_SSIZE_T_MAX - more) return NOMEM;
-    if (b->len + more <= b->cap) return OK;
-    Py_ssize_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + more) {
-        if (cap > PY_SSIZE_T_MAX / 2) return NOMEM;
-        cap *= 2;
-    }
-    char *grown = PyMem_RawRealloc(b->data, (size_t)cap);
-    if (!grown) return NOMEM;
-    b->data = grown;
-    b->cap = cap;
-    return OK;
-}
-
-static HOT int buf_put(Buf *b, const void *src, Py_ssize_t n) {
-    if (b->cap - b->len < n && buf_reserve(b, n) != OK) return NOMEM;
-    if (n) memcpy(b->data + b->len, src, (size_t)n);
-    b->len += n;
-    return OK;
-}
-
-static HOT int buf_byte(Buf *b, uint8_t v) {
-    if (b->len >= b->cap && buf_reserve(b, 1) != OK) return NOMEM;
-    b->data[b->len++] = (char)v;
-    return OK;
-}
-
-/* ------------------------------------------------------------------ appends */
-
-static HOT int append_validity(Column *col, int valid) {
-    if (!valid && !col->has_validity) {  /* the first null: the slots before it were valid */
-        if (buf_reserve(&col->validity, col->length + 1) != OK) return NOMEM;
-        if (col->length > 0) memset(col->validity.data, 1, (size_t)col->length);
-        col->validity.len = col->length;
-        col->has_validity = 1;
-    }
-    if (col->has_validity && buf_byte(&col->validity, (uint8_t)valid) != OK) return NOMEM;
-    col->length++;
-    return OK;
-}
-
-static HOT int end_offset(Column *col, Py_ssize_t end) {
-    if (end > INT32_MAX) return NOMEM;  /* past Arrow's int32 offsets: the run fails */
-    int32_t offset = (int32_t)end;
-    return buf_put(&col->offsets, &offset, 4);
-}
-
-/* A slot of column `index` with no value: a null (`valid` 0), or an empty value (`valid`
- * 1: zero, "", [], a struct of empty values). A null struct's children take empty values,
- * as pa.array builds them: a field that is not nullable holds no null, and a cast to the
- * column's type holds. */
-static int append_slot(Program *prog, int index, int valid) {
-    Column *col = &prog->cols[index];
-    switch (col->kind) {
-    case COL_BOOL:
-        if (buf_byte(&col->values, 0) != OK) return NOMEM;
-        break;
-    case COL_I8: case COL_I16: case COL_I32: case COL_I64: case COL_F32: case COL_F64: {
-        static const char zeros[8] = {0};
-        if (buf_put(&col->values, zeros, col->width) != OK) return NOMEM;
-        break;
-    }
-    case COL_BINARY:
-        if (end_offset(col, col->data.len) != OK) return NOMEM;
-        break;
-    case COL_LIST:
-        if (end_offset(col, prog->cols[col->children[0]].length) != OK) return NOMEM;
-        break;
-    case COL_STRUCT:
-        for (int k = 0; k < col->nchildren; k++)
-            if (append_slot(prog, col->children[k], 1) != OK) return NOMEM;
-        break;
-    }
-    return append_validity(col, valid);
-}
-
-/* A null in column `index` (one whose field is nullable). */
+/* A null in column `index` (one whose field is nullable). A null struct's children take
+ * empty values (zero, "", [], a struct of empty values), as pa.array builds them: a field
+ * that is not nullable holds no null, and a cast to the column's type holds. */
 static int append_null(Program *prog, int index) {
-    return append_slot(prog, index, 0);
+    return append_empty(prog->cols, index, 0, 1);
 }
 
 /* An integer already checked against the column's range. */
@@ -204,50 +112,6 @@ static HOT int append_int(Column *col, int64_t v) {
     default: if (buf_put(&col->values, &v, 8) != OK) return NOMEM; break;
     }
     return append_validity(col, 1);
-}
-
-static HOT int append_real(Column *col, double v) {
-    if (col->kind == COL_F32) {  /* as pa.array casts a Python float to float32 */
-        float x = (float)v;
-        if (buf_put(&col->values, &x, 4) != OK) return NOMEM;
-    } else if (buf_put(&col->values, &v, 8) != OK) {
-        return NOMEM;
-    }
-    return append_validity(col, 1);
-}
-
-static HOT int append_bytes(Column *col, const void *s, Py_ssize_t n) {
-    if (buf_put(&col->data, s, n) != OK) return NOMEM;
-    if (end_offset(col, col->data.len) != OK) return NOMEM;
-    return append_validity(col, 1);
-}
-
-/* Column `index` cut back to its first `length` slots, and its children to what those
- * slots hold: a struct's children have its length, a list's child and a binary column's
- * bytes end where its last kept offset says. */
-static void roll_back(Program *prog, int index, Py_ssize_t length) {
-    Column *col = &prog->cols[index];
-    col->length = length;
-    if (col->has_validity) col->validity.len = length;
-    switch (col->kind) {
-    case COL_BOOL:
-        col->values.len = length;
-        break;
-    case COL_I8: case COL_I16: case COL_I32: case COL_I64: case COL_F32: case COL_F64:
-        col->values.len = length * col->width;
-        break;
-    case COL_BINARY:
-        col->offsets.len = (length + 1) * 4;
-        col->data.len = ((const int32_t *)col->offsets.data)[length];
-        break;
-    case COL_LIST:
-        col->offsets.len = (length + 1) * 4;
-        roll_back(prog, col->children[0], ((const int32_t *)col->offsets.data)[length]);
-        break;
-    case COL_STRUCT:
-        for (int k = 0; k < col->nchildren; k++) roll_back(prog, col->children[k], length);
-        break;
-    }
 }
 
 /* ------------------------------------------------------------------ JSON text */
@@ -305,33 +169,6 @@ static HOT int same_bytes(const uint8_t *a, const char *b, Py_ssize_t n) {
     while (n-- > 0)
         if (*a++ != (uint8_t)*b++) return 0;
     return 1;
-}
-
-/* The length of the UTF-8 sequence at s, as Python's strict decoder takes it (no
- * overlongs, surrogates or values past U+10FFFF), or 0 when it is not one. */
-static HOT int utf8_sequence(const uint8_t *s, const uint8_t *end) {
-    uint8_t b = s[0];
-    Py_ssize_t left = end - s;
-    if (b >= 0xc2 && b <= 0xdf) {
-        return left >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
-    }
-    if (b >= 0xe0 && b <= 0xef) {
-        if (left < 3) return 0;
-        uint8_t b1 = s[1];
-        if ((b1 & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80) return 0;
-        if (b == 0xe0 && b1 < 0xa0) return 0;
-        if (b == 0xed && b1 > 0x9f) return 0;
-        return 3;
-    }
-    if (b >= 0xf0 && b <= 0xf4) {
-        if (left < 4) return 0;
-        uint8_t b1 = s[1];
-        if ((b1 & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80) return 0;
-        if (b == 0xf0 && b1 < 0x90) return 0;
-        if (b == 0xf4 && b1 > 0x8f) return 0;
-        return 4;
-    }
-    return 0;
 }
 
 /* Of 8 bytes (little-endian), the high bit of each that is a quote, a backslash, a
@@ -1114,7 +951,7 @@ static int parse_value(Program *prog, Step *step, Cursor *c, int depth) {
             c->p = start;
             r = parse_value(prog, member, c, depth + 1);
             if (r == MISFIT) {
-                roll_back(prog, member->col, length);
+                roll_back(prog->cols, member->col, length);
                 continue;
             }
             if (r != OK) return r;
@@ -1345,7 +1182,7 @@ static int misfit_unless_repeated_key(Program *prog, Step *step, const uint8_t *
         int repeated = repeated_keys(prog, keys, length, keys->length);
         r = repeated < 0 ? NOMEM : repeated ? DEFER : MISFIT;
     }
-    roll_back(prog, step->key_col, length);
+    roll_back(prog->cols, step->key_col, length);
     return r;
 }
 
@@ -1402,23 +1239,10 @@ static void free_step(Step *step) {
     PyMem_Free(step);
 }
 
-static void free_columns(Program *prog) {
-    for (int k = 0; k < prog->ncols; k++) {
-        Column *col = &prog->cols[k];
-        PyMem_RawFree(col->validity.data);
-        PyMem_RawFree(col->values.data);
-        PyMem_RawFree(col->offsets.data);
-        PyMem_RawFree(col->data.data);
-        col->validity = col->values = col->offsets = col->data = (Buf){0};
-        col->length = 0;
-        col->has_validity = 0;
-    }
-}
-
 static void free_program(PyObject *capsule) {
     Program *prog = PyCapsule_GetPointer(capsule, "jsoncolumns.program");
     if (!prog) return;
-    free_columns(prog);
+    free_columns(prog->cols, prog->ncols);
     for (int k = 0; k < prog->ncols; k++) PyMem_Free(prog->cols[k].children);
     PyMem_Free(prog->cols);
     free_step(prog->root);
@@ -1427,20 +1251,6 @@ static void free_program(PyObject *capsule) {
     Py_XDECREF(prog->defer);
     PyMem_Free(prog);
 }
-
-static char *copy_bytes(PyObject *obj, Py_ssize_t *len) {
-    char *src;
-    if (PyBytes_AsStringAndSize(obj, &src, len) < 0) return NULL;
-    char *out = PyMem_Malloc((size_t)(*len ? *len : 1));
-    if (!out) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    memcpy(out, src, (size_t)*len);
-    return out;
-}
-
-#define REFUSE(message) do { PyErr_SetString(PyExc_ValueError, message); goto fail; } while (0)
 
 /* The column kinds a step kind fills. */
 static int fits(int kind, int col) {
@@ -1644,21 +1454,7 @@ static PyObject *compile_program(PyObject *self, PyObject *args) {
             goto fail;
         if (col->kind < COL_BOOL || col->kind > COL_LAST) REFUSE("column kind");
         col->width = WIDTHS[col->kind];
-        Py_ssize_t m = PyTuple_GET_SIZE(children);
-        if (col->kind == COL_LIST ? m != 1 : col->kind != COL_STRUCT && m != 0)
-            REFUSE("a list column has one child, a struct any, others none");
-        col->children = PyMem_Calloc((size_t)(m ? m : 1), sizeof(int));
-        if (!col->children) {
-            PyErr_NoMemory();
-            goto fail;
-        }
-        col->nchildren = (int)m;
-        for (Py_ssize_t j = 0; j < m; j++) {
-            long child = PyLong_AsLong(PyTuple_GET_ITEM(children, j));
-            if (child == -1 && PyErr_Occurred()) goto fail;
-            if (child <= k || child >= n) REFUSE("child column");  /* after its parent */
-            col->children[j] = (int)child;
-        }
+        if (column_children(col, children, k, n) < 0) goto fail;
     }
     if (!(prog->root = build_step(prog, root, 0, filled))) goto fail;
     if (prog->root->col != 0) REFUSE("the root step fills column 0");
@@ -1673,62 +1469,6 @@ fail:
 }
 
 /* ------------------------------------------------------------------ running */
-
-/* A buffer of a run's column, handed to Arrow as it is (pa.py_buffer takes its buffer
- * protocol): the decoded bytes are not copied again. */
-typedef struct {
-    PyObject_HEAD
-    char *data;
-    Py_ssize_t len;
-} ColumnBuffer;
-
-static int column_buffer_get(PyObject *self, Py_buffer *view, int flags) {
-    ColumnBuffer *buffer = (ColumnBuffer *)self;
-    return PyBuffer_FillInfo(view, self, buffer->data ? buffer->data : "", buffer->len, 1, flags);
-}
-
-static void column_buffer_dealloc(PyObject *self) {
-    PyMem_RawFree(((ColumnBuffer *)self)->data);
-    Py_TYPE(self)->tp_free(self);
-}
-
-static PyBufferProcs column_buffer_procs = {column_buffer_get, NULL};
-
-static PyTypeObject ColumnBufferType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_jsoncolumns.ColumnBuffer",
-    .tp_basicsize = sizeof(ColumnBuffer),
-    .tp_dealloc = column_buffer_dealloc,
-    .tp_as_buffer = &column_buffer_procs,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A decoded column's buffer, owned until Arrow releases it.",
-};
-
-static PyObject *hand_over(Buf *b) {
-    ColumnBuffer *buffer = PyObject_New(ColumnBuffer, &ColumnBufferType);
-    if (!buffer) return NULL;
-    buffer->data = b->data;
-    buffer->len = b->len;
-    *b = (Buf){0};
-    return (PyObject *)buffer;
-}
-
-/* Slot bytes (non-zero: set) packed into an Arrow bitmap; the zero slots in `unset`. */
-static PyObject *packed_bits(Buf *b, Py_ssize_t length, Py_ssize_t *unset) {
-    Buf bits = {PyMem_RawCalloc((size_t)(length + 7) / 8 + 1, 1), (length + 7) / 8, 0};
-    if (!bits.data) return PyErr_NoMemory();
-    bits.cap = bits.len;
-    uint8_t *out = (uint8_t *)bits.data;
-    const uint8_t *bytes = (const uint8_t *)b->data;
-    Py_ssize_t set = 0;
-    for (Py_ssize_t i = 0; i < length; i++) {
-        uint8_t on = bytes[i] != 0;
-        out[i >> 3] |= (uint8_t)(on << (i & 7));
-        set += on;
-    }
-    *unset = length - set;
-    return hand_over(&bits);
-}
 
 /* One document as row `row`: OK (its values in, or a null with the row in `deferred`),
  * NOMEM or ERROR (the run stops). */
@@ -1748,75 +1488,12 @@ static int decode_row(Program *prog, const uint8_t *start, Py_ssize_t size, Py_s
         return ERROR;
     }
     Py_DECREF(index);
-    roll_back(prog, 0, row);
+    roll_back(prog->cols, 0, row);
     return append_null(prog, 0);
 }
 
-static PyObject *column_buffers(Program *prog, Py_ssize_t rows) {
-    PyObject *columns = PyList_New(prog->ncols);
-    if (!columns) return NULL;
-    for (int k = 0; k < prog->ncols; k++) {
-        Column *col = &prog->cols[k];
-        if (rows) {
-            col->values_per_row = (double)col->values.len / (double)rows;
-            col->offsets_per_row = (double)col->offsets.len / (double)rows;
-            col->data_per_row = (double)col->data.len / (double)rows;
-        }
-        Py_ssize_t nulls = 0, unused;
-        PyObject *validity = NULL;
-        if (col->has_validity) {
-            if (!(validity = packed_bits(&col->validity, col->length, &nulls))) goto fail;
-            if (!nulls) Py_CLEAR(validity);  /* its nulls were rolled back */
-        }
-        if (!validity) validity = Py_NewRef(Py_None);
-        PyObject *values = col->kind == COL_BOOL ? packed_bits(&col->values, col->length, &unused)
-                                                 : hand_over(&col->values);
-        PyObject *offsets = values ? hand_over(&col->offsets) : NULL;
-        PyObject *data = offsets ? hand_over(&col->data) : NULL;
-        PyObject *entry = data
-            ? Py_BuildValue("nnNNNN", col->length, nulls, validity, values, offsets, data)
-            : NULL;
-        if (!entry) {
-            if (!data) {
-                Py_DECREF(validity);
-                Py_XDECREF(values);
-                Py_XDECREF(offsets);
-            }
-            goto fail;
-        }
-        PyList_SET_ITEM(columns, k, entry);
-    }
-    return columns;
-fail:
-    Py_DECREF(columns);
-    return NULL;
-}
-
-#define RESERVE_CAP ((Py_ssize_t)64 << 20)
-
-static void reserve_rows(Buf *b, double per_row, Py_ssize_t rows) {
-    double wanted = per_row * (double)rows * 1.0625 + 64;
-    buf_reserve(b, wanted < (double)RESERVE_CAP ? (Py_ssize_t)wanted : RESERVE_CAP);
-}
-
-static int begin_run(Program *prog, Py_ssize_t rows) {
-    free_columns(prog);
-    for (int k = 0; k < prog->ncols; k++) {
-        Column *col = &prog->cols[k];
-        reserve_rows(&col->values, col->values_per_row, rows);
-        reserve_rows(&col->offsets, col->offsets_per_row, rows);
-        reserve_rows(&col->data, col->data_per_row, rows);
-        if ((col->kind == COL_BINARY || col->kind == COL_LIST) && end_offset(col, 0) != OK) {
-            PyErr_NoMemory();
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static int run_failed(int r) {
-    if (r == NOMEM && !PyErr_Occurred())
-        PyErr_SetString(PyExc_MemoryError, "decoded columns past their size limit");
+    if (r == NOMEM && !PyErr_Occurred()) past_size_limit();
     return r;
 }
 
@@ -1837,7 +1514,7 @@ static PyObject *run_program(PyObject *self, PyObject *args) {
     Py_ssize_t rows = PySequence_Fast_GET_SIZE(seq);
     PyObject **items = PySequence_Fast_ITEMS(seq);
     PyObject *deferred = PyList_New(0), *result = NULL;
-    if (!deferred || begin_run(prog, rows) < 0) goto done;
+    if (!deferred || begin_run(prog->cols, prog->ncols, rows) < 0) goto done;
     for (Py_ssize_t row = 0; row < rows; row++) {
         Py_buffer view;
         if (PyObject_GetBuffer(items[row], &view, PyBUF_SIMPLE) < 0) goto done;
@@ -1848,10 +1525,10 @@ static PyObject *run_program(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    PyObject *columns = column_buffers(prog, rows);
+    PyObject *columns = column_buffers(prog->cols, prog->ncols, rows);
     if (columns) result = Py_BuildValue("NO", columns, deferred);
 done:
-    free_columns(prog);
+    free_columns(prog->cols, prog->ncols);
     prog->busy = 0;
     Py_XDECREF(deferred);
     Py_DECREF(seq);
@@ -1862,8 +1539,9 @@ done:
  * (starts and ends: int64 buffers), read in place. */
 static PyObject *run_spans(PyObject *self, PyObject *args) {
     PyObject *capsule, *result = NULL, *deferred = NULL;
-    Py_buffer data, starts, ends;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*", &capsule, &data, &starts, &ends)) return NULL;
+    Spans in;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*", &capsule, &in.data, &in.starts, &in.ends))
+        return NULL;
     Program *prog = PyCapsule_GetPointer(capsule, "jsoncolumns.program");
     if (!prog) goto done;
     if (prog->busy) {
@@ -1872,40 +1550,27 @@ static PyObject *run_spans(PyObject *self, PyObject *args) {
         goto done;
     }
     prog->busy = 1;
-    if (starts.len != ends.len || starts.len % (Py_ssize_t)sizeof(int64_t)) {
-        PyErr_SetString(PyExc_ValueError, "starts and ends: int64 buffers of one length");
-        goto done;
-    }
-    Py_ssize_t rows = starts.len / (Py_ssize_t)sizeof(int64_t);
-    const int64_t *first = starts.buf, *last = ends.buf;
+    Py_ssize_t rows = span_rows(&in);
+    if (rows < 0) goto done;
+    const int64_t *first = in.starts.buf, *last = in.ends.buf;
+    if (!(deferred = PyList_New(0)) || begin_run(prog->cols, prog->ncols, rows) < 0) goto done;
     for (Py_ssize_t row = 0; row < rows; row++) {
-        if (first[row] < 0 || first[row] > last[row] || last[row] > data.len) {
-            PyErr_Format(PyExc_ValueError, "payload %zd spans [%lld, %lld), outside the "
-                         "%zd bytes given", row, (long long)first[row],
-                         (long long)last[row], data.len);
-            goto done;
-        }
-    }
-    if (!(deferred = PyList_New(0)) || begin_run(prog, rows) < 0) goto done;
-    for (Py_ssize_t row = 0; row < rows; row++) {
-        int r = decode_row(prog, (const uint8_t *)data.buf + first[row],
+        int r = decode_row(prog, (const uint8_t *)in.data.buf + first[row],
                            (Py_ssize_t)(last[row] - first[row]), row, deferred);
         if (r != OK) {
             run_failed(r);
             goto done;
         }
     }
-    PyObject *columns = column_buffers(prog, rows);
+    PyObject *columns = column_buffers(prog->cols, prog->ncols, rows);
     if (columns) result = Py_BuildValue("NO", columns, deferred);
 done:
     if (prog) {
-        free_columns(prog);
+        free_columns(prog->cols, prog->ncols);
         prog->busy = 0;
     }
     Py_XDECREF(deferred);
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&starts);
-    PyBuffer_Release(&ends);
+    spans_release(&in);
     return result;
 }
 
@@ -1914,8 +1579,7 @@ static PyMethodDef methods[] = {
      "compile(columns, step, flags, defer) -> a program"},
     {"run", run_program, METH_VARARGS,
      "run(program, payloads) -> (the columns' buffers, the rows left to Python)"},
-    {"run_spans", run_spans, METH_VARARGS,
-     "run_spans(program, data, starts, ends) -> run's result for data[starts[i]:ends[i]]"},
+    {"run_spans", run_spans, METH_VARARGS, RUN_SPANS_DOC},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1924,15 +1588,5 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_jsoncolumns",
                                     methods};
 
 PyMODINIT_FUNC PyInit__jsoncolumns(void) {
-    if (PyType_Ready(&ColumnBufferType) < 0) return NULL;
-    PyObject *created = PyModule_Create(&module);
-    if (created == NULL) return NULL;
-#ifdef SEGMENTLOG_SOURCE_SHA256
-    /* what a run from a checkout compares with its own source before loading this build */
-    if (PyModule_AddStringConstant(created, "SOURCE_SHA256", SEGMENTLOG_SOURCE_SHA256) < 0) {
-        Py_DECREF(created);
-        return NULL;
-    }
-#endif
-    return created;
+    return create_module(&module);
 }

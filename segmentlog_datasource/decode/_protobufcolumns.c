@@ -52,28 +52,14 @@ enum { ROW_OK = 0, ROW_INDEXES, ROW_CORRUPT, ROW_UTF8, ROW_DEPTH, ROW_MISFIT };
 
 #define MAX_DEPTH 100     /* the runtime's nesting limit: messages and groups below the root */
 #define MAX_PROGRAM_DEPTH 200
-#define HOT inline __attribute__((always_inline))
 
-enum { OK = 0, FAIL = -1, NOMEM = -2, ERROR = -3 };  /* ERROR: a Python exception is set */
+/* The columns, their buffers and a run's plumbing (columns.h); short strings copied
+ * without a call. */
+#define COLUMNS_MODULE "_protobufcolumns"
+#define COLUMNS_SHORT_COPIES
+#include "columns.h"
 
-typedef struct {
-    char *data;
-    Py_ssize_t len, cap;
-} Buf;
-
-typedef struct {
-    int kind;
-    int width;           /* bytes per value of fixed-width kinds */
-    int nchildren;
-    int *children;
-    Py_ssize_t length;
-    int has_validity;    /* validity bytes kept from the column's first null in a run */
-    Buf validity;
-    Buf values;
-    Buf offsets;         /* int32 offsets of binary and list columns (length + 1) */
-    Buf data;
-    double values_per_row, offsets_per_row, data_per_row;
-} Column;
+enum { FAIL = -1 };  /* the row is bad (beside columns.h's OK, NOMEM and ERROR) */
 
 /* A value of a frame: a writer field's last value (integers, bools and enums in i, a
  * uint64's bits too; floats and doubles in d; strings and bytes as a span of the payload),
@@ -195,51 +181,7 @@ typedef struct {
     int code;
 } Program;
 
-/* ------------------------------------------------------------------ buffers */
-
-static int buf_reserve(Buf *b, Py_ssize_t more) {
-    if (more < 0 || b->len > PY_SSIZE_T_MAX - more) return NOMEM;
-    if (b->len + more <= b->cap) return OK;
-    Py_ssize_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + more) {
-        if (cap > PY_SSIZE_T_MAX / 2) return NOMEM;
-        cap *= 2;
-    }
-    char *grown = PyMem_RawRealloc(b->data, (size_t)cap);
-    if (!grown) return NOMEM;
-    b->data = grown;
-    b->cap = cap;
-    return OK;
-}
-
-/* n bytes copied, short ones (most strings) by overlapping loads and stores within
- * [src, src + n), without a call. */
-static HOT void copy_bytes_to(char *dst, const uint8_t *src, Py_ssize_t n) {
-    if (n >= 8 && n <= 16) {
-        uint64_t a, b;
-        memcpy(&a, src, 8);
-        memcpy(&b, src + n - 8, 8);
-        memcpy(dst, &a, 8);
-        memcpy(dst + n - 8, &b, 8);
-    } else if (n >= 4 && n < 8) {
-        uint32_t a, b;
-        memcpy(&a, src, 4);
-        memcpy(&b, src + n - 4, 4);
-        memcpy(dst, &a, 4);
-        memcpy(dst + n - 4, &b, 4);
-    } else if (n > 16) {
-        memcpy(dst, src, (size_t)n);
-    } else {
-        for (Py_ssize_t i = 0; i < n; i++) dst[i] = (char)src[i];
-    }
-}
-
-static HOT int buf_put(Buf *b, const void *src, Py_ssize_t n) {
-    if (b->cap - b->len < n && buf_reserve(b, n) != OK) return NOMEM;
-    copy_bytes_to(b->data + b->len, src, n);
-    b->len += n;
-    return OK;
-}
+/* ------------------------------------------------------------------ appends */
 
 /* A value of a constant width (4, 8 or 16 bytes): a plain store. */
 #define PUT_FIXED(b, v, width) do {                                              \
@@ -249,71 +191,9 @@ static HOT int buf_put(Buf *b, const void *src, Py_ssize_t n) {
         (b)->len += (width);                                                    \
     } while (0)
 
-static HOT int buf_byte(Buf *b, uint8_t v) {
-    if (b->len >= b->cap && buf_reserve(b, 1) != OK) return NOMEM;
-    b->data[b->len++] = (char)v;
-    return OK;
-}
-
-/* ------------------------------------------------------------------ appends */
-
-static HOT int append_validity(Column *col, int valid) {
-    if (!valid && !col->has_validity) {  /* the first null: the slots before it were valid */
-        if (buf_reserve(&col->validity, col->length + 1) != OK) return NOMEM;
-        if (col->length > 0) memset(col->validity.data, 1, (size_t)col->length);
-        col->validity.len = col->length;
-        col->has_validity = 1;
-    }
-    if (col->has_validity && buf_byte(&col->validity, (uint8_t)valid) != OK) return NOMEM;
-    col->length++;
-    return OK;
-}
-
-static HOT int end_offset(Column *col, Py_ssize_t end) {
-    if (end > INT32_MAX) return NOMEM;  /* past Arrow's 2 GiB: reported as MemoryError */
-    int32_t offset = (int32_t)end;
-    return buf_put(&col->offsets, &offset, 4);
-}
-
-/* An empty value (zero, "", [], a struct of empty values), valid or not: what Arrow's
- * builders append for a null, and under a null struct. */
-static int append_empty(Program *pr, int index, int valid) {
-    Column *col = &pr->cols[index];
-    static const char zeros[16] = {0};
-    switch (col->kind) {
-    case COL_BOOL:
-        if (buf_byte(&col->values, 0) != OK) return NOMEM;
-        break;
-    case COL_I32: case COL_F32:
-        PUT_FIXED(&col->values, zeros, 4);
-        break;
-    case COL_I64: case COL_F64:
-        PUT_FIXED(&col->values, zeros, 8);
-        break;
-    case COL_DEC128:
-        PUT_FIXED(&col->values, zeros, 16);
-        break;
-    case COL_BINARY:
-        if (end_offset(col, col->data.len) != OK) return NOMEM;
-        break;
-    case COL_LIST:
-        if (end_offset(col, pr->cols[col->children[0]].length) != OK) return NOMEM;
-        break;
-    case COL_STRUCT:
-        for (int k = 0; k < col->nchildren; k++)
-            if (append_empty(pr, col->children[k], 1) != OK) return NOMEM;
-        break;
-    }
-    return append_validity(col, valid);
-}
-
-static int append_null(Program *pr, int index) { return append_empty(pr, index, 0); }
-
-static HOT int append_bytes(Column *col, const void *s, Py_ssize_t n) {
-    if (buf_put(&col->data, s, n) != OK) return NOMEM;
-    if (end_offset(col, col->data.len) != OK) return NOMEM;
-    return append_validity(col, 1);
-}
+/* A null: an empty value (zero, "", [], a struct of empty values), as Arrow's builders
+ * append for a null, and under a null struct. */
+static int append_null(Program *pr, int index) { return append_empty(pr->cols, index, 0, 1); }
 
 /* A value of a fixed-width column, of its width. */
 static HOT int append4(Column *col, const void *v) {
@@ -364,10 +244,7 @@ static void forget_misfits(Program *pr) {
     pr->nmisfits = kept;
 }
 
-/* Strict UTF-8, as the runtime's and Python's checks: no overlongs, surrogates or values
- * past U+10FFFF. */
-static int valid_utf8_slow(const uint8_t *s, Py_ssize_t n);
-
+/* Strict UTF-8, as the runtime's and Python's checks (columns.h's strict_utf8). */
 static HOT int valid_utf8(const uint8_t *s, Py_ssize_t n) {
     if (n <= 16) {  /* most strings: ASCII, checked in two overlapping loads */
         uint64_t a = 0, b = 0;
@@ -385,42 +262,7 @@ static HOT int valid_utf8(const uint8_t *s, Py_ssize_t n) {
         }
         if (!((a | b) & 0x8080808080808080ULL)) return 1;
     }
-    return valid_utf8_slow(s, n);
-}
-
-static int valid_utf8_slow(const uint8_t *s, Py_ssize_t n) {
-    Py_ssize_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t chunk;
-            memcpy(&chunk, s + i, 8);
-            if (!(chunk & 0x8080808080808080ULL)) { i += 8; continue; }
-        }
-        uint8_t b = s[i];
-        if (b < 0x80) { i++; continue; }
-        if (b >= 0xc2 && b <= 0xdf) {
-            if (i + 1 >= n || (s[i + 1] & 0xc0) != 0x80) return 0;
-            i += 2;
-        } else if (b >= 0xe0 && b <= 0xef) {
-            if (i + 2 >= n) return 0;
-            uint8_t b1 = s[i + 1];
-            if ((b1 & 0xc0) != 0x80 || (s[i + 2] & 0xc0) != 0x80) return 0;
-            if (b == 0xe0 && b1 < 0xa0) return 0;
-            if (b == 0xed && b1 > 0x9f) return 0;
-            i += 3;
-        } else if (b >= 0xf0 && b <= 0xf4) {
-            if (i + 3 >= n) return 0;
-            uint8_t b1 = s[i + 1];
-            if ((b1 & 0xc0) != 0x80 || (s[i + 2] & 0xc0) != 0x80 || (s[i + 3] & 0xc0) != 0x80)
-                return 0;
-            if (b == 0xf0 && b1 < 0x90) return 0;
-            if (b == 0xf4 && b1 > 0x8f) return 0;
-            i += 4;
-        } else {
-            return 0;
-        }
-    }
-    return 1;
+    return strict_utf8(s, n);
 }
 
 static int is_unsigned64(int type) { return type == T_UINT64 || type == T_FIXED64; }
@@ -686,8 +528,6 @@ static HOT const Field *find_field(const Prog *pg, uint32_t number) {
     return NULL;
 }
 
-static void roll_back(Program *pr, int index, Py_ssize_t length);
-
 /* Another member of a oneof set: the one before is unset, and what it began to append
  * (the list elements of an inline message not yet appended) is taken back. */
 static void switch_oneof(Program *pr, const Prog *pg, Slot *frame, const Field *f) {
@@ -701,7 +541,7 @@ static void switch_oneof(Program *pr, const Prog *pg, Slot *frame, const Field *
             const Prog *sub = &pr->progs[g->sub];
             memset(frame + g->slot, 0, sizeof(Slot) * (size_t)(1 + sub->nslots));
             if (sub->kind == P_STRUCT) {
-                roll_back(pr, sub->col, pr->cols[sub->col].length);
+                roll_back(pr->cols, sub->col, pr->cols[sub->col].length);
                 if (pr->nmisfits) forget_misfits(pr);
             }
         }
@@ -1203,34 +1043,6 @@ static int read_indexes(Program *pr, const uint8_t **pp, const uint8_t *end, Py_
 
 /* ------------------------------------------------------------------ rolling back */
 
-/* Column `index` cut back to its first `length` slots, and its children to what those
- * slots hold: a struct's children have its length, a list's child and a binary column's
- * bytes end where its last kept offset says. */
-static void roll_back(Program *pr, int index, Py_ssize_t length) {
-    Column *col = &pr->cols[index];
-    col->length = length;
-    if (col->has_validity) col->validity.len = length;
-    switch (col->kind) {
-    case COL_BOOL:
-        col->values.len = length;
-        break;
-    case COL_I32: case COL_I64: case COL_F32: case COL_F64: case COL_DEC128:
-        col->values.len = length * col->width;
-        break;
-    case COL_BINARY:
-        col->offsets.len = (length + 1) * 4;
-        col->data.len = ((const int32_t *)col->offsets.data)[length];
-        break;
-    case COL_LIST:
-        col->offsets.len = (length + 1) * 4;
-        roll_back(pr, col->children[0], ((const int32_t *)col->offsets.data)[length]);
-        break;
-    case COL_STRUCT:
-        for (int k = 0; k < col->nchildren; k++) roll_back(pr, col->children[k], length);
-        break;
-    }
-}
-
 /* One payload decoded as row `row`: OK with its code in codes[row] (a failed row rolled
  * back to a null); NOMEM stops the run. */
 static int decode_row(Program *pr, const uint8_t *start, Py_ssize_t size, uint8_t *codes,
@@ -1256,30 +1068,17 @@ static int decode_row(Program *pr, const uint8_t *start, Py_ssize_t size, uint8_
     }
     if (r != FAIL) return r;
     codes[row] = (uint8_t)pr->code;
-    roll_back(pr, 0, row);
+    roll_back(pr->cols, 0, row);
     return append_null(pr, 0);
 }
 
 /* ------------------------------------------------------------------ compiling */
 
-static void free_columns(Program *pr) {
-    for (int k = 0; k < pr->ncols; k++) {
-        Column *col = &pr->cols[k];
-        PyMem_RawFree(col->validity.data);
-        PyMem_RawFree(col->values.data);
-        PyMem_RawFree(col->offsets.data);
-        PyMem_RawFree(col->data.data);
-        col->validity = col->values = col->offsets = col->data = (Buf){0};
-        col->length = 0;
-        col->has_validity = 0;
-    }
-}
-
 static void free_program(PyObject *capsule) {
     Program *pr = PyCapsule_GetPointer(capsule, "protobufcolumns.program");
     if (!pr) return;
     if (pr->cols) {
-        free_columns(pr);
+        free_columns(pr->cols, pr->ncols);
         for (int k = 0; k < pr->ncols; k++) PyMem_Free(pr->cols[k].children);
         PyMem_Free(pr->cols);
     }
@@ -1313,21 +1112,6 @@ static void free_program(PyObject *capsule) {
     PyMem_RawFree(pr->order);
     PyMem_RawFree(pr->misfits);
     PyMem_Free(pr);
-}
-
-#define REFUSE(...) do { PyErr_Format(PyExc_ValueError, __VA_ARGS__); goto fail; } while (0)
-
-static char *copy_bytes(PyObject *obj, Py_ssize_t *len) {
-    char *src;
-    if (!PyBytes_Check(obj)) {
-        PyErr_SetString(PyExc_ValueError, "expected bytes");
-        return NULL;
-    }
-    if (PyBytes_AsStringAndSize(obj, &src, len) < 0) return NULL;
-    char *out = PyMem_Malloc((size_t)(*len ? *len : 1));
-    if (!out) { PyErr_NoMemory(); return NULL; }
-    memcpy(out, src, (size_t)*len);
-    return out;
 }
 
 static int is_int_type(int t) {
@@ -1394,6 +1178,10 @@ static int conv_fits(const Conv *cv, int kind) {
 /* A default or constant into a slot, as slot class `cls` holds it. */
 static int parse_value(PyObject *obj, int cls, Slot *v, char **owned) {
     if (cls == S_SPAN) {
+        if (!PyBytes_Check(obj)) {
+            PyErr_SetString(PyExc_ValueError, "expected bytes");
+            return -1;
+        }
         if (!(*owned = copy_bytes(obj, &v->v.s.n))) return -1;
         v->v.s.p = (const uint8_t *)*owned;
     } else if (cls == S_REAL) {
@@ -1843,18 +1631,7 @@ static PyObject *compile_program(PyObject *self, PyObject *args) {
             goto fail;
         if (col->kind < COL_BOOL || col->kind > COL_STRUCT) REFUSE("column kind");
         col->width = WIDTHS[col->kind];
-        Py_ssize_t m = PyTuple_GET_SIZE(children);
-        if (col->kind == COL_LIST ? m != 1 : col->kind != COL_STRUCT && m != 0)
-            REFUSE("a list column has one child, a struct any, others none");
-        col->children = PyMem_Calloc((size_t)(m ? m : 1), sizeof(int));
-        if (!col->children) { PyErr_NoMemory(); goto fail; }
-        col->nchildren = (int)m;
-        for (Py_ssize_t j = 0; j < m; j++) {
-            long child = PyLong_AsLong(PyTuple_GET_ITEM(children, j));
-            if (child == -1 && PyErr_Occurred()) goto fail;
-            if (child <= k || child >= n) REFUSE("child column");  /* after their parent */
-            col->children[j] = (int)child;
-        }
+        if (column_children(col, children, k, n) < 0) goto fail;
     }
     if (pr->cols[0].kind != COL_STRUCT) REFUSE("the root column is a struct");
     Py_ssize_t ne = PyTuple_GET_SIZE(enums);
@@ -1902,61 +1679,6 @@ fail:
 
 /* ------------------------------------------------------------------ running */
 
-/* A buffer of a run's column, handed to Arrow as it is (pa.py_buffer takes its buffer
- * protocol): the decoded bytes are not copied again. */
-typedef struct {
-    PyObject_HEAD
-    char *data;
-    Py_ssize_t len;
-} ColumnBuffer;
-
-static int column_buffer_get(PyObject *self, Py_buffer *view, int flags) {
-    ColumnBuffer *buffer = (ColumnBuffer *)self;
-    return PyBuffer_FillInfo(view, self, buffer->data ? buffer->data : "", buffer->len, 1, flags);
-}
-
-static void column_buffer_dealloc(PyObject *self) {
-    PyMem_RawFree(((ColumnBuffer *)self)->data);
-    Py_TYPE(self)->tp_free(self);
-}
-
-static PyBufferProcs column_buffer_procs = {column_buffer_get, NULL};
-
-static PyTypeObject ColumnBufferType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_protobufcolumns.ColumnBuffer",
-    .tp_basicsize = sizeof(ColumnBuffer),
-    .tp_dealloc = column_buffer_dealloc,
-    .tp_as_buffer = &column_buffer_procs,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A decoded column's buffer, owned until Arrow releases it.",
-};
-
-static PyObject *hand_over(Buf *b) {
-    ColumnBuffer *buffer = PyObject_New(ColumnBuffer, &ColumnBufferType);
-    if (!buffer) return NULL;
-    buffer->data = b->data;
-    buffer->len = b->len;
-    *b = (Buf){0};
-    return (PyObject *)buffer;
-}
-
-static PyObject *packed_bits(Buf *b, Py_ssize_t length, Py_ssize_t *unset) {
-    Buf bits = {PyMem_RawCalloc((size_t)(length + 7) / 8 + 1, 1), (length + 7) / 8, 0};
-    if (!bits.data) return PyErr_NoMemory();
-    bits.cap = bits.len;
-    uint8_t *out = (uint8_t *)bits.data;
-    const uint8_t *bytes = (const uint8_t *)b->data;
-    Py_ssize_t set = 0;
-    for (Py_ssize_t i = 0; i < length; i++) {
-        uint8_t on = bytes[i] != 0;
-        out[i >> 3] |= (uint8_t)(on << (i & 7));
-        set += on;
-    }
-    *unset = length - set;
-    return hand_over(&bits);
-}
-
 /* Whether every column's buffers hold what its length says (a program in step). */
 static int columns_in_step(Program *pr) {
     for (int k = 0; k < pr->ncols; k++) {
@@ -1988,81 +1710,17 @@ static int columns_in_step(Program *pr) {
     return 1;
 }
 
-static PyObject *column_buffers(Program *pr, Py_ssize_t rows) {
-    if (!columns_in_step(pr)) {
-        PyErr_SetString(PyExc_SystemError, "_protobufcolumns: columns out of step");
-        return NULL;
-    }
-    PyObject *columns = PyList_New(pr->ncols);
-    if (!columns) return NULL;
-    for (int k = 0; k < pr->ncols; k++) {
-        Column *col = &pr->cols[k];
-        if (rows) {
-            col->values_per_row = (double)col->values.len / (double)rows;
-            col->offsets_per_row = (double)col->offsets.len / (double)rows;
-            col->data_per_row = (double)col->data.len / (double)rows;
-        }
-        Py_ssize_t nulls = 0, unused;
-        PyObject *validity = NULL;
-        if (col->has_validity) {
-            if (!(validity = packed_bits(&col->validity, col->length, &nulls))) goto fail;
-            if (!nulls) Py_CLEAR(validity);
-        }
-        if (!validity) validity = Py_NewRef(Py_None);
-        PyObject *values = col->kind == COL_BOOL ? packed_bits(&col->values, col->length, &unused)
-                                                 : hand_over(&col->values);
-        PyObject *offsets = values ? hand_over(&col->offsets) : NULL;
-        PyObject *data = offsets ? hand_over(&col->data) : NULL;
-        PyObject *entry = data
-            ? Py_BuildValue("nnNNNN", col->length, nulls, validity, values, offsets, data)
-            : NULL;
-        if (!entry) {
-            if (!data) {
-                Py_DECREF(validity);
-                Py_XDECREF(values);
-                Py_XDECREF(offsets);
-            }
-            goto fail;
-        }
-        PyList_SET_ITEM(columns, k, entry);
-    }
-    return columns;
-fail:
-    Py_DECREF(columns);
-    return NULL;
-}
-
-#define RESERVE_CAP ((Py_ssize_t)64 << 20)
-
-static void reserve_rows(Buf *b, double per_row, Py_ssize_t rows) {
-    double wanted = per_row * (double)rows * 1.0625 + 64;
-    buf_reserve(b, wanted < (double)RESERVE_CAP ? (Py_ssize_t)wanted : RESERVE_CAP);
-}
-
-static int begin_run(Program *pr, Py_ssize_t rows) {
-    free_columns(pr);
-    for (int k = 0; k < pr->ncols; k++) {
-        Column *col = &pr->cols[k];
-        reserve_rows(&col->values, col->values_per_row, rows);
-        reserve_rows(&col->offsets, col->offsets_per_row, rows);
-        reserve_rows(&col->data, col->data_per_row, rows);
-        if ((col->kind == COL_BINARY || col->kind == COL_LIST) && end_offset(col, 0) != OK) {
-            PyErr_NoMemory();
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static PyObject *finish_run(Program *pr, Py_ssize_t rows, PyObject *codes, int r) {
     PyObject *result = NULL;
     if (r == NOMEM) {
-        PyErr_SetString(PyExc_MemoryError, "decoded columns past their size limit");
+        past_size_limit();
+    } else if (r == OK && !columns_in_step(pr)) {
+        PyErr_SetString(PyExc_SystemError, "_protobufcolumns: columns out of step");
     } else if (r == OK) {
-        PyObject *columns = column_buffers(pr, rows);
+        PyObject *columns = column_buffers(pr->cols, pr->ncols, rows);
         if (columns) result = Py_BuildValue("NO", columns, codes);
     }
-    free_columns(pr);
+    free_columns(pr->cols, pr->ncols);
     return result;
 }
 
@@ -2079,12 +1737,12 @@ static PyObject *run_program(PyObject *self, PyObject *args) {
     PyObject **items = PySequence_Fast_ITEMS(seq);
     PyObject *codes = PyBytes_FromStringAndSize(NULL, rows), *result = NULL;
     int r = OK;
-    if (!codes || begin_run(pr, rows) < 0) goto done;
+    if (!codes || begin_run(pr->cols, pr->ncols, rows) < 0) goto done;
     uint8_t *code = (uint8_t *)PyBytes_AS_STRING(codes);
     for (Py_ssize_t row = 0; row < rows && r == OK; row++) {
         Py_buffer view;
         if (PyObject_GetBuffer(items[row], &view, PyBUF_SIMPLE) < 0) {
-            free_columns(pr);
+            free_columns(pr->cols, pr->ncols);
             goto done;
         }
         r = decode_row(pr, view.buf, view.len, code, row);
@@ -2101,37 +1759,25 @@ done:
  * data[starts[i]:ends[i]] (int64 buffers), read in place. */
 static PyObject *run_spans(PyObject *self, PyObject *args) {
     PyObject *capsule, *result = NULL, *codes = NULL;
-    Py_buffer data, starts, ends;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*", &capsule, &data, &starts, &ends)) return NULL;
+    Spans in;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*", &capsule, &in.data, &in.starts, &in.ends))
+        return NULL;
     Program *pr = PyCapsule_GetPointer(capsule, "protobufcolumns.program");
     if (!pr) goto done;
-    if (starts.len != ends.len || starts.len % (Py_ssize_t)sizeof(int64_t)) {
-        PyErr_SetString(PyExc_ValueError, "starts and ends: int64 buffers of one length");
-        goto done;
-    }
-    Py_ssize_t rows = starts.len / (Py_ssize_t)sizeof(int64_t);
-    const int64_t *first = starts.buf, *last = ends.buf;
-    for (Py_ssize_t row = 0; row < rows; row++) {
-        if (first[row] < 0 || first[row] > last[row] || last[row] > data.len) {
-            PyErr_Format(PyExc_ValueError, "payload %zd spans [%lld, %lld), outside the "
-                         "%zd bytes given", row, (long long)first[row],
-                         (long long)last[row], data.len);
-            goto done;
-        }
-    }
+    Py_ssize_t rows = span_rows(&in);
+    if (rows < 0) goto done;
+    const int64_t *first = in.starts.buf, *last = in.ends.buf;
     codes = PyBytes_FromStringAndSize(NULL, rows);
-    if (!codes || begin_run(pr, rows) < 0) goto done;
+    if (!codes || begin_run(pr->cols, pr->ncols, rows) < 0) goto done;
     uint8_t *code = (uint8_t *)PyBytes_AS_STRING(codes);
     int r = OK;
     for (Py_ssize_t row = 0; row < rows && r == OK; row++)
-        r = decode_row(pr, (const uint8_t *)data.buf + first[row],
+        r = decode_row(pr, (const uint8_t *)in.data.buf + first[row],
                        (Py_ssize_t)(last[row] - first[row]), code, row);
     result = finish_run(pr, rows, codes, r);
 done:
     Py_XDECREF(codes);
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&starts);
-    PyBuffer_Release(&ends);
+    spans_release(&in);
     return result;
 }
 
@@ -2140,8 +1786,7 @@ static PyMethodDef methods[] = {
      "compile(columns, enums, programs, root, indexes) -> a program"},
     {"run", run_program, METH_VARARGS,
      "run(program, payloads) -> (the columns' buffers, a code per payload)"},
-    {"run_spans", run_spans, METH_VARARGS,
-     "run_spans(program, data, starts, ends) -> run's result for data[starts[i]:ends[i]]"},
+    {"run_spans", run_spans, METH_VARARGS, RUN_SPANS_DOC},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2150,19 +1795,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_protobufcolumns",
                                     -1, methods};
 
 PyMODINIT_FUNC PyInit__protobufcolumns(void) {
-    if (PyType_Ready(&ColumnBufferType) < 0) return NULL;
-    PyObject *created = PyModule_Create(&module);
-    if (created == NULL) return NULL;
-    if (PyModule_AddIntConstant(created, "MAX_DEPTH", MAX_DEPTH) < 0) {
-        Py_DECREF(created);
-        return NULL;
-    }
-#ifdef SEGMENTLOG_SOURCE_SHA256
-    /* what a run from a checkout compares with its own source before loading this build */
-    if (PyModule_AddStringConstant(created, "SOURCE_SHA256", SEGMENTLOG_SOURCE_SHA256) < 0) {
-        Py_DECREF(created);
-        return NULL;
-    }
-#endif
+    PyObject *created = create_module(&module);
+    if (created && PyModule_AddIntConstant(created, "MAX_DEPTH", MAX_DEPTH) < 0) Py_CLEAR(created);
     return created;
 }

@@ -738,10 +738,11 @@ def test_a_run_from_a_checkouts_root_loads_the_build_of_the_same_source(tmp_path
     assert not built.startswith(str(tmp_path))  # ...with the installed build
 
 
-def test_a_build_of_other_source_is_not_loaded_and_the_warning_says_so(tmp_path):
-    """A checkout whose _jsoncolumns.c differs from the installed build's: the build is
-    refused (its SOURCE_SHA256 is another), JsonCompiledUnavailableWarning says why, and
-    values decode row by row."""
+@pytest.mark.parametrize("changed", ["_jsoncolumns.c", "columns.h"])
+def test_a_build_of_other_source_is_not_loaded_and_the_warning_says_so(tmp_path, changed):
+    """A checkout whose _jsoncolumns.c, or the columns.h it includes, differs from the
+    installed build's: the build is refused (its SOURCE_SHA256 is another),
+    JsonCompiledUnavailableWarning says why, and values decode row by row."""
     import shutil
     import subprocess
     import sys
@@ -751,7 +752,7 @@ def test_a_build_of_other_source_is_not_loaded_and_the_warning_says_so(tmp_path)
     for name in ("segmentlog_datasource", "writer"):
         shutil.copytree(os.path.join(CHECKOUT, name), tmp_path / name,
                         ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
-    source = tmp_path / "segmentlog_datasource" / "decode" / "_jsoncolumns.c"
+    source = tmp_path / "segmentlog_datasource" / "decode" / changed
     source.write_text(source.read_text() + "\n/* changed */\n")
     script = ("import warnings, json\n"
               "from segmentlog_datasource.decode.json_schema import JsonSchemaColumn, "

@@ -52,6 +52,9 @@ ENCODER_CONSTANTS = {
 CONSTANTS_OF = {C_SOURCE: COMPILED_CONSTANTS, ENCODER_C_SOURCE: ENCODER_CONSTANTS}
 # The header both sources include (CRC32C): part of each one's source.
 C_HEADERS = ("crc32c.h",)
+# The header the value decoders of decode/ include (their column buffers, columns.h),
+# beside them: part of each one's source.
+PLAIN_C_HEADERS = ("columns.h",)
 
 
 def compiled_constants(directory: str = HERE, source: str = C_SOURCE) -> dict:
@@ -68,16 +71,26 @@ def compiled_constants(directory: str = HERE, source: str = C_SOURCE) -> dict:
     return values
 
 
-def source_sha256(directory: str = HERE, source: str = C_SOURCE):
-    """The sha256 of the C source in `directory` and the values compiled in with it;
-    None when there is no C source there (an installed copy)."""
+def _sources_digest(directory: str, source: str, headers):
+    """The sha256 (a hashlib object) of `source` and `headers` in `directory`, each
+    followed by a NUL byte; None when one is not there (an installed copy)."""
     try:
         with open(os.path.join(directory, source), "rb") as text:
             digest = hashlib.sha256(text.read() + b"\0")
-        for header in C_HEADERS:
+        for header in headers:
             with open(os.path.join(directory, header), "rb") as text:
                 digest.update(text.read() + b"\0")
     except FileNotFoundError:
+        return None
+    return digest
+
+
+def source_sha256(directory: str = HERE, source: str = C_SOURCE):
+    """The sha256 of the C source in `directory`, the headers it includes (C_HEADERS) and
+    the values compiled in with it; None when there is no C source there (an installed
+    copy)."""
+    digest = _sources_digest(directory, source, C_HEADERS)
+    if digest is None:
         return None
     for name, value in sorted(compiled_constants(directory, source).items()):
         digest.update(f"\n{name}={value}".encode("ascii"))
@@ -86,12 +99,10 @@ def source_sha256(directory: str = HERE, source: str = C_SOURCE):
 
 def plain_source_sha256(directory: str, source: str):
     """The sha256 of a C source that compiles in no Python values (the value decoders of
-    decode/); None when it is not there (an installed copy)."""
-    try:
-        with open(os.path.join(directory, source), "rb") as text:
-            return hashlib.sha256(text.read() + b"\0").hexdigest()
-    except FileNotFoundError:
-        return None
+    decode/) and of the headers it includes (PLAIN_C_HEADERS, beside it); None when it is
+    not there (an installed copy)."""
+    digest = _sources_digest(directory, source, PLAIN_C_HEADERS)
+    return None if digest is None else digest.hexdigest()
 
 
 def plain_define_macros(directory: str, source: str) -> list:
