@@ -12,26 +12,22 @@ and an array. Payloads are the bytes after the 5-byte frame, encoded once by fas
     python benchmarks/bench_avro_decode.py                    # 500k records
     python benchmarks/bench_avro_decode.py --records 1000000 --repeat 3
 """
-import os
+from framed_common import in_turns, pin_one_thread
 
-# One core means one thread: keep Arrow from spreading work out.
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+pin_one_thread()
 
 import argparse  # noqa: E402
 import io  # noqa: E402
 import platform  # noqa: E402
 import random  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 
 import fastavro  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 from segmentlog_datasource.decode import avro  # noqa: E402
 from segmentlog_datasource.decode.avro_program import program_for  # noqa: E402
+from segmentlog_datasource.schemas.avro import without_logical_types  # noqa: E402
 
 ORDER = {
     "type": "record", "name": "Order", "namespace": "bench",
@@ -77,25 +73,17 @@ def payloads(count: int):
     return out
 
 
-def best_rate(run, rows: int, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - started)
-    return rows / best
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=500_000)
-    parser.add_argument("--repeat", type=int, default=3, help="runs per path; the best counts")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs per path, in turns; the best counts")
     args = parser.parse_args()
 
     data = payloads(args.records)
     named = {}
     typed = fastavro.parse_schema(dict(ORDER), named_schemas=named)
-    writer = fastavro.parse_schema(avro._without_logical_types(dict(ORDER)))
+    writer = fastavro.parse_schema(without_logical_types(dict(ORDER)))
     arrow_type = avro.spark_type(typed, named, "bench")
     convert = avro.converter(typed, named) or (lambda value: value)
     if program_for(writer, (typed, named)) is None:
@@ -116,10 +104,10 @@ def main() -> None:
         return values
 
     assert compiled().equals(pure()), "the compiled and pure paths disagree"
-    rates = {name: best_rate(run, args.records, args.repeat)
-             for name, run in (("fastavro schemaless_reader loop", fastavro_loop),
-                               ("pure decode_payloads + pa.array", pure),
-                               ("compiled decode_payloads (Arrow)", compiled))}
+    _, wall = in_turns({"fastavro schemaless_reader loop": fastavro_loop,
+                        "pure decode_payloads + pa.array": pure,
+                        "compiled decode_payloads (Arrow)": compiled}, args.repeat)
+    rates = {name: args.records / min(seconds) for name, seconds in wall.items()}
     print(f"{args.records:,} records of a 10-field Avro record, "
           f"{sum(map(len, data)) / len(data):.0f} bytes each; one core; best of {args.repeat}")
     print(f"python {platform.python_version()}, fastavro {fastavro.__version__}, "

@@ -19,30 +19,22 @@ medians over the rounds.
     python benchmarks/bench_json_decode.py                       # 300k records, 7 rounds
     python benchmarks/bench_json_decode.py --records 500000 --rounds 9 --spaces
 """
-import os
+from framed_common import batches, in_turns, pin_one_thread
 
-# One core means one thread: keep Arrow from spreading work out.
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+pin_one_thread()
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 
-import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(HERE))
 
 from bench_avro_decode import records  # noqa: E402
 from segmentlog_datasource.decode.json_schema import (JsonSchemaColumn,  # noqa: E402
                                                       SchemaDocument)
-from segmentlog_datasource.decode.value_formats import Payloads  # noqa: E402
 
 try:
     import orjson
@@ -76,13 +68,6 @@ def payloads(count: int, spaces: bool = False):
     return [json.dumps(datum, separators=separators).encode() for datum in records(count)]
 
 
-def spans(documents) -> Payloads:
-    """The documents as spans of one buffer, as a scan's framed column gives them."""
-    lengths = np.fromiter(map(len, documents), np.int64, len(documents))
-    ends = np.cumsum(lengths)
-    return Payloads(b"".join(documents), ends - lengths, ends)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=300_000)
@@ -95,8 +80,7 @@ def main() -> None:
     args = parser.parse_args()
 
     documents = payloads(args.records, args.spaces)
-    batches = [spans(documents[at:at + args.batch])
-               for at in range(0, len(documents), args.batch)]
+    runs = batches(documents, args.batch)
     column = JsonSchemaColumn(SchemaDocument(json.dumps(ORDER), "orders-value", 1, 1))
     loads = orjson.loads if orjson is not None else json.loads
 
@@ -109,16 +93,16 @@ def main() -> None:
             json.loads(document)
 
     def row_by_row():
-        for batch in batches:
+        for batch in runs:
             values, _ = column.decode_bodies(batch, compiled=False)
             pa.array(values, column.type)
 
     def columnar():
-        for batch in batches:
+        for batch in runs:
             column.decode_bodies(batch, compiled=True)
 
     # right answers first: the two paths agree, and the compiled one left no row to Python
-    first = batches[0]
+    first = runs[0]
     compiled, errors = column.decode_bodies(first, compiled=True)
     if column._program is False:
         sys.exit("the compiled JSON decoder is not built: python setup.py build_ext --inplace")
@@ -133,14 +117,8 @@ def main() -> None:
     paths["columnar (compiled, Arrow)"] = columnar
     if orjson is None:
         del paths["json.loads loop (no conversion)"]
-    times = {name: [] for name in paths}
+    times, _ = in_turns(paths, args.rounds, rotate=True)
     names = list(paths)
-    for round_number in range(args.rounds):
-        shift = round_number % len(names)
-        for name in names[shift:] + names[:shift]:
-            started = time.process_time()
-            paths[name]()
-            times[name].append(time.process_time() - started)
 
     size = sum(map(len, documents)) / len(documents)
     print(f"{args.records:,} records of a 10-field JSON object ({size:.0f} bytes each, "

@@ -19,32 +19,27 @@ printed too).
 
     python benchmarks/bench_protobuf_decode.py                  # 300k records, 7 turns
     python benchmarks/bench_protobuf_decode.py --records 1000000 --turns 9
-"""
-import os
 
-# One core means one thread: keep Arrow from spreading work out.
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+SEGMENTLOG_BENCH_ROOT=<another copy of the package> measures that copy's package instead
+(framed_common.py).
+"""
+from framed_common import batches, in_turns, pin_one_thread
+
+pin_one_thread()
 
 import argparse  # noqa: E402
+import os  # noqa: E402
 import platform  # noqa: E402
 import random  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 
-import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
-
-# SEGMENTLOG_BENCH_ROOT: the package of another copy (bench_protobuf_scan.py's before/after)
-sys.path.insert(0, os.environ.get("SEGMENTLOG_BENCH_ROOT")
-                or os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from segmentlog_datasource.decode.protobuf import PROTOBUF  # noqa: E402
 from segmentlog_datasource.schemas.protobuf.descriptors import load_registered  # noqa: E402
 from segmentlog_datasource.decode.registry import (RegisteredSchema,  # noqa: E402
                                                    SchemaRegistry)
-from segmentlog_datasource.decode.value_formats import Payloads  # noqa: E402
 
 ORDER_PROTO = """syntax = "proto3";
 package bench;
@@ -105,13 +100,6 @@ def payloads(count: int):
     return [b"\x00" + cls(**record).SerializeToString() for record in records(count)]
 
 
-def timed(run):
-    """(process CPU seconds, wall seconds) of one run."""
-    cpu, wall = time.process_time(), time.perf_counter()
-    run()
-    return time.process_time() - cpu, time.perf_counter() - wall
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=300_000)
@@ -127,12 +115,7 @@ def main() -> None:
     registry.register(schema)
     reader = PROTOBUF.reader(schema, registry)
     cls = message_class()
-    lengths = np.array([len(p) for p in data], np.int64)
-    ends = np.cumsum(lengths)
-    buffer = b"".join(data)
-    runs = [Payloads(buffer, ends[start:start + args.run] - lengths[start:start + args.run],
-                     ends[start:start + args.run])
-            for start in range(0, len(data), args.run)]
+    runs = batches(data, args.run)
 
     def runtime_loop():
         message = cls()
@@ -160,14 +143,7 @@ def main() -> None:
              "runtime FromString loop": from_string_loop,
              "pure path + pa.array": pure,
              "compiled decoder (Arrow)": compiled}
-    cpu = {name: [] for name in paths}
-    wall = {name: [] for name in paths}
-    names = list(paths)
-    for turn in range(args.turns):
-        for name in (names if turn % 2 == 0 else names[::-1]):
-            spent, elapsed = timed(paths[name])
-            cpu[name].append(spent)
-            wall[name].append(elapsed)
+    cpu, wall = in_turns(paths, args.turns)
     load = os.getloadavg()
 
     import google.protobuf
