@@ -19,15 +19,12 @@ symbols or branches from the end), a skipped writer field that runs past the pay
 end (fastavro's skip does not check); and an int outside 32 bits (fastavro returns it,
 and the whole batch then fails to become an int32 column).
 """
-import os
-import warnings
 from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
-from ..format.fastpath.buildinfo import plain_source_sha256
-from ..format.fastpath.loading import load_extension
 from ..schemas.avro import spark_type
+from .compiled_columns import arrow_array, load_value_decoder
 
 # Column kinds, step operations, writer kinds and conversions: _avrocolumns.c's enums.
 COL_NULL, COL_BOOL, COL_I32, COL_I64, COL_F32, COL_F64, COL_BINARY, COL_LIST, COL_STRUCT = range(9)
@@ -54,29 +51,16 @@ class OutOfScope(Exception):
     """The schema pair is not one the compiled decoder handles."""
 
 
-_extension = None  # the _avrocolumns module; False once it failed to import
-_extension_error = None
+_extension = None  # the _avrocolumns module; False once it failed to load
 
 
 def extension():
     """The built _avrocolumns module, None when it is not built (warned once a process)."""
-    global _extension, _extension_error
+    global _extension
     if _extension is None:
-        try:
-            _avrocolumns = load_extension(
-                "_avrocolumns", "_avrocolumns.c", package=__package__,
-                here=os.path.dirname(os.path.abspath(__file__)),
-                checkout_sha256=plain_source_sha256)
-        except ImportError as missing:
-            _extension, _extension_error = False, missing
-            warnings.warn(
-                f"segmentlog's compiled Avro decoder is unavailable ({missing}); Avro values "
-                "decode through fastavro alone, several times slower. To fix it, run `pip "
-                "install .` in the segmentlog checkout with a C compiler present (or, for "
-                "runs from the checkout, `python setup.py build_ext --inplace`).",
-                AvroCompiledUnavailableWarning, stacklevel=3)
-        else:
-            _extension = _avrocolumns
+        _extension = load_value_decoder(
+            "_avrocolumns", "Avro", "Avro values decode through fastavro alone",
+            AvroCompiledUnavailableWarning) or False
     return _extension or None
 
 
@@ -103,24 +87,7 @@ class Program:
         return self._array(columns, 0), errors
 
     def _array(self, columns, index) -> pa.Array:
-        length, nulls, validity, values, offsets, data = columns[index]
-        kind, kind_type = self._kinds[index], self._types[index]
-        validity = None if validity is None else pa.py_buffer(validity)
-        if kind == COL_NULL:
-            return pa.nulls(length)
-        if kind == COL_BINARY:
-            buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(data)]
-            return pa.Array.from_buffers(kind_type, length, buffers, nulls)
-        if kind == COL_LIST:
-            child = self._array(columns, self._children[index][0])
-            return pa.Array.from_buffers(kind_type, length, [validity, pa.py_buffer(offsets)],
-                                         nulls, children=[child])
-        if kind == COL_STRUCT:
-            children = [self._array(columns, child) for child in self._children[index]]
-            return pa.Array.from_buffers(kind_type, length, [validity], nulls,
-                                         children=children)
-        return pa.Array.from_buffers(kind_type, length, [validity, pa.py_buffer(values)], nulls)
-
+        return arrow_array(columns, index, self._types, self._children)
 
 # ----------------------------------------------------------------------- compiling
 

@@ -16,17 +16,14 @@ Python converters one value at a time, from within the run.
 """
 import datetime as dt
 import json
-import os
 import threading
-import warnings
 from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 import pyarrow as pa
 
-from ..format.fastpath.buildinfo import plain_source_sha256
-from ..format.fastpath.loading import load_extension
 from ..schemas.json_schema.mapping import NO_DEFAULT, Misfit, Node
+from .compiled_columns import arrow_array, load_value_decoder
 
 # Column kinds and step kinds: _jsoncolumns.c's enums.
 COL_BOOL, COL_I8, COL_I16, COL_I32, COL_I64, COL_F32, COL_F64, COL_BINARY, COL_LIST, \
@@ -44,28 +41,16 @@ class JsonCompiledUnavailableWarning(RuntimeWarning):
     """The compiled JSON decoder is not built: JSON Schema values decode row by row."""
 
 
-_extension = None  # the _jsoncolumns module; False once it failed to import
+_extension = None  # the _jsoncolumns module; False once it failed to load
 
 
 def extension():
     """The built _jsoncolumns module, None when it is not built (warned once a process)."""
     global _extension
     if _extension is None:
-        try:
-            _jsoncolumns = load_extension(
-                "_jsoncolumns", "_jsoncolumns.c", package=__package__,
-                here=os.path.dirname(os.path.abspath(__file__)),
-                checkout_sha256=plain_source_sha256)
-        except ImportError as missing:
-            _extension = False
-            warnings.warn(
-                f"segmentlog's compiled JSON decoder is unavailable ({missing}); JSON Schema "
-                "values decode row by row in Python, several times slower. To fix it, run "
-                "`pip install .` in the segmentlog checkout with a C compiler present (or, "
-                "for runs from the checkout, `python setup.py build_ext --inplace`).",
-                JsonCompiledUnavailableWarning, stacklevel=3)
-        else:
-            _extension = _jsoncolumns
+        _extension = load_value_decoder(
+            "_jsoncolumns", "JSON", "JSON Schema values decode row by row in Python",
+            JsonCompiledUnavailableWarning) or False
     return _extension or None
 
 
@@ -249,21 +234,7 @@ class Program:
         return column, errors
 
     def _array(self, columns, index) -> pa.Array:
-        length, nulls, validity, values, offsets, data = columns[index]
-        kind, arrow = self._columns[index][0], self._types[index]
-        validity = None if validity is None else pa.py_buffer(validity)
-        children = self._columns[index][1]
-        if kind == COL_BINARY:
-            return pa.Array.from_buffers(arrow, length, [validity, pa.py_buffer(offsets),
-                                                         pa.py_buffer(data)], nulls)
-        if kind == COL_LIST:
-            return pa.Array.from_buffers(arrow, length, [validity, pa.py_buffer(offsets)],
-                                         nulls, children=[self._array(columns, children[0])])
-        if kind == COL_STRUCT:
-            return pa.Array.from_buffers(arrow, length, [validity], nulls, children=[
-                self._array(columns, child) for child in children])
-        return pa.Array.from_buffers(arrow, length, [validity, pa.py_buffer(values)], nulls)
-
+        return arrow_array(columns, index, self._types, [c[1] for c in self._columns])
 
 def program_for(node: Node) -> Optional[Program]:
     """The compiled program of a reader column's mapping, None when the extension is not

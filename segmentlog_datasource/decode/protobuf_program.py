@@ -22,15 +22,12 @@ path's: that row alone is decoded again through it, so both twins name the same 
 not fit). Were the pure path to read a row the compiled one refused, the batch is decoded
 by the pure path, with a warning (the twins' tests check it never happens).
 """
-import os
 import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyarrow as pa
 
-from ..format.fastpath.buildinfo import plain_source_sha256
-from ..format.fastpath.loading import load_extension
 from ..schemas.protobuf.descriptors import is_repeated
 from ..schemas.protobuf.mapping import DURATION_TYPE, TIMESTAMP_TYPE, UNSIGNED_64, enum_names
 from ..schemas.protobuf.resolution import (
@@ -43,6 +40,7 @@ from ..schemas.protobuf.text import (
     TYPE_INT32, TYPE_INT64, TYPE_MESSAGE, TYPE_SFIXED32, TYPE_SFIXED64, TYPE_SINT32,
     TYPE_SINT64, TYPE_STRING,
 )
+from .compiled_columns import arrow_array, load_value_decoder
 
 # _protobufcolumns.c's enums: column kinds, field actions, program kinds, emits,
 # conversions and row codes.
@@ -79,7 +77,7 @@ class OutOfScope(Exception):
     """The message pair is not one the compiled decoder handles."""
 
 
-_extension = None  # the _protobufcolumns module; False once it failed to import
+_extension = None  # the _protobufcolumns module; False once it failed to load
 
 
 def extension():
@@ -87,21 +85,10 @@ def extension():
     process)."""
     global _extension
     if _extension is None:
-        try:
-            module = load_extension(
-                "_protobufcolumns", "_protobufcolumns.c", package=__package__,
-                here=os.path.dirname(os.path.abspath(__file__)),
-                checkout_sha256=plain_source_sha256)
-        except ImportError as missing:
-            _extension = False
-            warnings.warn(
-                f"segmentlog's compiled Protobuf decoder is unavailable ({missing}); Protobuf "
-                "values decode row by row through the protobuf runtime, several times "
-                "slower. To fix it, run `pip install .` in the segmentlog checkout with a C "
-                "compiler present (or, for runs from the checkout, `python setup.py "
-                "build_ext --inplace`).", ProtobufCompiledUnavailableWarning, stacklevel=3)
-        else:
-            _extension = module
+        _extension = load_value_decoder(
+            "_protobufcolumns", "Protobuf",
+            "Protobuf values decode row by row through the protobuf runtime",
+            ProtobufCompiledUnavailableWarning) or False
     return _extension or None
 
 
@@ -154,22 +141,7 @@ class Program:
         return array, errors
 
     def _array(self, columns, index) -> pa.Array:
-        length, nulls, validity, values, offsets, data = columns[index]
-        kind, kind_type = self._kinds[index], self._types[index]
-        validity = None if validity is None else pa.py_buffer(validity)
-        if kind == COL_BINARY:
-            buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(data)]
-            return pa.Array.from_buffers(kind_type, length, buffers, nulls)
-        if kind == COL_LIST:
-            child = self._array(columns, self._children[index][0])
-            return pa.Array.from_buffers(kind_type, length, [validity, pa.py_buffer(offsets)],
-                                         nulls, children=[child])
-        if kind == COL_STRUCT:
-            children = [self._array(columns, child) for child in self._children[index]]
-            return pa.Array.from_buffers(kind_type, length, [validity], nulls,
-                                         children=children)
-        return pa.Array.from_buffers(kind_type, length, [validity, pa.py_buffer(values)], nulls)
-
+        return arrow_array(columns, index, self._types, self._children)
 
 # ----------------------------------------------------------------------- compiling
 
