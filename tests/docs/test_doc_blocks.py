@@ -9,9 +9,14 @@ every streaming query they started processes what is there and stops.
 Its `segmentlog` command lines run in-process (click's CliRunner), without Spark, so they
 run beside the Spark tests. Each page gets its own copy of the sandbox, so its writes are
 its own; what a page leaves in the session (tables, views, queries) is removed.
+
+Beside the blocks: every link between the pages finds its file and heading, and the
+layout page (docs/layout.md) names only files that exist and describes every directory of
+the package.
 """
 import contextlib
 import io
+import os
 import re
 import shlex
 
@@ -184,3 +189,34 @@ def test_command_lines_run(page, sandbox, tmp_path, monkeypatch):
                 missing = [out for out in shown if out and out not in printed]
                 assert not missing, f"{block.where}: `{line}` no longer prints:\n" + \
                     "\n".join(missing) + f"\n\nit prints:\n{result.output}"
+
+
+def source_files():
+    """Paths of the checkout's sources (relative), as the layout page names them."""
+    found = set()
+    for top in ("segmentlog_datasource", "writer", "examples", "benchmarks", "tests", ".ci"):
+        for directory, dirs, files in os.walk(CHECKOUT / top):
+            dirs[:] = [name for name in dirs if name not in ("__pycache__", "fixtures", "venv")]
+            found |= {os.path.relpath(os.path.join(directory, name), CHECKOUT) for name in files}
+    return found | {name for name in os.listdir(CHECKOUT) if name.endswith(".py")}
+
+
+def named_in(text) -> set:
+    return set(re.findall(r"`[^`]+`", text))
+
+
+def test_the_layout_page_names_files_that_exist_and_every_package_directory():
+    text = (CHECKOUT / "docs" / "layout.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`([\w./-]+\.(?:py|c|h))`", text))
+    files = source_files()
+    missing = sorted(name for name in named
+                     if not any(path == name or path.endswith("/" + name) for path in files))
+    assert not missing, f"docs/layout.md names files that are not in the checkout: {missing}"
+    directories = {os.path.dirname(path) for path in files
+                   if path.startswith(("segmentlog_datasource/", "writer/"))
+                   and path.endswith(".py")}
+    spans = named_in(text)  # a directory as `fastpath/`, `format/internal/` or its whole path
+    unnamed = sorted(directory for directory in directories if not spans & {
+        f"`{name}/`" for name in (os.path.basename(directory), directory.split("/", 1)[-1],
+                                  directory)})
+    assert not unnamed, f"docs/layout.md does not describe these directories: {unnamed}"
