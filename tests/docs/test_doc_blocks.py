@@ -10,9 +10,9 @@ Its `segmentlog` command lines run in-process (click's CliRunner), without Spark
 run beside the Spark tests. Each page gets its own copy of the sandbox, so its writes are
 its own; what a page leaves in the session (tables, views, queries) is removed.
 
-Beside the blocks: every link between the pages finds its file and heading, and the
-layout page (docs/layout.md) names only files that exist and describes every directory of
-the package.
+Beside the blocks: every link between the pages finds its file and heading, every file
+the README and docs/ name exists, and the layout page (docs/layout.md) describes every
+directory of the package.
 """
 import contextlib
 import io
@@ -205,14 +205,23 @@ def named_in(text) -> set:
     return set(re.findall(r"`[^`]+`", text))
 
 
-def test_the_layout_page_names_files_that_exist_and_every_package_directory():
-    text = (CHECKOUT / "docs" / "layout.md").read_text(encoding="utf-8")
-    named = set(re.findall(r"`([\w./-]+\.(?:py|c|h))`", text))
+def test_the_pages_name_only_files_that_exist():
+    """Files named in the README and docs/ (the benchmarks' history names past ones)."""
     files = source_files()
-    missing = sorted(name for name in named
-                     if not any(path == name or path.endswith("/" + name) for path in files))
-    assert not missing, f"docs/layout.md names files that are not in the checkout: {missing}"
-    directories = {os.path.dirname(path) for path in files
+    missing = []
+    for page in PAGES:
+        if page in ("BENCHMARKS.md", "docs/benchmarks-history.md"):
+            continue
+        text = (CHECKOUT / page).read_text(encoding="utf-8")
+        missing += [f"{page}: {name}" for name in sorted(set(re.findall(
+            r"`([\w./-]+\.(?:py|c|h))`", text)))
+            if not any(path == name or path.endswith("/" + name) for path in files)]
+    assert not missing, "files named that are not in the checkout:\n" + "\n".join(missing)
+
+
+def test_the_layout_page_describes_every_package_directory():
+    text = (CHECKOUT / "docs" / "layout.md").read_text(encoding="utf-8")
+    directories = {os.path.dirname(path) for path in source_files()
                    if path.startswith(("segmentlog_datasource/", "writer/"))
                    and path.endswith(".py")}
     spans = named_in(text)  # a directory as `fastpath/`, `format/internal/` or its whole path
