@@ -83,7 +83,7 @@ def _run_spark_workers_here():
 _run_spark_workers_here()
 
 # Spark release series known to reuse a pushed-down read in later queries of the same
-# DataFrame (README, "Filter pushdown"): register() leaves pushdown off there without
+# DataFrame (docs/reading.md, "Filter pushdown"): register() leaves pushdown off there without
 # probing, which runs Spark jobs (seconds on a session's first call). Other series are
 # probed; tests/spark/test_reused_dataframe.py probes this one, to notice a fix.
 PUSHED_READS_LEAK = {"4.3": True}
@@ -145,7 +145,7 @@ def register(spark, enable_filter_pushdown=None) -> bool:
 
     enable_filter_pushdown=None (the default) turns Python data source filter pushdown on
     only when this Spark does not leak a pushed-down read into later queries of the same
-    DataFrame (Spark 4.3 does; see the README), and otherwise leaves the setting alone.
+    DataFrame (Spark 4.3 does; see docs/reading.md), and otherwise leaves the setting alone.
     True turns it on regardless, False turns it off.
     """
     from .spark.source import SegmentLogDataSource
@@ -162,7 +162,7 @@ def register(spark, enable_filter_pushdown=None) -> bool:
             warnings.warn(
                 f"filter pushdown is on, and Spark {spark.version} reuses a pushed-down read "
                 "in later queries of the same DataFrame, which then return too few rows: "
-                "load() a new DataFrame for every filtered query (README, 'Filter pushdown')",
+                "load() a new DataFrame for every filtered query (docs/reading.md, 'Filter pushdown')",
                 RuntimeWarning, stacklevel=2)
         if enable_filter_pushdown or not leaks:
             spark.conf.set(PUSHDOWN_CONF, "true")

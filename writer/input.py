@@ -1,6 +1,6 @@
 """The columns a write takes, checked and normalised, as Spark's Kafka sink expects them.
 
-The columns are tabled in README.md, "Writing" > "Columns". Strings are written as their
+The columns are tabled in docs/writing.md, "Columns". Strings are written as their
 UTF-8 bytes.
 """
 from dataclasses import dataclass

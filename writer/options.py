@@ -1,6 +1,6 @@
 """Write options, named after the Kafka broker and producer settings they mirror.
 
-The write options are tabled in README.md, "Writing" > "Options".
+The write options are tabled in docs/writing.md, "Options".
 """
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Tuple

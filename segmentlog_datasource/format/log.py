@@ -272,7 +272,8 @@ def iter_file_headers(reader, path, position: int, end: int, allow_torn_tail: bo
                       ) -> Iterator[BatchHeader]:
     """Headers from `position` on; their offsets must increase from `base_offset`. With
     `allow_torn_tail` (the active segment), the data ends at the first torn, zero-filled
-    or unframeable entry, or at a last entry that fails its checksum (see README)."""
+    or unframeable entry, or at a last entry that fails its checksum (docs/reading.md,
+    "What checksums catch")."""
     next_offset = -(1 << 63) if base_offset is None else base_offset
     pread = reader.pread  # (length, position), as os.pread without the descriptor
     while position < end:
