@@ -141,7 +141,7 @@ def test_log_end_from_a_damaged_last_batch_ends_before_it(kafka_logdir_copy):
     # The log end offset (batch reads' "latest", a stream's tail) comes from the last
     # batch's lastOffsetDelta, which its checksum covers. A last batch of the active
     # segment that fails its checksum ends the data, as Kafka's recovery truncates it
-    # (README, "What is read"; a damaged batch before it is an error: test_log_end).
+    # (docs/reading.md, "What is read"; a damaged batch before it is an error: test_log_end).
     name = "plain-0"
     manifest = load_manifest(kafka_logdir_copy, name)
     segment, batch = list(iter_batches(manifest))[-1]
@@ -152,7 +152,7 @@ def test_log_end_from_a_damaged_last_batch_ends_before_it(kafka_logdir_copy):
     for committed in (False, True):
         assert _TailScan(track_transactions=committed, verify=True).advance(log) == (
             batch["base_offset"], batch["base_offset"])
-    # Without verification the header is taken as it stands (see README, verifyChecksums).
+    # Without verification the header is taken as it stands (docs/reading.md, "What checksums catch").
     assert log.end_offset(verify=False) == batch["base_offset"] + 1001
 
 

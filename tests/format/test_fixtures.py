@@ -211,7 +211,7 @@ def test_control_records_are_never_data(kafka_logdir):
 
 
 def test_headers_null_empty_and_non_ascii(kafka_logdir):
-    """The plain cases hold the header shapes the README promises; they read back exactly."""
+    """The plain cases hold the header shapes the docs promise; they read back exactly."""
     manifest = load_manifest(kafka_logdir, "plain-0")
     headers = [h for _, _, r in iter_records(manifest) for h in r["headers"]]
     assert any(value is None for _, value in headers)

@@ -63,7 +63,7 @@ def test_a_segment_that_shrinks_during_a_scan_is_an_error_not_a_crash(tmp_path, 
 
 
 # ------------------------------------------- where the active segment's valid data ends
-# The rule (README, "What is read"), Kafka's recovery of an active segment: its data ends
+# The rule (docs/reading.md, "What is read"), Kafka's recovery of an active segment: its data ends
 # at the first entry that is short (torn), zero-filled (preallocated space), cannot be
 # framed (impossible length, unknown magic), or is its last entry and fails its checksum. Planning, every split, header walks and the
 # streaming tail all stop there; the same damage anywhere else is a CorruptLogError.
@@ -213,7 +213,7 @@ def test_a_checksum_failure_in_the_active_segments_last_entry_ends_its_data(part
     position, base, size = _batches(path)[-1]
     _flip_max_timestamp(path, position)
     assert _every_way(directory) == [r for r in rows if r[0] < base]
-    # Unchecked, the entry reads as it stands (README: what can go wrong without it).
+    # Unchecked, the entry reads as it stands (docs/reading.md: what can go wrong without it).
     assert _every_way(directory, verify=False) == rows
 
 

@@ -22,7 +22,7 @@ MOMENTS = [dt.datetime(2024, 3, 31, 0, 59, 59, 123456, tzinfo=UTC),  # Berlin's 
 
 def value_type(zone, language):
     stamp = pa.timestamp("us", zone)
-    # Protobuf's mapping has no date (README: derived schemas refuse it)
+    # Protobuf's mapping has no date (docs/values.md: derived schemas refuse it)
     day = [] if language == "protobuf" else [pa.field("day", pa.date32())]
     return pa.struct([
         pa.field("at", stamp),
