@@ -28,12 +28,13 @@ where the schema takes null, left out where the property is optional, else a mis
 Compatibility: schemas/json_schema/compatibility.py.
 """
 import base64
+import functools
 import datetime as dt
 import json
 import math
 import struct as _struct
 from decimal import Decimal
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import pyarrow as pa
 
@@ -563,21 +564,13 @@ def _object_alternatives(encoder: _Encoder, schema) -> bool:
                for part, _ in alternatives)
 
 
-_ENCODERS: Dict[Tuple[str, pa.DataType], Callable[[Any], Any]] = {}
-
-
+@functools.lru_cache(maxsize=64)
 def _column_converter(text: str, column_type: pa.DataType) -> Callable[[Any], Any]:
-    key = (text, column_type)
-    found = _ENCODERS.get(key)
-    if found is None:
-        root = parse_schema_text(text)
-        encoder = _Encoder(root)
-        converter, _ = encoder.convert(column_type, root, "#", "")
-        found = converter if converter is not None else (lambda value: value)
-        if len(_ENCODERS) > 64:
-            _ENCODERS.clear()
-        _ENCODERS[key] = found
-    return found
+    """What turns a column's values into the JSON values the schema takes, built once a
+    process per (schema text, column type)."""
+    root = parse_schema_text(text)
+    converter, _ = _Encoder(root).convert(column_type, root, "#", "")
+    return converter if converter is not None else (lambda value: value)
 
 
 def encode_values(column: pa.Array, text: str) -> List[Optional[bytes]]:

@@ -20,6 +20,7 @@ range-checked against the field's type; strings and bytes fill each other's fiel
 (UTF-8 checked); an enum field takes the value's name (as the decoder gives it) or its
 number. Two non-null members of one oneof are a misfit.
 """
+import functools
 from typing import Callable, Dict, List, Optional, Tuple
 
 import pyarrow as pa
@@ -364,21 +365,15 @@ class _Encoders:
                         f"column")
 
 
-_ENCODERS: Dict[Tuple[str, Optional[str], pa.DataType], Tuple[type, Callable]] = {}
+@functools.lru_cache(maxsize=64)
+def _encoder(text: str, message: Optional[str], struct: pa.DataType
+             ) -> Tuple[type, Callable]:
+    """The message class and the filler of a (schema text, message, column type), built
+    once a process."""
+    from google.protobuf import message_factory
 
-
-def _encoder(text: str, message: Optional[str], struct: pa.DataType):
-    key = (text, message, struct)
-    found = _ENCODERS.get(key)
-    if found is None:
-        from google.protobuf import message_factory
-
-        descriptor = _message(load_text(text), message)
-        fill = _Encoders().message(struct, descriptor, "")
-        if len(_ENCODERS) > 64:
-            _ENCODERS.clear()
-        found = _ENCODERS[key] = (message_factory.GetMessageClass(descriptor), fill)
-    return found
+    descriptor = _message(load_text(text), message)
+    return message_factory.GetMessageClass(descriptor), _Encoders().message(struct, descriptor, "")
 
 
 def encode_values(column: pa.Array, text: str, message: Optional[str] = None

@@ -9,6 +9,7 @@ Confluent counts the messages the source declares). Their bytes in a payload (zi
 varints after the schema id) are read by decode/protobuf.py and written by
 writer/protobuf_schema.py.
 """
+import functools
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .text import (
@@ -190,18 +191,11 @@ def load_registered(registered, registry) -> LoadedSchema:
     return LoadedSchema(registered, references)
 
 
-_LOADED: Dict[str, LoadedProto] = {}  # schema text -> its loaded file, per process
-
-
+@functools.lru_cache(maxsize=64)
 def load_text(text: str, where: str = "the schema") -> LoadedProto:
     """A schema text that imports only well-known files, loaded as FILE_NAME (kept, per
     process, for the next call with the same text)."""
-    loaded = _LOADED.get(text)
-    if loaded is None:
-        if len(_LOADED) > 64:
-            _LOADED.clear()
-        loaded = _LOADED[text] = LoadedProto(text, FILE_NAME, where)
-    return loaded
+    return LoadedProto(text, FILE_NAME, where)
 
 
 # Descriptors ---------------------------------------------------------------------------
