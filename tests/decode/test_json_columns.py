@@ -75,6 +75,8 @@ import numpy as np  # noqa: E402
 
 from segmentlog_datasource.decode.json_program import extension  # noqa: E402
 from segmentlog_datasource.decode.value_formats import Payloads  # noqa: E402
+from support.checkout_copy import (  # noqa: E402
+    copy_checkout_source, loaded_extension, run_in_copy)
 
 try:
     import orjson
@@ -717,23 +719,8 @@ def test_a_run_from_a_checkouts_root_loads_the_build_of_the_same_source(tmp_path
     workers have it), the package imported is the checkout's, which holds no build: the
     installed copy's build loads, as it was built from the same source (SOURCE_SHA256),
     with no fallback warning."""
-    import shutil
-    import subprocess
-    import sys
-
-    from support.paths import CHECKOUT
-
-    for name in ("segmentlog_datasource", "writer"):
-        shutil.copytree(os.path.join(CHECKOUT, name), tmp_path / name,
-                        ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
-    script = ("import warnings; warnings.simplefilter('error'); "
-              "import segmentlog_datasource.decode.json_program as p; "
-              "m = p.extension(); print(p.__file__); print(m.__file__)")
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    run = subprocess.run([sys.executable, "-c", script], cwd=str(tmp_path), env=env,
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    package, built = run.stdout.split()
+    copy_checkout_source(tmp_path)
+    package, built = loaded_extension(tmp_path, "json_program")
     assert package.startswith(str(tmp_path))  # the checkout's package...
     assert not built.startswith(str(tmp_path))  # ...with the installed build
 
@@ -743,15 +730,7 @@ def test_a_build_of_other_source_is_not_loaded_and_the_warning_says_so(tmp_path,
     """A checkout whose _jsoncolumns.c, or the columns.h it includes, differs from the
     installed build's: the build is refused (its SOURCE_SHA256 is another),
     JsonCompiledUnavailableWarning says why, and values decode row by row."""
-    import shutil
-    import subprocess
-    import sys
-
-    from support.paths import CHECKOUT
-
-    for name in ("segmentlog_datasource", "writer"):
-        shutil.copytree(os.path.join(CHECKOUT, name), tmp_path / name,
-                        ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    copy_checkout_source(tmp_path)
     source = tmp_path / "segmentlog_datasource" / "decode" / changed
     source.write_text(source.read_text() + "\n/* changed */\n")
     script = ("import warnings, json\n"
@@ -764,9 +743,7 @@ def test_a_build_of_other_source_is_not_loaded_and_the_warning_says_so(tmp_path,
               "print(type(values).__name__, values, errors[1][:26])\n"
               "print([w.category.__name__ for w in caught])\n"
               "print(caught[0].message)\n")
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    run = subprocess.run([sys.executable, "-c", script], cwd=str(tmp_path), env=env,
-                         capture_output=True, text=True, timeout=120)
+    run = run_in_copy(tmp_path, script)
     assert run.returncode == 0, run.stderr
     decoded, warned, message = run.stdout.splitlines()
     assert decoded == "list [1, None] invalid JSON after the sch"

@@ -879,7 +879,8 @@ message Root { int32 b = 1; }"""
 
 
 def test_grpc_tools_compiled_classes_read_alike(tmp_path):
-    protoc = pytest.importorskip("grpc_tools.protoc")
+    protoc = pytest.importorskip("grpc_tools.protoc", reason="grpcio-tools, a test extra, "
+                                                         "is not installed")
     import grpc_tools
 
     (tmp_path / "fzorders.proto").write_text(ORDERS.replace("package fz;", "package fzg;"))
@@ -1009,22 +1010,10 @@ def test_a_run_from_a_checkouts_root_loads_the_build_of_the_same_source(tmp_path
     workers have it), the package imported is the checkout's, which holds no build: the
     build of the installed copy loads, as it was built from the same source
     (SOURCE_SHA256), and no fallback warning is given."""
-    import shutil
-    import subprocess
+    from support.checkout_copy import copy_checkout_source, loaded_extension
 
-    from support.paths import CHECKOUT
-
-    for name in ("segmentlog_datasource", "writer"):
-        shutil.copytree(os.path.join(CHECKOUT, name), tmp_path / name,
-                        ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
-    script = ("import warnings; warnings.simplefilter('error'); "
-              "import segmentlog_datasource.decode.protobuf_program as p; "
-              "m = p.extension(); print(p.__file__); print(m.__file__)")
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    run = subprocess.run([sys.executable, "-c", script], cwd=str(tmp_path), env=env,
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    package, built = run.stdout.split()
+    copy_checkout_source(tmp_path)
+    package, built = loaded_extension(tmp_path, "protobuf_program")
     assert package.startswith(str(tmp_path))  # the checkout's package...
     assert not built.startswith(str(tmp_path))  # ...with the installed build
 

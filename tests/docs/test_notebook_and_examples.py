@@ -13,7 +13,6 @@ source, as a checkout's root does, so its workers import that copy, as a user's 
 import glob
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,7 +21,7 @@ import nbformat
 import pytest
 
 from support.fixtures import internal_topics_root
-from support.paths import CHECKOUT
+from support.checkout_copy import copy_checkout_source
 
 pytestmark = pytest.mark.spark
 
@@ -103,11 +102,7 @@ def start_demo(request):
     (first on the path of Spark's Python workers) holds the package's source and no
     compiled module, as a checkout does where the package was installed with pip."""
     directory = request.getfixturevalue("tmp_path_factory").mktemp("demo")
-    for name in ("segmentlog_datasource", "writer"):
-        shutil.copytree(os.path.join(CHECKOUT, name), directory / name,
-                        ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
-    for name in ("pyspark_segmentlog.py", "setup.py"):
-        shutil.copy(os.path.join(CHECKOUT, name), directory)
+    copy_checkout_source(directory)
     return lambda: (directory, run_script_example("demo.py", directory))
 
 
