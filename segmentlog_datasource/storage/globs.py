@@ -58,17 +58,26 @@ def _bad(pattern: str, option: Optional[str], reason: str) -> InvalidOptionError
 
 
 # --------------------------------------------------------------------- the pattern
+def _past_escape_or_class(text: str, i: int, pattern: str, option: Optional[str]
+                          ) -> Optional[int]:
+    """Where scanning goes on after the escape (`\\x`) or the character class (`[...]`)
+    that starts at `i`; None when neither does."""
+    if text[i] == "\\":
+        return i + 2
+    if text[i] == "[":
+        return _class_end(text, i, pattern, option) + 1
+    return None
+
+
 def _group_end(text: str, start: int, pattern: str, option: Optional[str]) -> int:
     """The index of the `}` that closes the `{` at `start`."""
     depth, i = 0, start
     while i < len(text):
+        past = _past_escape_or_class(text, i, pattern, option)
+        if past is not None:
+            i = past
+            continue
         char = text[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            i = _class_end(text, i, pattern, option) + 1
-            continue
         if char == "{":
             depth += 1
         elif char == "}":
@@ -128,13 +137,11 @@ def _expand_slash_groups(text: str, pattern: str, option: Optional[str]) -> List
     alternative (as Hadoop's GlobExpander does); groups within one component stay."""
     i = 0
     while i < len(text):
+        past = _past_escape_or_class(text, i, pattern, option)
+        if past is not None:
+            i = past
+            continue
         char = text[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            i = _class_end(text, i, pattern, option) + 1
-            continue
         if char == "{":
             end = _group_end(text, i, pattern, option)
             body = text[i + 1 : end]
