@@ -1,5 +1,5 @@
-"""tests/fixtures/kafka-written, broker-disks and internal-topics are exact copies of the
-shared fixtures."""
+"""tests/fixtures/kafka-written, broker-disks, internal-topics and the other sets are exact
+copies of the shared fixtures."""
 import filecmp
 import os
 
@@ -7,7 +7,7 @@ import pytest
 
 from support.fixtures import (
     BUNDLED, BUNDLED_BROKER_DISKS, BUNDLED_INTERNAL_TOPICS, BUNDLED_INTERNAL_TOPICS_KAFKA4,
-    BUNDLED_TXN_V2)
+    BUNDLED_TIERED_CLUSTER, BUNDLED_TXN_V2)
 from support.paths import CHECKOUT
 
 SHARED = CHECKOUT.parent / "shared" / "fixtures" / "kafka-written"
@@ -15,6 +15,7 @@ SHARED_BROKER_DISKS = CHECKOUT.parent / "shared" / "fixtures" / "broker-disks"
 SHARED_INTERNAL_TOPICS = CHECKOUT.parent / "shared" / "fixtures" / "internal-topics"
 SHARED_INTERNAL_TOPICS_KAFKA4 = CHECKOUT.parent / "shared" / "fixtures" / "internal-topics-kafka4"
 SHARED_TXN_V2 = CHECKOUT.parent / "shared" / "fixtures" / "txn-v2"
+SHARED_TIERED_CLUSTER = CHECKOUT.parent / "shared" / "fixtures" / "tiered-cluster"
 
 
 def relative_files(root):
@@ -36,9 +37,10 @@ def test_the_bundled_copy_holds_every_case_with_its_manifest():
                                             (BUNDLED_INTERNAL_TOPICS, SHARED_INTERNAL_TOPICS),
                                             (BUNDLED_INTERNAL_TOPICS_KAFKA4,
                                              SHARED_INTERNAL_TOPICS_KAFKA4),
-                                            (BUNDLED_TXN_V2, SHARED_TXN_V2)],
+                                            (BUNDLED_TXN_V2, SHARED_TXN_V2),
+                                            (BUNDLED_TIERED_CLUSTER, SHARED_TIERED_CLUSTER)],
                          ids=["kafka-written", "broker-disks", "internal-topics",
-                              "internal-topics-kafka4", "txn-v2"])
+                              "internal-topics-kafka4", "txn-v2", "tiered-cluster"])
 def test_the_bundled_copy_equals_the_shared_fixtures(bundled, shared):
     if not shared.is_dir():
         pytest.skip(f"no shared fixtures beside the checkout ({shared}) to compare the copy with")

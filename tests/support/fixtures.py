@@ -9,6 +9,7 @@ BUNDLED_BROKER_DISKS = os.path.join(FIXTURES_DIR, "broker-disks")
 BUNDLED_INTERNAL_TOPICS = os.path.join(FIXTURES_DIR, "internal-topics")
 BUNDLED_INTERNAL_TOPICS_KAFKA4 = os.path.join(FIXTURES_DIR, "internal-topics-kafka4")
 BUNDLED_TXN_V2 = os.path.join(FIXTURES_DIR, "txn-v2")
+BUNDLED_TIERED_CLUSTER = os.path.join(FIXTURES_DIR, "tiered-cluster")
 
 
 def fixtures_root() -> str:
@@ -55,3 +56,10 @@ def txn_v2_root() -> str:
     """Transactional partitions as a transaction-version-2 cluster writes them: the txn-v2
     set beside $SEGMENTLOG_FIXTURES's set, else the copy kept in tests/fixtures."""
     return _set_beside_given("txn-v2", "txv2-0.manifest.json") or BUNDLED_TXN_V2
+
+
+def tiered_cluster_root() -> str:
+    """A tiered-storage cluster (three brokers' log dirs, their remote store, the
+    __remote_log_metadata partitions) with its manifest: the tiered-cluster set beside
+    $SEGMENTLOG_FIXTURES's set, else the copy kept in tests/fixtures."""
+    return _set_beside_given("tiered-cluster", "manifest.json") or BUNDLED_TIERED_CLUSTER
