@@ -1,2 +1,3 @@
-"""Kafka's internal topics' records: the coordinators' keys and values and KRaft's
-metadata records, as Kafka's message definitions lay them out (messages.py)."""
+"""Kafka's internal topics' records: the coordinators' keys and values, KRaft's metadata
+records and tiered storage's remote log metadata, as Kafka's message definitions lay them
+out (messages.py)."""

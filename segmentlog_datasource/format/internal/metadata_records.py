@@ -38,6 +38,7 @@ from .topics import DecodedRecord, InternalTopic, RecordShape, shape_of
 
 METADATA_TOPIC = "__cluster_metadata"
 FRAME_VERSION = 1  # AbstractApiMessageSerde's only frame version
+METADATA_RECORD = "metadata record"  # how errors name a record of the topic
 _SHORT_MAX = (1 << 15) - 1
 
 
@@ -202,13 +203,13 @@ def message_of(record_type) -> Tuple[int, str, Message]:
     return key, name, message
 
 
-def _read_uvarint(data, position: int, what: str) -> Tuple[int, int]:
+def _read_uvarint(data, position: int, what: str, record: str) -> Tuple[int, int]:
     result = shift = 0
     start = position
     while True:
         if position >= len(data):
             raise RecordDecodeError(
-                f"metadata record of {len(data)} bytes ends inside its {what} (a varint "
+                f"{record} of {len(data)} bytes ends inside its {what} (a varint "
                 f"from byte {start})")
         byte = data[position]
         position += 1
@@ -218,9 +219,9 @@ def _read_uvarint(data, position: int, what: str) -> Tuple[int, int]:
         shift += 7
         if shift > 28:
             raise RecordDecodeError(
-                f"metadata record's {what} at byte {start} is a varint longer than 5 bytes")
+                f"{record}'s {what} at byte {start} is a varint longer than 5 bytes")
     if result > _SHORT_MAX:
-        raise RecordDecodeError(f"metadata record's {what} is {result}, larger than "
+        raise RecordDecodeError(f"{record}'s {what} is {result}, larger than "
                                 f"{_SHORT_MAX}")
     return result, position
 
@@ -234,21 +235,27 @@ def _uvarint(value: int) -> bytes:
     return bytes(out)
 
 
-def read_frame(value) -> Tuple[int, int, int]:
-    """(api key, version, where the message starts) of a metadata record's value."""
+def read_frame(value, record: str = METADATA_RECORD) -> Tuple[int, int, int]:
+    """(api key, version, where the message starts) of a value framed as
+    AbstractApiMessageSerde frames it: a metadata record's, or another serde's `record`
+    (how errors name it)."""
     if value is None:
-        raise RecordDecodeError("metadata record has a null value (metadata records "
-                                "always have one)")
-    frame, position = _read_uvarint(value, 0, "frame version")
+        raise RecordDecodeError(f"{record} has a null value ({record}s always have one)")
+    frame, position = _read_uvarint(value, 0, "frame version", record)
     if frame != FRAME_VERSION:
         hint = (" (frame version 0 is KRaft's 2.8 preview, which later Kafka cannot read "
-                "either)") if frame == 0 else ""
+                "either)") if frame == 0 and record == METADATA_RECORD else ""
         raise RecordDecodeError(
-            f"metadata record frame version {frame} is unknown (only frame version "
+            f"{record} frame version {frame} is unknown (only frame version "
             f"{FRAME_VERSION} is defined){hint}")
-    api_key, position = _read_uvarint(value, position, "record type (api key)")
-    version, position = _read_uvarint(value, position, "record version")
+    api_key, position = _read_uvarint(value, position, "record type (api key)", record)
+    version, position = _read_uvarint(value, position, "record version", record)
     return api_key, version, position
+
+
+def encode_frame(api_key: int, version: int) -> bytes:
+    """The frame AbstractApiMessageSerde writes before a message."""
+    return _uvarint(FRAME_VERSION) + _uvarint(api_key) + _uvarint(version)
 
 
 def decode_metadata_record(value) -> DecodedRecord:
@@ -272,8 +279,7 @@ def encode_metadata_record(record_type, version: int, value: dict) -> bytes:
     """A metadata record's framed value, as MetadataRecordSerde writes it; `record_type`
     by name (TOPIC_RECORD) or api key."""
     api_key, _, message = message_of(record_type)
-    return (_uvarint(FRAME_VERSION) + _uvarint(api_key) + _uvarint(version)
-            + message.encode(value, version))
+    return encode_frame(api_key, version) + message.encode(value, version)
 
 
 # ------------------------------------------------------------------ control records
