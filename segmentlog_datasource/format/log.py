@@ -85,6 +85,16 @@ class Segment:
     _aborted: Optional[List[AbortedTransaction]] = field(default=None, repr=False)
     # ".swap": the files of a swap that Kafka's recovery would complete (see PartitionLog.open)
     file_suffix: str = ""
+    # A tiered-storage segment's id; the offsets it serves in a read that joins several
+    # copies of a range (read.tiered): from `serves_from`, below `serves_to` (None: from
+    # the base offset, to the end)
+    segment_id: Optional[str] = None
+    serves_from: Optional[int] = None
+    serves_to: Optional[int] = None
+
+    @property
+    def first_served(self) -> int:
+        return self.base_offset if self.serves_from is None else self.serves_from
 
     def _file(self, suffix: str) -> str:
         located = self.locations.get(suffix) if self.locations is not None else None
@@ -455,6 +465,12 @@ class PartitionLog:
         return self.segments[0].base_offset if self.segments else 0
 
     @property
+    def local_start_offset(self) -> int:
+        """Where the segments of this directory begin to serve (read.tiered's joined logs
+        serve remote segments below it)."""
+        return self.first_segment_offset
+
+    @property
     def high_watermark(self) -> Optional[int]:
         """The checkpointed high watermark, at least the log start; None when no checkpoint
         covers the partition. Kafka also takes it at most at the log end when it loads the
@@ -753,7 +769,7 @@ def _listed(store: Store, tree: TreeView, path: str, alone: bool,
             for directory in candidates]
 
 
-def _tiered_partitions(store: Store, tree: TreeView, root: str) -> List[PartitionLog]:
+def _tiered_partitions(store: Store, tree: TreeView, root: str) -> List["RemotePartitionLog"]:
     """Partitions under `root` in a tiered-storage (KIP-405) layout (see format.tiered)."""
     from . import tiered
 
@@ -765,25 +781,71 @@ def _tiered_partitions(store: Store, tree: TreeView, root: str) -> List[Partitio
         def read(name, position, length, directory=directory):
             return store.read_bytes(store.join(directory, name), position, length)
 
-        segments = []
-        for found in tiered.remote_segments(remote.layout,
-                                            tiered.partition_listing(listing, remote.prefix),
-                                            read):
-            chunks = None if found.log_chunks is None else tuple(
-                Chunk(c.original_offset, c.original_size, c.stored_offset, c.stored_size)
-                for c in found.log_chunks)
-            locations = {LOG_SUFFIX: (store.join(directory, found.log_object), 0,
-                                      found.log_size)}
-            for suffix, where in ((INDEX_SUFFIX, found.offset_index),
-                                  (TIME_INDEX_SUFFIX, found.time_index),
-                                  (TXN_INDEX_SUFFIX, found.txn_index)):
-                if where is not None:
-                    locations[suffix] = (store.join(directory, where.name), where.offset,
-                                         where.length)
-            segments.append(Segment(directory, found.base_offset, found.log_size,
-                                    store=store, locations=locations, log_chunks=chunks))
-        logs.append(PartitionLog(directory, remote.topic, remote.partition, segments, store))
+        files = tiered.partition_listing(listing, remote.prefix)
+        copies = tiered.segment_copies(remote.layout, files, read)
+        try:
+            chosen = tiered.remote_segments(remote.layout, files, read)
+            layout_error = None
+        except tiered.AmbiguousLayoutError as error:
+            chosen, layout_error = [], error
+        segments = {copy.segment_id: _remote_segment(store, directory, copy) for copy in copies}
+        logs.append(RemotePartitionLog(
+            directory, remote.topic, remote.partition,
+            [segments[copy.segment_id] for copy in chosen], store,
+            topic_id=remote.topic_id, layout=remote.layout, copies=copies,
+            segments_by_id=segments, layout_error=layout_error))
     return logs
+
+
+def _remote_segment(store: Store, directory: str, found) -> Segment:
+    chunks = None if found.log_chunks is None else tuple(
+        Chunk(c.original_offset, c.original_size, c.stored_offset, c.stored_size)
+        for c in found.log_chunks)
+    locations = {}
+    if found.log_object is not None:
+        locations[LOG_SUFFIX] = (store.join(directory, found.log_object), 0, found.log_size)
+    for suffix, where in ((INDEX_SUFFIX, found.offset_index),
+                          (TIME_INDEX_SUFFIX, found.time_index),
+                          (TXN_INDEX_SUFFIX, found.txn_index),
+                          (REMOTE_EPOCHS_SUFFIX, found.leader_epoch_index)):
+        if where is not None:
+            locations[suffix] = (store.join(directory, where.name), where.offset, where.length)
+    return Segment(directory, found.base_offset, found.log_size, store=store,
+                   locations=locations, log_chunks=chunks, segment_id=found.segment_id)
+
+
+# Where a remote segment's leader epochs up to its end are (the uploading broker's
+# leader-epoch-checkpoint; a file of its own or a slice of Aiven's packed indexes)
+REMOTE_EPOCHS_SUFFIX = ".leader_epoch_checkpoint"
+
+
+class RemotePartitionLog(PartitionLog):
+    """A partition of a tiered-storage layout. `segments` are those the layout alone
+    shows a consumer (reading it raises `layout_error` where the layout cannot tell);
+    `copies` are every segment the objects show, `segments_by_id` each as a Segment,
+    for the remote log metadata to choose from (read.tiered)."""
+
+    def __init__(self, directory, topic, partition, segments, store, *, topic_id, layout,
+                 copies, segments_by_id, layout_error=None):
+        self.layout_error = layout_error
+        super().__init__(directory, topic, partition, segments, store)
+        self.remote_topic_id = topic_id
+        self.layout = layout
+        self.copies = copies
+        self.segments_by_id = segments_by_id
+
+    @property
+    def segments(self) -> List[Segment]:
+        if self.layout_error is not None:
+            raise self.layout_error
+        return self._segments
+
+    @segments.setter
+    def segments(self, segments: List[Segment]) -> None:
+        self._segments = segments
+
+    def topic_id(self) -> Optional[str]:
+        return self.remote_topic_id
 
 
 def _is_partition_dir(store: Store, tree: TreeView, path: str) -> bool:

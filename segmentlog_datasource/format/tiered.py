@@ -23,13 +23,16 @@ stores. Two layouts are understood:
   `.txnindex` (only when the segment had one) | `.leader_epoch_checkpoint` | `.snapshot`.
   It keeps no metadata, so the end offset of a segment is unknown.
 
-Several segment ids with one base offset (a segment uploaded again after a copy whose
-metadata never committed) are settled by the manifests: when every copy's
-`remoteLogSegmentMetadata` records the same end offset and original size, the copy
-with the latest `eventTimestampMs` (when the broker started that copy) is read, as the
-copies hold the same offsets. Anything else -- copies that differ, a tie, a missing
-metadata record, or any duplicate in the `local` layout -- raises CorruptLogError, as
-does a segment whose recorded end offset reaches into the next one.
+A store holds more than the segments a consumer is served: unfinished uploads, a
+segment uploaded twice, uploads of a diverged leader, segments being deleted. Which ones
+count is decided by the `__remote_log_metadata` topic (read.tiered); `segment_copies`
+gives every copy for that. Without the metadata, `remote_segments` reads the layout
+alone: several segment ids with one base offset are settled by the manifests where they
+can be (every copy's `remoteLogSegmentMetadata` records the same end offset and original
+size: the copy with the latest `eventTimestampMs` is read, as the copies hold the same
+offsets). Anything else -- copies that differ, a tie, a missing metadata record, any
+duplicate in the `local` layout, or segments whose recorded ranges overlap -- raises
+AmbiguousLayoutError, which says to give the metadata.
 """
 import base64
 import binascii
@@ -39,6 +42,17 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..errors import CorruptLogError, UnsupportedFormatError
+
+
+class AmbiguousLayoutError(CorruptLogError):
+    """The objects alone cannot tell which remote segments a consumer is served; the
+    `__remote_log_metadata` records can (read.tiered)."""
+
+    HINT = ("; give the brokers' log dirs with the store (or the __remote_log_metadata "
+            "partitions), whose remote log metadata says which segments count")
+
+    def __init__(self, path, position, reason):
+        super().__init__(path, position, reason + self.HINT)
 
 AIVEN = "aiven"
 LOCAL = "local"
@@ -97,16 +111,21 @@ class RemoteSegment:
     the last offset the remote metadata records (None when the layout keeps none).
     `log_chunks` is None when `log_object` holds the segment bytes as they are; otherwise
     read them with `read_log_range`. An index is None when the segment has none; a range
-    of length 0 is an empty index."""
+    of length 0 is an empty index. `missing` names the files an unfinished upload or a
+    partial deletion left out (the segment cannot be read then; `log_object` may be None)."""
     base_offset: int
     end_offset: Optional[int]
     segment_id: str
-    log_object: str
+    log_object: Optional[str]
     log_size: int
     offset_index: Optional[ObjectRange]
     time_index: Optional[ObjectRange]
     txn_index: Optional[ObjectRange]
     log_chunks: Optional[Tuple[LogChunk, ...]] = None
+    leader_epoch_index: Optional[ObjectRange] = None
+    event_timestamp_ms: Optional[int] = None  # when the uploading broker began the copy
+    missing: Tuple[str, ...] = ()
+    some_object: str = ""  # one object of the segment, to name it in errors
 
 
 @dataclass(frozen=True)
@@ -162,22 +181,56 @@ def partition_listing(listing: Mapping[str, int], prefix: str) -> Dict[str, int]
 
 def remote_segments(layout: str, listing: Mapping[str, int],
                     read: ReadRange) -> List[RemoteSegment]:
-    """The segments of one remote partition in base-offset order. `listing` holds the
-    partition directory's objects by name relative to it; `read` fetches manifests."""
-    if layout == AIVEN:
-        segments = _aiven_segments(listing, read)
-    elif layout == LOCAL:
-        segments = _local_segments(listing)
-    else:
-        raise ValueError(f"unknown remote layout {layout!r}; known: {', '.join(LAYOUTS)}")
+    """The segments of one remote partition in base-offset order, read from the layout
+    alone (see the module's text). `listing` holds the partition directory's objects by
+    name relative to it; `read` fetches manifests."""
+    by_base: Dict[int, List[RemoteSegment]] = {}
+    for copy in segment_copies(layout, listing, read):
+        if layout == AIVEN and "rsm-manifest" in copy.missing:
+            continue  # the manifest is uploaded last: this upload never finished
+        if copy.missing:
+            _raise_missing(copy)
+        by_base.setdefault(copy.base_offset, []).append(copy)
+    segments = [_choose_copy(base, by_base[base]) for base in sorted(by_base)]
     for before, after in zip(segments, segments[1:]):
         if before.end_offset is not None and before.end_offset >= after.base_offset:
-            raise CorruptLogError(
+            raise AmbiguousLayoutError(
                 before.log_object, None,
                 f"the remote metadata says this segment ends at offset {before.end_offset}, "
                 f"but segment {after.log_object} starts at {after.base_offset}: the remote "
                 f"segments overlap")
     return segments
+
+
+def segment_copies(layout: str, listing: Mapping[str, int],
+                   read: ReadRange) -> List[RemoteSegment]:
+    """Every segment of one remote partition the objects show, by (base offset, segment
+    id), whatever state its upload or deletion is in; an Aiven segment's manifest is read
+    where it is there."""
+    if layout == AIVEN:
+        return _aiven_segments(listing, read)
+    if layout == LOCAL:
+        return _local_segments(listing)
+    raise ValueError(f"unknown remote layout {layout!r}; known: {', '.join(LAYOUTS)}")
+
+
+def _raise_missing(copy: RemoteSegment):
+    if copy.missing == ("log",) and copy.log_object is None:
+        raise CorruptLogError(
+            copy.some_object, None,
+            f"the manifest has no {copy.base_offset:020d}-{copy.segment_id}.log beside it: "
+            f"the segment was partly deleted or lost (or written in the Iceberg format, "
+            f"which is not a Kafka segment)")
+    raise CorruptLogError(
+        copy.some_object, None, f"segment {copy.segment_id} lacks its "
+        f"{', '.join('.' + suffix for suffix in copy.missing)} file(s): an unfinished "
+        f"copy or a partial deletion")
+
+
+def check_readable(copy: RemoteSegment) -> None:
+    """A CorruptLogError naming the segment when files it needs are missing."""
+    if copy.missing:
+        _raise_missing(copy)
 
 
 def _group_objects(listing, patterns) -> Dict[Tuple[int, str], Dict[str, str]]:
@@ -202,87 +255,73 @@ def _group_objects(listing, patterns) -> Dict[Tuple[int, str], Dict[str, str]]:
 
 
 def _local_segments(listing) -> List[RemoteSegment]:
-    by_base: Dict[int, List[RemoteSegment]] = {}
-    for (base_offset, segment_id), files in _group_objects(listing, _LOCAL_NAMES).items():
-        missing = [suffix for suffix in _LOCAL_REQUIRED if suffix not in files]
-        if missing:
-            some_file = next(iter(sorted(files.values())))
-            raise CorruptLogError(
-                some_file, None, f"segment {segment_id} lacks its "
-                f"{', '.join('.' + suffix for suffix in missing)} file(s): an unfinished "
-                f"copy or a partial deletion")
+    copies = []
+    for (base_offset, segment_id), files in sorted(_group_objects(listing, _LOCAL_NAMES).items()):
+        missing = tuple(suffix for suffix in _LOCAL_REQUIRED if suffix not in files)
 
         def whole(suffix):
             name = files.get(suffix)
             return None if name is None else ObjectRange(name, 0, listing[name])
 
-        by_base.setdefault(base_offset, []).append(RemoteSegment(
+        log_object = files.get("log")
+        copies.append(RemoteSegment(
             base_offset=base_offset, end_offset=None, segment_id=segment_id,
-            log_object=files["log"], log_size=listing[files["log"]],
+            log_object=log_object, log_size=listing[log_object] if log_object else 0,
             offset_index=whole("index"), time_index=whole("timeindex"),
-            txn_index=whole("txnindex")))
-    segments = []
-    for base_offset in sorted(by_base):
-        copies = by_base[base_offset]
-        if len(copies) > 1:
-            raise CorruptLogError(
-                copies[0].log_object, None,
-                f"{len(copies)} segments start at offset {base_offset} "
-                f"({', '.join(sorted(c.log_object for c in copies))}) and this layout keeps "
-                f"no metadata to choose between them")
-        segments.append(copies[0])
-    return segments
-
-
-@dataclass(frozen=True)
-class _AivenCopy:
-    segment: RemoteSegment
-    manifest: str
-    event_timestamp_ms: Optional[int]
+            txn_index=whole("txnindex"), leader_epoch_index=whole("leader_epoch_checkpoint"),
+            missing=missing, some_object=sorted(files.values())[0]))
+    return copies
 
 
 def _aiven_segments(listing, read) -> List[RemoteSegment]:
-    by_base: Dict[int, List[_AivenCopy]] = {}
-    for (base_offset, segment_id), objects in _group_objects(listing, _AIVEN_NAMES).items():
+    copies = []
+    for (base_offset, segment_id), objects in sorted(_group_objects(listing, _AIVEN_NAMES).items()):
         manifest = objects.get("rsm-manifest")
-        if manifest is None:
-            continue  # the manifest is uploaded last: this upload never finished
-        if "log" not in objects:
-            raise CorruptLogError(
-                manifest, None, f"the manifest has no {base_offset:020d}-{segment_id}.log "
-                f"beside it: the segment was partly deleted or lost (or written in the "
-                f"Iceberg format, which is not a Kafka segment)")
-        copy = _parse_aiven_manifest(base_offset, segment_id, objects, listing,
-                                     read(manifest, 0, listing[manifest]))
-        by_base.setdefault(base_offset, []).append(copy)
-    return [_choose_copy(base_offset, by_base[base_offset]) for base_offset in sorted(by_base)]
+        some_object = sorted(objects.values())[0]
+        if manifest is None or "log" not in objects:
+            copies.append(RemoteSegment(
+                base_offset=base_offset, end_offset=None, segment_id=segment_id,
+                log_object=objects.get("log"), log_size=0, offset_index=None,
+                time_index=None, txn_index=None,
+                missing=tuple(s for s in ("rsm-manifest", "log") if s not in objects),
+                some_object=manifest or some_object))
+            continue
+        copies.append(_parse_aiven_manifest(base_offset, segment_id, objects, listing,
+                                            read(manifest, 0, listing[manifest])))
+    return copies
 
 
-def _choose_copy(base_offset: int, copies: List[_AivenCopy]) -> RemoteSegment:
+def _choose_copy(base_offset: int, copies: List[RemoteSegment]) -> RemoteSegment:
     if len(copies) == 1:
-        return copies[0].segment
-    names = ", ".join(sorted(c.manifest for c in copies))
-    shapes = {(c.segment.end_offset, c.segment.log_size) for c in copies}
-    if None in {c.event_timestamp_ms for c in copies} or len(shapes) > 1:
-        raise CorruptLogError(
-            copies[0].manifest, None,
-            f"{len(copies)} remote segments start at offset {base_offset} ({names}) and their "
-            f"manifests do not record the same end offset and size, so which one the "
-            f"broker committed cannot be told from the objects")
-    latest = max(c.event_timestamp_ms for c in copies)
-    chosen = [c for c in copies if c.event_timestamp_ms == latest]
-    if len(chosen) > 1:
-        raise CorruptLogError(
-            chosen[0].manifest, None,
+        return copies[0]
+    names = ", ".join(sorted(c.some_object for c in copies))
+    if copies[0].some_object.endswith(".rsm-manifest"):
+        shapes = {(c.end_offset, c.log_size) for c in copies}
+        if None in {c.event_timestamp_ms for c in copies} or len(shapes) > 1:
+            raise AmbiguousLayoutError(
+                copies[0].some_object, None,
+                f"{len(copies)} remote segments start at offset {base_offset} ({names}) and "
+                f"their manifests do not record the same end offset and size, so which one "
+                f"the broker committed cannot be told from the objects")
+        latest = max(c.event_timestamp_ms for c in copies)
+        chosen = [c for c in copies if c.event_timestamp_ms == latest]
+        if len(chosen) == 1:
+            return chosen[0]
+        raise AmbiguousLayoutError(
+            chosen[0].some_object, None,
             f"{len(chosen)} remote segments start at offset {base_offset} ({names}) with the "
             f"same eventTimestampMs {latest}: which copy is current cannot be told")
-    return chosen[0].segment
+    raise AmbiguousLayoutError(
+        copies[0].log_object or copies[0].some_object, None,
+        f"{len(copies)} segments start at offset {base_offset} "
+        f"({', '.join(sorted(c.log_object or c.some_object for c in copies))}) and this "
+        f"layout keeps no metadata to choose between them")
 
 
 # ---------------------------------------------------------------- Aiven manifests
 
 
-def _parse_aiven_manifest(base_offset, segment_id, objects, listing, data) -> _AivenCopy:
+def _parse_aiven_manifest(base_offset, segment_id, objects, listing, data) -> RemoteSegment:
     manifest = objects["rsm-manifest"]
 
     def corrupt(reason):
@@ -310,7 +349,7 @@ def _parse_aiven_manifest(base_offset, segment_id, objects, listing, data) -> _A
     log_size, log_chunks = _chunk_index(document.get("chunkIndex"), compression,
                                         listing[log_object], corrupt)
     indexes_object = objects.get("indexes")
-    offset_index, time_index, txn_index = _segment_indexes(
+    offset_index, time_index, txn_index, leader_epoch_index = _segment_indexes(
         document.get("segmentIndexes"), indexes_object,
         None if indexes_object is None else listing[indexes_object], corrupt)
 
@@ -333,11 +372,12 @@ def _parse_aiven_manifest(base_offset, segment_id, objects, listing, data) -> _A
         if recorded_id is not None and recorded_id != segment_id:
             raise corrupt(f"the manifest is for segment id {recorded_id!r}, but the object "
                           f"name says {segment_id!r}")
-    segment = RemoteSegment(
+    return RemoteSegment(
         base_offset=base_offset, end_offset=end_offset, segment_id=segment_id,
         log_object=log_object, log_size=log_size, offset_index=offset_index,
-        time_index=time_index, txn_index=txn_index, log_chunks=log_chunks)
-    return _AivenCopy(segment, manifest, event_timestamp_ms)
+        time_index=time_index, txn_index=txn_index, log_chunks=log_chunks,
+        leader_epoch_index=leader_epoch_index, event_timestamp_ms=event_timestamp_ms,
+        some_object=manifest)
 
 
 def _integer(mapping, key, where, corrupt, minimum=None) -> int:
@@ -461,7 +501,7 @@ def _segment_indexes(indexes, indexes_object, indexes_size, corrupt):
             raise corrupt(f"segmentIndexes.{key} covers bytes {position}..{position + size} "
                           f"of {indexes_object}, which holds {indexes_size}")
         ranges[key] = ObjectRange(indexes_object, position, size)
-    return ranges["offset"], ranges["timestamp"], ranges["transaction"]
+    return ranges["offset"], ranges["timestamp"], ranges["transaction"], ranges["leaderEpoch"]
 
 
 # ---------------------------------------------------------------- segment bytes

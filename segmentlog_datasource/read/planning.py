@@ -341,22 +341,28 @@ def _segment_fragments(log: PartitionLog, start: int, end: int, constraints: Con
             max_ts = segment.time_index.max_timestamp
             if max_ts is not None and max_ts < ts_low:
                 continue
-        _, start_position = index.lookup(max(start, segment.base_offset))
+        # A joined tiered log's segments may hold offsets another segment serves.
+        low = max(start, segment.first_served)
+        high = end if segment.serves_to is None else min(end, segment.serves_to)
+        if low >= high:
+            continue
+        _, start_position = index.lookup(low)
         if ts_low is not None:
             older_through = segment.time_index.offset_below(ts_low)
             if older_through is not None:
                 start_position = max(start_position, index.lookup(older_through + 1)[1])
         end_position = data_end = segment.size
-        bound = index.position_after(end - 1) if i == last else None
+        bound = index.position_after(high - 1) if i == last or high < end else None
         fragment = Fragment(
             topic=log.topic, partition=log.partition, log_path=segment.log_path,
             log_size=segment.size, start_position=start_position, end_position=end_position,
-            min_offset=start, end_offset=end, allow_torn_tail=is_last_segment,
+            min_offset=low, end_offset=high, allow_torn_tail=is_last_segment,
             entry_follows=False, **_entry_bounds(segment, start_position),
             offset_values=constraints.offset_values,
             timestamp_low_us=constraints.timestamp_low_us,
             timestamp_high_us=constraints.timestamp_high_us, store=segment.store,
-            next_base_offset=None if is_last_segment else log.segments[i + 1].base_offset,
+            next_base_offset=None if is_last_segment or segment.serves_to is not None
+            else log.segments[i + 1].base_offset,
             log_chunks=segment.log_chunks)
         if is_last_segment and len(index):
             # Splits could start at index entries past the end of the valid data (after a

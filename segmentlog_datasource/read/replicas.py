@@ -19,23 +19,34 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from ..errors import CorruptLogError
 from ..format.entries import BatchHeader
 from ..format.fastpath import batch_header_walker
-from ..format.log import PartitionLog, discover_copies, walk_local_file
+from ..format.log import PartitionLog, RemotePartitionLog, discover_copies, walk_local_file
 from ..storage import StoreConfig
 from .options import ReadOptions
+from .tiered import join_tiered
 
 
 def consumer_partitions(paths, config: Optional[StoreConfig] = None) -> List[PartitionLog]:
     """One log per topic-partition under `paths`: the serving copy, its other copies in
     its `replicas`."""
     groups: Dict[Tuple[str, int], List[PartitionLog]] = {}
+    remotes: List[RemotePartitionLog] = []
     for log in discover_copies(paths, config):
-        groups.setdefault(log.topic_partition, []).append(log)
-    logs = []
-    for copies in groups.values():
+        if isinstance(log, RemotePartitionLog):
+            remotes.append(log)
+        else:
+            groups.setdefault(log.topic_partition, []).append(log)
+    leaders = {}
+    for topic_partition, copies in groups.items():
         leader = choose_leader(copies)
         leader.replicas = [copy for copy in copies if copy is not leader]
-        logs.append(leader)
-    return logs
+        leaders[topic_partition] = leader
+    if remotes:
+        joined = join_tiered(leaders, remotes)
+        for topic_partition, log in joined.items():
+            if topic_partition in leaders and log is not leaders[topic_partition]:
+                log.replicas = leaders[topic_partition].replicas
+        return sorted(joined.values(), key=lambda log: log.topic_partition)
+    return list(leaders.values())
 
 
 def last_epoch(log: PartitionLog) -> Optional[int]:
@@ -87,7 +98,9 @@ def check_replicas(log: PartitionLog, start: int, end: int) -> None:
     spans = {}
     for copy in log.replicas:
         until = min(end, agreed_end(copy, log))
-        begin = max(start, copy.start_offset)
+        # Below the serving copy's local segments, a joined log's remote ones serve; a
+        # copy on a broker is compared with the serving copy's own segments only.
+        begin = max(start, copy.start_offset, log.local_start_offset)
         if begin < until:
             spans[id(copy)] = (begin, until)
     if not spans:
