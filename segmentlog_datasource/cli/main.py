@@ -160,7 +160,7 @@ def _number(value) -> str:
 
 
 def _print_files_table(console, title: str, described: List[dict]) -> None:
-    columns = [Column("partition", "left"), Column("segments"), Column("offsets"),
+    columns = [Column("partition", "left", key=True), Column("segments"), Column("offsets"),
                Column("time index (UTC)", "left"), Column("batches"), Column("records"),
                Column("bytes"), Column("codecs", "left", wraps=True),
                Column("open transactions", "left", wraps=True),
@@ -185,7 +185,8 @@ def _print_files_table(console, title: str, described: List[dict]) -> None:
 
 def _print_consumer_table(console, described: List[dict]) -> None:
     """Offsets and counts as a consumer reads each partition (from the leader's copy)."""
-    columns = [Column("partition", "left"), Column("log start"), Column("high watermark"),
+    columns = [Column("partition", "left", key=True), Column("log start"),
+               Column("high watermark"),
                Column("LSO"), Column("log end"), Column("records"), Column("committed"),
                Column("leader epochs", "left", wraps=True)]
     rows = []
@@ -204,7 +205,8 @@ def _print_consumer_table(console, described: List[dict]) -> None:
 def _print_copies_table(console, described: List[dict]) -> None:
     """Each copy of each partition: the leader's first, then how far each other copy
     lags (offsets of the leader's log it does not hold) or where it diverges."""
-    columns = [Column("partition", "left"), Column("copy", "left"), Column("last epoch"),
+    columns = [Column("partition", "left", key=True), Column("copy", "left", key=True),
+               Column("last epoch"),
                Column("log start"), Column("log end"), Column("HW checkpoint"),
                Column("state", "left", wraps=True)]
     names = _copy_names(described)
@@ -456,8 +458,9 @@ def lag(paths, group, at, as_json):
     if not rows:
         click.echo("no committed offsets" + (f" for group {group!r}" if group else ""))
         return
-    columns = [Column("group", "left"), Column("type", "left"), Column("topic", "left"),
-               Column("partition"), Column("current offset"), Column("log end offset"),
+    columns = [Column("group", "left", key=True), Column("type", "left"),
+               Column("topic", "left", key=True), Column("partition", key=True),
+               Column("current offset"), Column("log end offset"),
                Column("high watermark"), Column("lag"), Column("committed at (UTC)", "left")]
     table = [[row.group, row.group_type, row.topic, str(row.partition),
               str(row.committed_offset),
@@ -494,8 +497,9 @@ def share_groups(paths, group, as_json):
     if not rows:
         click.echo("no share-group state" + (f" for group {group!r}" if group else ""))
         return
-    columns = [Column("group", "left"), Column("topic", "left"), Column("partition"),
-               Column("start offset"), Column("completed"), Column("in flight"),
+    columns = [Column("group", "left", key=True), Column("topic", "left", key=True),
+               Column("partition", key=True), Column("start offset"), Column("completed"),
+               Column("in flight"),
                Column("max deliveries"), Column("leader epoch"), Column("lag")]
     table = [[row.group, row.topic or row.topic_id, str(row.partition),
               str(row.start_offset), str(row.delivery_complete_count),
@@ -663,8 +667,8 @@ def write(logdir, input_file, topic, num_partitions, compression, input_format, 
         _fail(error)
     except SegmentLogError as error:
         raise click.ClickException(str(error))
-    columns = [Column("topic", "left"), Column("partition"), Column("offsets"),
-               Column("records")]
+    columns = [Column("topic", "left", key=True), Column("partition", key=True),
+               Column("offsets"), Column("records")]
     rows = [[part.topic, str(part.partition),
              f"{part.start_offset}..{part.end_offset - 1}" if part.records else "-",
              str(part.records)] for part in summary.partitions]

@@ -3,10 +3,11 @@
 rich squeezes a table that is wider than the terminal by folding its cells, numbers
 included (`1811` becomes `18` over `11`), or cuts them as a last resort. Here each column
 gets at least the width of its longest number (or, in a column of words, its longest
-word), and a table that still does not fit is split into several, side by side in
-turn: each repeats the key column (the partition) and takes as many of the other
-columns as fit. Only a single column wider than the terminal makes a table wider than
-it (the terminal then wraps its lines; nothing is lost).
+word), and a table that still does not fit is split into several, one after the other:
+each repeats the key columns (those that name a row: the partition; a group, topic and
+partition), so that every row of a continuation says which row it continues, and takes
+as many of the other columns as fit. Only a single column wider than the terminal makes
+a table wider than it (the terminal then wraps its lines; nothing is lost).
 """
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
@@ -27,6 +28,9 @@ class Column:
     # Whether a cell may break between words (lists, sentences). A column that does not
     # wrap keeps every line of a cell whole: numbers, offsets, timestamps, names.
     wraps: bool = False
+    # Whether the column names the row (with the other key columns): every table a wide
+    # one is split into repeats it. A table without one repeats its first column.
+    key: bool = False
 
 
 def _lines(cell: str) -> List[str]:
@@ -49,19 +53,19 @@ def _table_width(widths: Sequence[int]) -> int:
     return sum(width + CELL_PADDING for width in widths) + len(widths) + 1
 
 
-def _column_groups(narrowest: List[int], available: int, keys: int) -> List[List[int]]:
+def _column_groups(narrowest: List[int], available: int, keys: List[int]) -> List[List[int]]:
     """Columns in order, cut into groups that fit `available` at their narrowest, each
-    group led by the key columns."""
+    group holding the key columns (in their places) and at least one other."""
     groups: List[List[int]] = []
-    current = list(range(keys))
-    for index in range(keys, len(narrowest)):
-        wider = current + [index]
-        if len(current) > keys and _table_width([narrowest[i] for i in wider]) > available:
-            groups.append(current)
-            current = list(range(keys)) + [index]
+    current: List[int] = []
+    for index in (i for i in range(len(narrowest)) if i not in keys):
+        wider = sorted(set(keys) | set(current) | {index})
+        if current and _table_width([narrowest[i] for i in wider]) > available:
+            groups.append(sorted(set(keys) | set(current)))
+            current = [index]
         else:
-            current = wider
-    groups.append(current)
+            current.append(index)
+    groups.append(sorted(set(keys) | set(current)))
     return groups
 
 
@@ -79,9 +83,10 @@ def _shared_widths(group: List[int], narrowest: List[int], natural: List[int],
 
 
 def print_table(console: Console, title: Optional[str], columns: Sequence[Column],
-                rows: Sequence[Sequence[str]], keys: int = 1) -> None:
+                rows: Sequence[Sequence[str]]) -> None:
     """Print `rows` (text cells, lines split by newlines) under `columns` on `console`,
     in as many tables as it takes to show every cell whole (see the module's doc)."""
+    keys = [number for number, column in enumerate(columns) if column.key] or [0]
     bounds = [_widths(column, [row[number] for row in rows])
               for number, column in enumerate(columns)]
     narrowest = [low for low, _ in bounds]

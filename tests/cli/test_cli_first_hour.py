@@ -1,5 +1,5 @@
-"""What a new user meets first on the command line: tables in a narrow terminal, a path
-that is a symbolic link loop, a dump past the end of the log, write errors in the
+"""What a new user meets first on the command line: tables in a narrow terminal (split
+tables that repeat the columns naming a row), a path that is a symbolic link loop, a dump past the end of the log, write errors in the
 command's own words, verify of a directory with nothing to check, and a write into a
 directory of other data. In-process through click's CliRunner, on the Kafka-written
 fixtures or copies in tmp_path. Exit statuses: 0 ok, 1 damaged, 2 usage error."""
@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from segmentlog_datasource.cli import main
+from support.fixtures import broker_disks_root, internal_topics_kafka4_root
 
 USAGE = 2
 
@@ -199,3 +200,69 @@ def test_write_refuses_a_directory_of_other_data_naming_what_is_there(tmp_path, 
         f"'part-00000-5b1c.snappy.parquet' and no <topic>-<partition> directory, and a read "
         f"of it fails. Write into a new or empty directory, or into a log dir")
     assert sorted(os.listdir(parquet)) == ["_SUCCESS", "part-00000-5b1c.snappy.parquet"]
+
+
+# ------------------------------------- split tables carry the columns that name a row
+
+def tables(output):
+    """The tables of `output` as (whether it continues the one before, header names,
+    rows of cells); a header wrapped over several lines is joined per column."""
+    found, heading, header, rows, inside = [], [], [], [], False
+    for line in output.splitlines():
+        if line.startswith("┏"):
+            inside, header, rows = True, [], []
+        elif not inside:
+            heading.append(line)
+        elif line.startswith("┃"):
+            cells = [cell.strip() for cell in line.strip("┃").split("┃")]
+            header = cells if not header else [f"{a} {b}".strip()
+                                               for a, b in zip(header, cells)]
+        elif line.startswith("│"):
+            rows.append([cell.strip() for cell in line.strip("│").split("│")])
+        elif line.startswith("└"):
+            found.append(("(continued)" in " ".join(heading), header, rows))
+            inside, heading = False, []
+    return found
+
+
+def split_tables(output):
+    """Each table with its continuations: a list of (header, rows) per table."""
+    whole = []
+    for continued, header, rows in tables(output):
+        if continued:
+            whole[-1].append((header, rows))
+        else:
+            whole.append([(header, rows)])
+    return whole
+
+
+def written(tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps({"n": n}) + "\n" for n in range(40)))
+    return ["write", tmp_path / "logdir", source, "--topic", "events", "--partitions", 3]
+
+
+@pytest.mark.parametrize("command, columns, keys", [
+    (lambda tmp: ["lag", internal_topics_kafka4_root()], 80, [["group", "topic", "partition"]]),
+    (lambda tmp: ["share-groups", internal_topics_kafka4_root()], 80,
+     [["group", "topic", "partition"]]),
+    (lambda tmp: ["describe"] + [os.path.join(broker_disks_root(), f"broker-{n}")
+                                 for n in range(3)],
+     60, [["partition"], ["partition"], ["partition", "copy"]]),
+    (written, 24, [["topic", "partition"]]),
+], ids=["lag", "share-groups", "describe", "write"])
+def test_every_split_table_repeats_the_columns_that_name_its_rows(tmp_path, command,
+                                                                   columns, keys):
+    result = run(*command(tmp_path), env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.output
+    whole = split_tables(result.output)
+    assert [len(parts) > 1 for parts in whole] == [True] * len(keys), result.output
+    for parts, named in zip(whole, keys):
+        names = []
+        for header, rows in parts:
+            assert set(named) <= set(header), (header, named)
+            # a row's key cells, its first line's (a cell of two lines leaves them empty)
+            names.append([keyed for keyed in ([row[header.index(k)] for k in named]
+                                              for row in rows) if any(keyed)])
+        # each continued row says which row it continues, in the first table's order
+        assert names == [names[0]] * len(parts) and len(names[0]) > 1
