@@ -66,9 +66,11 @@ class DecodedRead:
                 f"option {name!r} selects {', '.join(map(repr, others))}, but "
                 f"decode={option} decodes the records of {topic} alone: select {topic!r} "
                 f"or leave out {name!r}", name)
-        if selection.assigned is not None:
+        if selection.assigned is not None or selection.topics is not None:
             return read
-        return replace(read, selection=TopicSelection(topics=[topic]))
+        return replace(read, selection=TopicSelection(
+            topics=[topic], chosen_by=f"option 'decode' ({option}) reads the records of "
+                                      f"{topic}"))
 
     def arrow_schema(self, base: pa.Schema) -> pa.Schema:
         if self.framed is not None:

@@ -85,6 +85,9 @@ class TopicSelection:
     pattern: Optional["re.Pattern"] = None
     assigned: Optional[List[TopicPartition]] = None
     exclude_internal: bool = True
+    # The option that chose `topics`, as its errors name it, when it is not `subscribe`
+    # (a decode option's "option 'decode' (consumerOffsets)").
+    chosen_by: str = "option 'subscribe'"
 
     def matches(self, topic: str, partition: int) -> bool:
         if self.topics is not None:

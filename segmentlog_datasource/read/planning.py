@@ -89,9 +89,12 @@ def select_partitions(read: ReadOptions, constraints: Constraints) -> List[Parti
         present_topics = {log.topic for log in logs}
         missing = [t for t in read.selection.topics if t not in present_topics]
         if missing:
+            held = sorted(present_topics)
             raise SegmentLogError(
-                "option 'subscribe': no partition directories for topic(s) "
-                + ", ".join(repr(t) for t in missing) + " under " + ", ".join(read.paths))
+                f"{read.selection.chosen_by}: no partition directories for topic(s) "
+                + ", ".join(repr(t) for t in missing) + " under " + ", ".join(read.paths)
+                + " (its topics: " + ", ".join(held[:10]) + (", ..." if len(held) > 10 else "")
+                + ")")
     return [
         log for log in chosen
         if (constraints.topics is None or log.topic in constraints.topics)
