@@ -175,8 +175,10 @@ def consumer_lag(spark, paths, group=None, at=None, options=None):
     beside them, as a DataFrame: group, topic, partition, committedOffset, leaderEpoch,
     metadata, commitTimestamp, logStartOffset, logEndOffset, highWatermark, lag (the high
     watermark minus the committed offset). `group`: that group's alone; `at` (epoch
-    milliseconds or a datetime): the commits written by then and each partition's end
-    then; `options`: read options (readUpTo, store.*)."""
+    milliseconds, an ISO 8601 time such as "2026-11-25T03:00:00Z" or with an offset, UTC
+    without either, as the command line's --at; or a datetime, a naive one local time):
+    the commits written by then and each partition's end then; `options`: read options
+    (readUpTo, store.*)."""
     from .spark.lag import consumer_lag_dataframe
 
     return consumer_lag_dataframe(spark, paths, group, at, options)

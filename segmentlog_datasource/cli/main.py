@@ -23,7 +23,7 @@ from ..errors import (
 )
 from ..format.compression import CODEC_NAMES
 from ..format.log import discover_copies
-from ..read.consumer_lag import consumer_lag
+from ..read.consumer_lag import as_of_millis, consumer_lag
 from ..read.replicas import consumer_partitions
 from ..storage.resolve import is_remote_uri
 from ..writer import SegmentLogWriter
@@ -436,8 +436,9 @@ def verify(paths, as_json):
 @click.option("--group", "group", default=None, help="One consumer group's partitions only.")
 @click.option("--at", "at", default=None, metavar="TIME",
               help="As of this moment (epoch milliseconds, or ISO 8601 such as "
-                   "2026-11-25T03:00:00Z): the commits written by then, and each "
-                   "partition's end then.")
+                   "2026-11-25T03:00:00Z or 2026-11-25T04:00:00+01:00; without Z or an "
+                   "offset, UTC): the commits written by then, and each partition's end "
+                   "then.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document instead of a table.")
 def lag(paths, group, at, as_json):
     """Consumer groups' committed offsets and lag, from the __consumer_offsets partitions
@@ -510,24 +511,11 @@ def share_groups(paths, group, as_json):
 
 
 def _moment(text: Optional[str]) -> Optional[int]:
-    """--at as epoch milliseconds."""
-    if text is None:
-        return None
-    if text.strip().lstrip("-").isdigit():
-        value = int(text)
-    else:
-        try:
-            moment = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise click.BadParameter(
-                f"{text!r} is neither epoch milliseconds nor an ISO 8601 time such as "
-                f"2026-11-25T03:00:00Z", param_hint="--at") from None
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=datetime.timezone.utc)
-        value = int(moment.timestamp() * 1000)
-    if value < 0:
-        raise click.BadParameter(f"{text!r} is before 1970", param_hint="--at")
-    return value
+    """--at as epoch milliseconds, read as consumer_lag's `at` is (read.consumer_lag)."""
+    try:
+        return as_of_millis(text, "--at")
+    except InvalidOptionError as error:
+        raise click.UsageError(str(error))
 
 
 def _input_rows(handle, input_format: str) -> Iterator[dict]:

@@ -10,11 +10,12 @@ row says which (the type of the group's latest metadata record; a group with com
 alone is a classic one, as Kafka's coordinator makes it). The lag is the partition's high watermark (what a consumer can read, the
 `LOG-END-OFFSET` Kafka's tool shows) minus the committed offset.
 """
+import datetime as dt
 import json
 from dataclasses import asdict, dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from ..errors import SegmentLogError
+from ..errors import InvalidOptionError, SegmentLogError
 from ..format.internal.group_records import GROUP_TYPES, OFFSET_COMMIT_TYPES
 from ..format.internal.registry import internal_topics
 from .fragments import scan_fragments, scan_options
@@ -60,6 +61,45 @@ class PartitionLag:
 
 
 LAG_COLUMNS = [name for name in PartitionLag.__dataclass_fields__]
+AS_OF_EXAMPLE = "2026-11-25T03:00:00Z"
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def as_of_millis(at, option: str) -> Optional[int]:
+    """The moment `at` (the `at` of consumer_lag, the command line's --at, named
+    `option` in errors) as epoch milliseconds: epoch milliseconds (an int, or text of
+    digits), an ISO 8601 time with Z or an offset (text without one is UTC, on the
+    command line and in Python alike), or a datetime (a naive one is local time, as
+    Python's datetime.timestamp() takes it); None stays None. Anything else, or a moment
+    before 1970, is an InvalidOptionError naming `option`."""
+    if at is None:
+        return None
+    text = at.strip() if isinstance(at, str) else None
+    if isinstance(at, int) and not isinstance(at, bool):
+        millis = at
+    elif text is not None and text.lstrip("-").isdigit():
+        millis = int(text)
+    elif text is not None:
+        try:
+            moment = dt.datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidOptionError(
+                f"{option}: {at!r} is neither epoch milliseconds nor an ISO 8601 time such "
+                f"as {AS_OF_EXAMPLE} or {AS_OF_EXAMPLE[:-1]}+01:00 (without Z or an offset, "
+                f"a time is UTC)", option) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=dt.timezone.utc)
+        millis = (moment - _EPOCH) // dt.timedelta(milliseconds=1)
+    elif isinstance(at, dt.datetime):
+        moment = at if at.tzinfo is not None else at.astimezone()
+        millis = (moment - _EPOCH) // dt.timedelta(milliseconds=1)
+    else:
+        raise InvalidOptionError(
+            f"{option}: {at!r} (a {type(at).__name__}) is not a moment: give epoch "
+            f"milliseconds, an ISO 8601 time such as {AS_OF_EXAMPLE}, or a datetime", option)
+    if millis < 0:
+        raise InvalidOptionError(f"{option}: {at!r} is before 1970", option)
+    return millis
 
 
 def internal_read_options(paths: List[str], options: Optional[dict], topic: str

@@ -6,7 +6,7 @@ from pyspark.sql.types import (
     IntegerType, LongType, StringType, StructField, StructType, TimestampType,
 )
 
-from ..read.consumer_lag import consumer_lag
+from ..read.consumer_lag import as_of_millis, consumer_lag
 
 LAG_SCHEMA = StructType([
     StructField("group", StringType(), False),
@@ -32,25 +32,14 @@ def _moment(millis: Optional[int]):
     return dt.datetime.fromtimestamp(millis / 1000, tz=dt.timezone.utc)
 
 
-def _millis(at) -> Optional[int]:
-    if at is None or isinstance(at, int):
-        return at
-    import datetime as dt
-
-    if isinstance(at, dt.datetime):
-        if at.tzinfo is None:
-            at = at.astimezone()  # a naive moment is local time, as Spark takes it
-        return int(at.timestamp() * 1000)
-    raise TypeError(f"at: {at!r} is neither epoch milliseconds nor a datetime")
-
-
 def consumer_lag_dataframe(spark, paths: Union[str, Sequence[str]],
                            group: Optional[str] = None, at=None,
                            options: Optional[dict] = None):
     """A DataFrame of committed offsets and lag per group, topic and partition (see
-    read.consumer_lag.consumer_lag); `at`: epoch milliseconds or a datetime."""
+    read.consumer_lag.consumer_lag); `at`: epoch milliseconds, ISO 8601 text or a
+    datetime (read.consumer_lag.as_of_millis)."""
     paths = [paths] if isinstance(paths, str) else list(paths)
-    rows = consumer_lag(paths, options, group, _millis(at))
+    rows = consumer_lag(paths, options, group, as_of_millis(at, "at"))
     data = [(r.group, r.group_type, r.topic, r.partition, r.committed_offset, r.leader_epoch, r.metadata,
              _moment(r.commit_timestamp), r.log_start_offset, r.log_end_offset,
              r.high_watermark, r.lag) for r in rows]

@@ -266,3 +266,19 @@ def test_every_split_table_repeats_the_columns_that_name_its_rows(tmp_path, comm
                                               for row in rows) if any(keyed)])
         # each continued row says which row it continues, in the first table's order
         assert names == [names[0]] * len(parts) and len(names[0]) > 1
+
+
+# ------------------------------------------------- lag --at, as consumer_lag's at
+
+def test_lag_at_takes_iso_8601_as_consumer_lag_does_and_names_itself_otherwise():
+    path = internal_topics_kafka4_root()
+    as_of = {json.loads(run("lag", path, "--json", "--at", at).output)["as_of"]
+             for at in ("1760000106488", "2025-10-09T08:55:06.488Z",
+                        "2025-10-09T10:55:06.488+02:00", "2025-10-09T08:55:06.488")}
+    assert as_of == {1760000106488}  # a time without Z or an offset is UTC
+    result = run("lag", path, "--at", "yesterday")
+    assert result.exit_code == USAGE
+    assert result.output.splitlines()[-1] == (
+        "Error: --at: 'yesterday' is neither epoch milliseconds nor an ISO 8601 time such as "
+        "2026-11-25T03:00:00Z or 2026-11-25T03:00:00+01:00 (without Z or an offset, a time "
+        "is UTC)")
