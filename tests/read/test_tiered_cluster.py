@@ -11,7 +11,8 @@ import shutil
 import pyarrow as pa
 import pytest
 
-from support.fixtures import tiered_cluster_root
+from support.tiered_cluster import (BROKERS, MANIFEST, METADATA, ROOT, STORE,
+                                    TIERED_PARTITIONS, USER_PARTITIONS)
 from support.tiered_layout import write_aiven_segment
 from segmentlog_datasource import offset_range, time_range
 from segmentlog_datasource.errors import CorruptLogError, SegmentLogError
@@ -23,16 +24,6 @@ from segmentlog_datasource.read.planning import Constraints, plan_fragments
 from segmentlog_datasource.read.replicas import consumer_partitions
 from segmentlog_datasource.read.tiered import TieredLog, replay
 
-ROOT = tiered_cluster_root()
-with open(os.path.join(ROOT, "manifest.json"), encoding="utf-8") as handle:
-    MANIFEST = json.load(handle)
-INPUTS = MANIFEST["reader_inputs"]
-BROKERS = [os.path.join(ROOT, name) for name in INPUTS["broker_dirs"]]
-STORE = os.path.join(ROOT, INPUTS["remote_storage"])
-METADATA = [os.path.join(ROOT, name) for name in INPUTS["remote_log_metadata_partitions"]]
-USER_PARTITIONS = [name for name, p in MANIFEST["partitions"].items() if not p["internal"]]
-TIERED_PARTITIONS = [name for name in USER_PARTITIONS
-                     if "remote_segments" in MANIFEST["partitions"][name]]
 ISOLATIONS = {"read_uncommitted": "consumer_records", "read_committed": "committed_records"}
 
 
