@@ -93,11 +93,44 @@ def is_metadata_snapshot(name: str) -> bool:
     return name == BOOTSTRAP_SNAPSHOT or parse_snapshot_name(name) is not None
 
 
-def is_single_file(store, path: str) -> bool:
+def names_a_file(store, path: str) -> bool:
+    """Whether `path` is named as a file dump dumps (a segment, an index, a checkpoint)."""
     name = store.basename(path)
-    dumped = path.endswith(FILE_SUFFIXES) or name in CHECKPOINT_FILES or \
+    return path.endswith(FILE_SUFFIXES) or name in CHECKPOINT_FILES or \
         is_metadata_snapshot(name)
-    return dumped and store.size_of(path) is not None and not store.tree(path).isdir(path)
+
+
+def is_single_file(store, path: str) -> bool:
+    return names_a_file(store, path) and store.size_of(path) is not None and \
+        not store.tree(path).isdir(path)
+
+
+def holds_nothing(verb: str, paths: Iterable[str]) -> str:
+    """What describe, dump and verify say of PATHs that hold no partition (a usage error:
+    most often a path one level too high or too low)."""
+    return (f"nothing to {verb}: {' '.join(paths)} holds no partition (no "
+            f"<topic>-<partition> directory, and no segment file)")
+
+
+def missing_file(store, path: str) -> str:
+    """What dump says of a file it was given that is not there: a segment or index named
+    by a base offset the partition has no segment at says which segments it has."""
+    from ..format.log import SEGMENT_NAME
+
+    directory = store.dirname(path)
+    message = f"{path}: no such file"
+    if store.size_of(directory) is None:
+        return f"{message} (and no directory {directory})"
+    base = base_offset_of(store.basename(path))
+    segments = sorted(name for name in store.child_names(directory)
+                      if SEGMENT_NAME.match(name) and name.endswith(".log"))
+    if base is None:
+        return message
+    held = f"{directory} holds no segment" if not segments else \
+        f"{directory} holds the segments {segments[0]}" + \
+        (f" to {segments[-1]}" if len(segments) > 1 else "")
+    return (f"{message}: {held} (a segment's files are named by its base offset; to dump "
+            f"from offset {base}, give the partition directory and --offset {base})")
 
 
 def standalone_log(store, path: str) -> PartitionLog:
@@ -164,6 +197,8 @@ class Dump:
             if is_single_file(store, path):
                 files[given] = (store, path)
                 self._check_file(given, store, path)
+            elif names_a_file(store, path) and store.size_of(path) is None:
+                raise SegmentLogError(missing_file(store, path))
             elif self.internal is not None:
                 self._check_topic(given, store.basename(path))
         directories = [given for given in paths if given not in files]
@@ -179,6 +214,8 @@ class Dump:
 
     def _logs(self, directories: List[str]) -> List[PartitionLog]:
         logs = consumer_partitions(directories)
+        if not logs:
+            raise SegmentLogError(holds_nothing("dump", directories))
         if self.internal is None:
             return logs
         topic = self.internal.topic.topic

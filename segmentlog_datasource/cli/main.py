@@ -3,7 +3,8 @@
 Exit status: 0 when all went well (for verify: nothing is damaged), 1 when a log is
 damaged (or a write failed: another write holds the topic, a full disk), 2 for a usage
 error (unknown option, a path that is not a log, a topic name Kafka does not allow, input
-that cannot be written, nothing to verify).
+that cannot be written, nothing to work on: no partition to describe, dump or verify, no
+group to show lag or share-group state of).
 """
 import csv
 import datetime
@@ -30,7 +31,7 @@ from ..writer import SegmentLogWriter
 from ..writer.errors import InvalidInputError
 from ..writer.logdir import check_written_logdir, list_topics, validate_topic_name
 from .describe import describe_partition
-from .dump import DECODERS, Dump, json_line, text_line
+from .dump import DECODERS, Dump, holds_nothing, json_line, text_line
 from .framed import FRAMED_DECODERS
 from .internal import KAFKA_FLAGS, decoder_names
 from .tables import Column, print_table
@@ -132,8 +133,10 @@ def describe(paths, as_json):
     The LSO is computed up to the high watermark. A partition with several copies is
     described from the leader's copy and its log dir's checkpoints.
     """
+    logs = _partitions(paths)
+    if not logs:
+        raise click.UsageError(holds_nothing("describe", paths))
     try:
-        logs = _partitions(paths)
         described = [describe_partition(log) for log in logs]
     except SegmentLogError as error:
         _fail(error)
@@ -386,9 +389,7 @@ def verify(paths, as_json):
     Exit 0 when nothing is damaged, 1 otherwise, 2 when PATH holds no partition to check."""
     copies = _copies(paths)
     if not copies:
-        raise click.UsageError(
-            f"nothing to verify: {_shown_paths(paths)} holds no partition (no "
-            f"<topic>-<partition> directory, and no segment file), so nothing was checked")
+        raise click.UsageError(f"{holds_nothing('verify', paths)}, so nothing was checked")
     errors = _console(stderr=True)
     total = sum(segment.size for log in copies for segment in log.segments)
     # A bar only on a terminal: piped output stays free of control characters.
@@ -450,14 +451,19 @@ def lag(paths, group, at, as_json):
     as_of = _moment(at)
     try:
         rows = consumer_lag(list(paths), group=group, as_of=as_of)
+        if not rows:
+            from ..read.consumer_lag import committed_offsets
+
+            held = [] if group is None else \
+                {key[0] for key in committed_offsets(list(paths), as_of=as_of)}
+            raise click.UsageError(_holds_no_group(
+                "committed offsets", "__consumer_offsets", paths, group, held,
+                "" if as_of is None else f" written by {_when(as_of)}"))
     except SegmentLogError as error:
         _fail(error)
     if as_json:
         click.echo(json.dumps({"paths": list(paths), "group": group, "as_of": as_of,
                                "partitions": [row.to_dict() for row in rows]}, indent=2))
-        return
-    if not rows:
-        click.echo("no committed offsets" + (f" for group {group!r}" if group else ""))
         return
     columns = [Column("group", "left", key=True), Column("type", "left"),
                Column("topic", "left", key=True), Column("partition", key=True),
@@ -489,14 +495,16 @@ def share_groups(paths, group, as_json):
 
     try:
         rows = share_group_state(list(paths), group=group)
+        if not rows:
+            held = [] if group is None else \
+                {row.group for row in share_group_state(list(paths))}
+            raise click.UsageError(_holds_no_group("share-group state", "__share_group_state",
+                                                   paths, group, held))
     except SegmentLogError as error:
         _fail(error)
     if as_json:
         click.echo(json.dumps({"paths": list(paths), "group": group,
                                "partitions": [row.to_dict() for row in rows]}, indent=2))
-        return
-    if not rows:
-        click.echo("no share-group state" + (f" for group {group!r}" if group else ""))
         return
     columns = [Column("group", "left", key=True), Column("topic", "left", key=True),
                Column("partition", key=True), Column("start offset"), Column("completed"),
@@ -508,6 +516,20 @@ def share_groups(paths, group, as_json):
               str(row.leader_epoch), _number(row.lag)] for row in rows]
     print_table(_console(wide=True), f"segmentlog share-groups: {_shown_paths(paths)}",
                 columns, table)
+
+
+def _holds_no_group(what: str, topic: str, paths, group: Optional[str], held,
+                    when: str = "") -> str:
+    """What lag and share-groups say when they find nothing to show: a usage error, as
+    describe's, dump's and verify's of PATHs without partitions."""
+    if group is None:
+        return (f"nothing to show: the {topic} partitions under {_shown_paths(paths)} hold "
+                f"no {what}{when}")
+    groups = sorted(held)
+    there = f"the groups with {what} there: {', '.join(groups[:10])}" + \
+        (", ..." if len(groups) > 10 else "") if groups else f"no group has {what} there"
+    return (f"nothing to show: group {group!r} has no {what}{when} in the {topic} "
+            f"partitions under {_shown_paths(paths)} ({there})")
 
 
 def _moment(text: Optional[str]) -> Optional[int]:

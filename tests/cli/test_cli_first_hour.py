@@ -1,6 +1,8 @@
 """What a new user meets first on the command line: tables in a narrow terminal (split
-tables that repeat the columns naming a row), a path that is a symbolic link loop, a dump past the end of the log, write errors in the
-command's own words, verify of a directory with nothing to check, and a write into a
+tables repeat the columns that name a row), a path that is a symbolic link loop, a dump
+past the end of the log or of a file that is not there, write errors in the command's own
+words, every command of a directory with nothing to work on (and lag and share-groups of
+a group with nothing to show), lag --at as consumer_lag's at, and a write into a
 directory of other data. In-process through click's CliRunner, on the Kafka-written
 fixtures or copies in tmp_path. Exit statuses: 0 ok, 1 damaged, 2 usage error."""
 import json
@@ -119,6 +121,30 @@ def test_dump_of_a_log_dir_from_an_offset_dumps_the_partitions_that_reach_it(log
     assert nothing["plain-0"] == 371 and "codec-gzip-0" not in nothing
 
 
+@pytest.mark.parametrize("name", ["00000000000000099999.log", "00000000000000099999.index"])
+def test_dump_of_a_segment_file_that_is_not_there_says_no_such_file_and_which_are(
+        logdir, name):
+    result = run("dump", f"plain-0/{name}")
+    assert result.exit_code == USAGE, result.output
+    partition = os.path.abspath("plain-0")
+    assert result.output.splitlines()[-1] == (
+        f"Error: {partition}/{name}: no such file: {partition} holds the segments "
+        f"00000000000000000000.log to 00000000000000000326.log (a segment's files are named "
+        f"by its base offset; to dump from offset 99999, give the partition directory and "
+        f"--offset 99999)")
+
+
+def test_dump_of_a_checkpoint_file_that_is_not_there_says_no_such_file(logdir):
+    result = run("dump", "plain-0/leader-epoch-checkpoint")
+    assert result.exit_code == USAGE, result.output
+    assert result.output.splitlines()[-1] == \
+        f"Error: {os.path.abspath('plain-0/leader-epoch-checkpoint')}: no such file"
+    result = run("dump", "nothere/00000000000000000000.log")
+    assert result.output.splitlines()[-1] == (
+        f"Error: {os.path.abspath('nothere/00000000000000000000.log')}: no such file (and "
+        f"no directory {os.path.abspath('nothere')})")
+
+
 @pytest.mark.parametrize("option", ["--offset", "--timestamp"])
 def test_a_negative_offset_or_timestamp_is_a_usage_error(logdir, option):
     result = run("dump", "plain-0", option, -5)
@@ -170,20 +196,53 @@ def test_a_topic_name_kafka_does_not_allow_is_a_usage_error(tmp_path, rows, topi
     assert not (tmp_path / "logdir").exists()
 
 
-# ------------------------------------------------- verify with nothing to check
+# ----------------------------------------- a command that finds nothing to work on
+
+NOTHING = "holds no partition (no <topic>-<partition> directory, and no segment file)"
+
 
 @pytest.mark.parametrize("holds", [[], ["meta.properties", "replication-offset-checkpoint"]],
                          ids=["empty", "bookkeeping-only"])
-def test_verify_of_a_path_without_partitions_says_nothing_was_checked(tmp_path, holds):
+@pytest.mark.parametrize("command, says", [
+    ("describe", "Error: nothing to describe: {path} " + NOTHING),
+    ("dump", "Error: nothing to dump: {path} " + NOTHING),
+    ("verify", "Error: nothing to verify: {path} " + NOTHING + ", so nothing was checked"),
+    ("lag", "Error: no __consumer_offsets partition under {path}: it is read from a broker's "
+            "log dir holding __consumer_offsets-<n> directories"),
+    ("share-groups", "Error: no __share_group_state partition under {path}: it is read "
+                     "from a broker's log dir holding __share_group_state-<n> directories"),
+])
+def test_every_command_that_finds_nothing_is_a_usage_error_naming_the_path(
+        tmp_path, holds, command, says):
     for name in holds:
         (tmp_path / name).write_text("0\n0\n" if name.endswith("checkpoint") else "")
-    for extra in ([], ["--json"]):
-        result = run("verify", tmp_path, *extra)
+    for extra in ([], ["--json"]) if command != "dump" else ([], ["--json"], ["--records"]):
+        result = run(command, tmp_path, *extra)
         assert result.exit_code == USAGE, result.output
-        assert result.output.splitlines()[-1] == (
-            f"Error: nothing to verify: {tmp_path} holds no partition (no "
-            f"<topic>-<partition> directory, and no segment file), so nothing was checked")
-        assert "valid" not in result.output
+        assert result.output.splitlines()[-1] == says.format(path=tmp_path)
+        assert "valid" not in result.output and "┏" not in result.output
+
+
+@pytest.mark.parametrize("command, says", [
+    (["lag", "--group", "biling"],
+     "Error: nothing to show: group 'biling' has no committed offsets in the "
+     "__consumer_offsets partitions under {path} (the groups with committed offsets there: "
+     "analytics, audit, billing, legacy-etl, regex-app, stream-etl, txn-app, wordcount)"),
+    (["lag", "--at", "2025-10-09T08:00:00Z"],
+     "Error: nothing to show: the __consumer_offsets partitions under {path} hold no "
+     "committed offsets written by 2025-10-09T08:00:00.000Z"),
+    (["share-groups", "--group", "share-ap"],
+     "Error: nothing to show: group 'share-ap' has no share-group state in the "
+     "__share_group_state partitions under {path} (the groups with share-group state "
+     "there: share-app)"),
+])
+def test_lag_and_share_groups_that_find_no_group_are_usage_errors_naming_what_is_there(
+        command, says):
+    path = internal_topics_kafka4_root()
+    for extra in ([], ["--json"]):
+        result = run(command[0], path, *command[1:], *extra)
+        assert result.exit_code == USAGE, result.output
+        assert result.output.splitlines()[-1] == says.format(path=path)
 
 
 # ------------------------------------------------ a directory of other data
