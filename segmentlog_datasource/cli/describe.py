@@ -5,6 +5,7 @@ from ..errors import CorruptLogError
 from ..format import PartitionLog, TransactionFilter
 from ..format.compression import CODEC_NAMES
 from ..read.replicas import replica_report
+from ..read.tiered import TieredLog
 from .entries import LogStop, walk_log
 
 
@@ -19,12 +20,15 @@ def describe_partition(log: PartitionLog) -> dict:
     open_since: Dict[int, int] = {}
     codecs = set()
     torn_tail: Optional[dict] = None
-    for segment in log.segments:
+    for number, segment in enumerate(log.segments):
         path = segment.log_path
         counts = {"batches": 0, "records": 0, "first_offset": None, "last_offset": None,
                   "valid_bytes": 0}
         with segment.store.reader(path, segment.size, segment.log_chunks) as reader:
             for item in walk_log(reader, path, segment.size):
+                if not isinstance(item, LogStop) and \
+                        not segment.serves_entry(item.header, first=number == 0):
+                    continue
                 if isinstance(item, LogStop):
                     if log.is_last(segment) and item.kind in ("torn", "zero-filled"):
                         torn_tail = {"file": path, "position": item.position,
@@ -54,8 +58,12 @@ def describe_partition(log: PartitionLog) -> dict:
                 entries.append((path, item))
         time_index = segment.time_index
         offset_index = segment.offset_index
+        served = {} if segment.serves_from is None and segment.serves_to is None else {
+            "serves": [segment.first_served,
+                       None if segment.serves_to is None else segment.serves_to - 1]}
         segments.append({
             "base_offset": segment.base_offset, "log_file": path, "log_size": segment.size,
+            **({"segment_id": segment.segment_id} if segment.segment_id else {}), **served,
             **counts,
             "offset_index_entries": len(offset_index),
             "time_index_entries": len(time_index),
@@ -95,6 +103,7 @@ def describe_partition(log: PartitionLog) -> dict:
                                                       for e in epochs],
         "topic_id": log.topic_id(),
         "replicas": replica_report(log),
+        **({"remote_segments": log.describe_remote()} if isinstance(log, TieredLog) else {}),
     }
 
 

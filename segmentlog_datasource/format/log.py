@@ -96,6 +96,16 @@ class Segment:
     def first_served(self) -> int:
         return self.base_offset if self.serves_from is None else self.serves_from
 
+    def serves_entry(self, header: BatchHeader, first: bool = False) -> bool:
+        """Whether a walk of a joined log's segments (read.tiered) takes this entry of
+        the segment: one starting in the offsets it serves (the log's first segment: one
+        reaching them), so that overlapping segments give each batch once."""
+        if self.serves_from is None and self.serves_to is None:
+            return True
+        low = self.first_served
+        return (header.last_offset >= low if first else header.base_offset >= low) and \
+            (self.serves_to is None or header.base_offset < self.serves_to)
+
     def _file(self, suffix: str) -> str:
         located = self.locations.get(suffix) if self.locations is not None else None
         if located is not None:
