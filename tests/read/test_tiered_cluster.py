@@ -278,3 +278,32 @@ def test_the_metadata_is_required_where_the_brokers_hold_the_partition_too(tmp_p
         brokers.append(str(copy))
     with pytest.raises(SegmentLogError, match="no __remote_log_metadata partition"):
         read_rows(brokers + [STORE], "ledger-0")
+
+
+def test_where_the_store_and_the_leaders_disk_overlap_each_offset_is_read_once_locally():
+    logs = logs_of(BROKERS + [STORE])
+    for text in MANIFEST["hard_cases"]["remote_local_overlap"]:
+        name = text.split()[0]
+        partition = MANIFEST["partitions"][name]
+        local_start = partition["local_log_start_offset"]
+        # the store holds segments past the leader's local log start ...
+        assert partition["highest_offset_in_remote_storage"] >= local_start
+        report = segment_report(name)
+        above = [row for row in report.values() if row["start_offset"] >= local_start
+                 and row["state"] == "COPY_SEGMENT_FINISHED"]
+        assert above and all(not row["serves"] for row in above), name
+        # ... and from there the leader's disk serves, each offset once
+        assert logs[name].local_start_offset == local_start
+        rows = read_rows(BROKERS + [STORE], name)
+        offsets = [row["offset"] for row in rows]
+        assert offsets == sorted(set(offsets))
+        assert {row["segment"] for row in rows if row["offset"] >= local_start} <= {
+            name for name in os.listdir(os.path.join(ROOT, partition["leader_dir"]))}
+
+
+def test_retention_moved_the_log_start_into_the_store():
+    (text,) = MANIFEST["hard_cases"]["log_start_moved_by_retention"]
+    name, start = text.split()[0], int(text.split()[-1])
+    log = logs_of(BROKERS + [STORE])[name]
+    assert log.start_offset == start < log.local_start_offset
+    assert read_rows(BROKERS + [STORE], name)[0]["offset"] == start
