@@ -45,7 +45,8 @@ _PARTITION_FILE_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_IND
 # Beside partition directories in a log dir: Kafka's bookkeeping files, and the
 # directories of partitions being deleted or moved (`<topic>-<p>.<uuid>-delete`).
 _LOGDIR_FILE = re.compile(r"^(meta\.properties|.*[-.]checkpoint|.*\.tmp)$")
-_LOGDIR_MOVED = re.compile(r"^.+-\d+\.[0-9a-f]{32}-(delete|future|stray)$")
+_LOGDIR_MOVED = re.compile(
+    r"^(?P<directory>.+-\d+)\.[0-9a-f]{32}-(?P<kind>delete|future|stray)$")
 HEADER_READ_SIZE = V2_HEADER_SIZE
 
 
@@ -62,6 +63,16 @@ def parse_partition_dir_name(name: str) -> Optional[Tuple[str, int]]:
     if not match or match.group("topic") in (".", ".."):
         return None
     return match.group("topic"), int(match.group("partition"))
+
+
+def parse_moved_dir_name(name: str) -> Optional[Tuple[str, int, str]]:
+    """(topic, partition, kind) of a partition directory a broker renamed: kind "future"
+    (`<topic>-<p>.<id>-future`, a copy being moved to this log dir from another one of the
+    broker's), "delete" (a deleted partition) or "stray"; None for any other name. A
+    listing of a log dir passes over them; one named alone is read as a partition."""
+    match = _LOGDIR_MOVED.match(name)
+    parsed = parse_partition_dir_name(match.group("directory")) if match else None
+    return None if parsed is None else (parsed[0], parsed[1], match.group("kind"))
 
 
 @dataclass
@@ -401,11 +412,18 @@ class PartitionLog:
             directory = os.path.abspath(directory)
         directory = directory.rstrip("/") if store.remote else directory
         parsed = parse_partition_dir_name(store.basename(directory))
+        moved = None if parsed is not None else parse_moved_dir_name(store.basename(directory))
+        if moved is not None:
+            parsed = moved[:2]
         if parsed is None:
             raise SegmentLogError(
                 f"{directory}: not a partition directory (expected <topic>-<partition>)"
             )
         topic, partition = parsed
+        if moved is not None and store.size_of(
+                store.join(store.dirname(directory), partition_dir_name(topic, partition))) \
+                is not None:
+            log_dir = NO_LOG_DIR  # its log dir's checkpoints are of the current copy beside it
         if log_dir is None:
             log_dir = LogDirState(store.dirname(directory), store)
         tree = tree or store.tree(directory)
@@ -703,7 +721,8 @@ def _listed_whole(store: Store, path: str) -> List[PartitionLog]:
     segmentlog writes begin publishing during the listing (see format.pending): the
     publish token and the journals are read first, the token again last."""
     logdirs = [path]
-    if parse_partition_dir_name(store.basename(path)) is not None:
+    if parse_partition_dir_name(store.basename(path)) is not None or \
+            parse_moved_dir_name(store.basename(path)) is not None:
         logdirs.append(store.dirname(path))  # a partition directory given alone
     delay = 0.001
     for _ in range(pending.LISTING_ATTEMPTS):
@@ -719,7 +738,7 @@ def _listed_whole(store: Store, path: str) -> List[PartitionLog]:
                     f"({store.dirname(path)}) or the log dir above that")
             raise SegmentLogError(f"{path}: no such directory" + (
                 " (no objects under this prefix)" if store.remote else ""))
-        alone = _is_partition_dir(store, tree, path)
+        alone = _is_partition_dir(store, tree, path, named=True)
         logdir = logdirs[-1] if alone else path
         view = pending.before_publishes(store, logdir, journals[logdir])
         logs = _listed(store, tree, path, alone, view)
@@ -858,10 +877,12 @@ class RemotePartitionLog(PartitionLog):
         return self.remote_topic_id
 
 
-def _is_partition_dir(store: Store, tree: TreeView, path: str) -> bool:
+def _is_partition_dir(store: Store, tree: TreeView, path: str, named: bool = False) -> bool:
     """A `<topic>-<partition>` directory that holds a segment, or else only what Kafka
-    keeps in a partition directory (an empty one counts: a partition with no data)."""
-    if parse_partition_dir_name(store.basename(path)) is None:
+    keeps in a partition directory (an empty one counts: a partition with no data);
+    `named` (a path given, not one listed): a renamed one too (parse_moved_dir_name)."""
+    name = store.basename(path)
+    if parse_partition_dir_name(name) is None and not (named and parse_moved_dir_name(name)):
         return False
     try:
         names = tree.names(path)
