@@ -37,6 +37,11 @@ DECODERS = ("utf8", "hex", "json", "avro", "protobuf")
 BOOTSTRAP_SNAPSHOT = "bootstrap.checkpoint"  # KRaft's bootstrap metadata, in a log dir
 
 
+def _holds_partitions(store, path: str) -> bool:
+    """Whether a directory holds partition directories: a log dir, whatever its name."""
+    return any(parse_partition_dir_name(name) for name in store.child_dirs(path))
+
+
 def record_fields(record, batch, print_data: bool, decoder: str, metadata: dict,
                   path: Optional[str] = None, key_decoder="utf8") -> dict:
     """A record as kafka-dump-log shows it, with the includeMetadata and
@@ -199,7 +204,8 @@ class Dump:
                 self._check_file(given, store, path)
             elif names_a_file(store, path) and store.size_of(path) is None:
                 raise SegmentLogError(missing_file(store, path))
-            elif self.internal is not None:
+            elif self.internal is not None and not _holds_partitions(store, path):
+                # a log dir named like a partition (broker-1) is no partition of "broker"
                 self._check_topic(given, store.basename(path))
         directories = [given for given in paths if given not in files]
         logs = self._logs(directories) if directories else []

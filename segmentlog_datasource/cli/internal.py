@@ -1,8 +1,9 @@
 """`segmentlog dump` with an internal topic's decoder: the records of `__consumer_offsets`,
-`__transaction_state`, `__cluster_metadata`, `__share_group_state` (every topic the
-`decode` read option decodes: format.internal.registry.internal_topics()) shown as Kafka's
-kafka-dump-log shows them with its --offsets-decoder, --transaction-log-decoder,
---cluster-metadata-decoder and --share-group-state-decoder.
+`__transaction_state`, `__cluster_metadata`, `__share_group_state`, `__remote_log_metadata`
+(every topic the `decode` read option decodes: format.internal.registry.internal_topics())
+shown as Kafka's kafka-dump-log shows them with its --offsets-decoder,
+--transaction-log-decoder, --cluster-metadata-decoder, --share-group-state-decoder and
+--remote-log-metadata-decoder.
 
 Per record, the key and the value are decoded (the decoder's own code, the same the reads
 use) into Kafka's JSON form of the messages: field names as Kafka's message definitions
@@ -10,7 +11,8 @@ give them, bytes as base64, uuids as Kafka prints them. kafka-dump-log prints a
 coordinator record (offsets, transactions, share-group state) as
 `key: {"type":"<record type>","data":{...}} payload: {"version":"<value version>","data":{...}}`
 (`payload: <DELETE>` for a tombstone), a metadata record as
-`payload: {"type":"<TYPE_NAME>","version":<version>,"data":{...}}`, and KRaft's control
+`payload: {"type":"<TYPE_NAME>","version":<version>,"data":{...}}` (a remote log metadata
+record so too, where kafka-dump-log prints its Java object's toString), and KRaft's control
 records (leader changes, snapshot headers and footers, kraft.version, voters) by name with
 their JSON. A classic group's consumer-protocol subscription and assignment bytes are
 shown decoded in place, as kafka-dump-log shows them (the bytes stay where they do not
@@ -36,6 +38,7 @@ KAFKA_FLAGS: Tuple[Tuple[str, str], ...] = (
     ("transaction-log-decoder", "transactionState"),
     ("cluster-metadata-decoder", "clusterMetadata"),
     ("share-group-state-decoder", "shareGroupState"),
+    ("remote-log-metadata-decoder", "remoteLogMetadata"),
 )
 # How kafka-dump-log names the KRaft control records it shows (with their JSON)
 CONTROL_NAMES = {
@@ -84,8 +87,8 @@ class InternalDecoder:
         try:
             decoded = self.topic.decode(record.key, record.value)
         except RecordDecodeError as error:
-            record_type, key_version, value_version = _readable_frame(record.key,
-                                                                      record.value)
+            record_type, key_version, value_version = _readable_frame(
+                record.key, record.value, self.name)
             return self._failed(record, path, position, error.reason, record_type,
                                 key_version, value_version)
         key, value, extra = kafka_form(self.name, decoded.key, decoded.value)
@@ -122,25 +125,29 @@ class InternalDecoder:
                                f"{shown}: {reason}"}
 
 
-def _readable_frame(key: Optional[bytes], value: Optional[bytes]
+def _readable_frame(key: Optional[bytes], value: Optional[bytes], name: str
                     ) -> Tuple[Optional[object], Optional[int], Optional[int]]:
-    """(record type, key version, value version) of a record that does not decode, as far
-    as they can be read: a coordinator record's key starts with its int16 record type and
-    its value with the int16 version; a metadata record (no key) frames its value with
-    varints (frame version, record type, version)."""
+    """(record type, key version, value version) of a record of the decoder `name`'s
+    topic that does not decode, as far as they can be read: a coordinator record's key
+    starts with its int16 record type and its value with the int16 version; a metadata or
+    remote log metadata record (no key) frames its value with varints (frame version,
+    record type, version)."""
     if key is not None:
         record_type = _INT16.unpack_from(key)[0] if len(key) >= 2 else None
         version = _INT16.unpack_from(value)[0] if value is not None and len(value) >= 2 \
             else None
         return record_type, record_type, version
     if value is not None:
-        from ..format.internal.metadata_records import read_frame, record_type_name
+        if name == "remoteLogMetadata":  # its api keys name record types of its own
+            from ..format.internal import remote_log_metadata as framed
+        else:
+            from ..format.internal import metadata_records as framed
 
         try:
-            api_key, version, _ = read_frame(value)
+            api_key, version, _ = framed.read_frame(value)
         except RecordDecodeError:
             return None, None, None
-        return f"{record_type_name(api_key)} (api key {api_key})", None, version
+        return f"{framed.record_type_name(api_key)} (api key {api_key})", None, version
     return None, None, None
 
 

@@ -267,6 +267,9 @@ def _copy_names(described: List[dict]) -> dict:
 @click.option("--share-group-state-decoder", is_flag=True,
               help="Decode __share_group_state records (--decoder shareGroupState; "
                    "implies --print-data).")
+@click.option("--remote-log-metadata-decoder", is_flag=True,
+              help="Decode __remote_log_metadata records, tiered storage's segment states "
+                   "(--decoder remoteLogMetadata; implies --print-data).")
 @click.option("--schemas", default=None, metavar="PATH",
               help="With --decoder avro, protobuf or json: a _schemas log or a registry's "
                    "JSON export (default: the _schemas topic under PATH; json needs none).")
@@ -289,10 +292,11 @@ def dump(paths, records, print_data, decoder, key_decoder, offset, timestamp, sc
     offsets (and the latest timestamp) it holds.
 
     An internal topic's decoder (--offsets-decoder, --transaction-log-decoder,
-    --cluster-metadata-decoder, --share-group-state-decoder, or --decoder with the
-    topic's decode value) shows each record's key and value decoded as kafka-dump-log
-    does; of a log dir it dumps that topic's partitions (a __cluster_metadata partition
-    with its snapshots, unless --offset or --timestamp is given). A record that does not
+    --cluster-metadata-decoder, --share-group-state-decoder,
+    --remote-log-metadata-decoder, or --decoder with the topic's decode value) shows
+    each record's key and value decoded as kafka-dump-log does; of a log dir it dumps
+    that topic's partitions (a __cluster_metadata partition with its snapshots, unless
+    --offset or --timestamp is given). A record that does not
     decode is shown as such (naming offset, record type and version, file and byte) and
     the dump goes on; stderr notes how many there were."""
     if offset is not None and timestamp is not None:
