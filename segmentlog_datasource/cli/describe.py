@@ -151,5 +151,44 @@ def _records_between(entry, path, low: int, high: int) -> int:
     return sum(1 for record in entry.records(path) if low <= record.offset < high)
 
 
+# What each directory a broker renames a partition's to is (format.log's
+# parse_moved_dir_name).
+RENAMED = {
+    "future": "a copy of the partition that the broker is moving into this log dir from "
+              "another of its log dirs (kafka-reassign-partitions with log_dirs, or "
+              "kafka-log-dirs), swapped in for the current copy once it has caught up",
+    "delete": "the directory of a deleted partition, which the broker removes after "
+              "file.delete.delay.ms",
+    "stray": "a partition the broker found it no longer hosts, kept until it is deleted",
+}
+
+
+def renamed_notes(paths) -> List[str]:
+    """Notes on the renamed partition directories (`<topic>-<p>.<id>-future`, `-delete`,
+    `-stray`) among or directly under `paths`: what each is, that one named is read as
+    its partition, that a log dir's listing passes over the others and how to read one."""
+    from ..format.log import parse_moved_dir_name
+    from ..storage import resolve
+
+    notes = []
+    for given in paths:
+        store, path = resolve(given)
+        moved = parse_moved_dir_name(store.basename(path))
+        if moved is not None:
+            topic, partition, kind = moved
+            notes.append(f"{given} is {topic}-{partition}'s -{kind} directory: "
+                         f"{RENAMED[kind]}; read as partition {topic}-{partition}")
+            continue
+        for name in store.child_dirs(path):
+            moved = parse_moved_dir_name(name)
+            if moved is not None:
+                topic, partition, kind = moved
+                named = store.join(given, name)
+                notes.append(f"{named} is not shown: {topic}-{partition}'s -{kind} "
+                             f"directory, {RENAMED[kind]}; name it to read it (segmentlog "
+                             f"describe {named})")
+    return notes
+
+
 def describe_log(logs: List[PartitionLog]) -> List[dict]:
     return [describe_partition(log) for log in logs]

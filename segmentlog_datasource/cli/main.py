@@ -30,7 +30,7 @@ from ..storage.resolve import is_remote_uri
 from ..writer import SegmentLogWriter
 from ..writer.errors import InvalidInputError
 from ..writer.logdir import check_written_logdir, list_topics, validate_topic_name
-from .describe import describe_partition
+from .describe import describe_partition, renamed_notes
 from .dump import DECODERS, Dump, holds_nothing, json_line, text_line
 from .framed import FRAMED_DECODERS
 from .internal import KAFKA_FLAGS, decoder_names
@@ -141,9 +141,10 @@ def describe(paths, as_json):
     except SegmentLogError as error:
         _fail(error)
     unfinished = sorted({job for log in logs for job in log.log_dir.unfinished_jobs})
+    notes = renamed_notes(paths)
     if as_json:
         click.echo(json.dumps({"path": _shown_paths(paths), "paths": list(paths),
-                               "unfinished_writes": unfinished,
+                               "unfinished_writes": unfinished, "notes": notes,
                                "partitions": described}, indent=2))
         return
     console = _console(wide=True)
@@ -156,6 +157,8 @@ def describe(paths, as_json):
         click.echo(f"note: segmentlog write {', '.join(unfinished)} has not finished "
                    f"publishing; shown as the log was before it (the next write into the "
                    f"log dir settles it)")
+    for note in notes:
+        click.echo(f"note: {note}")
 
 
 def _number(value) -> str:
@@ -348,6 +351,8 @@ def dump(paths, records, print_data, decoder, key_decoder, offset, timestamp, sc
             if item.get("decodeError"):
                 undecodable += 1
                 first = first or item["decodeError"]
+        for note in renamed_notes(paths):
+            click.echo(f"note: {note}", err=True)
     except SegmentLogError as error:
         _fail(error)
     if undecodable:

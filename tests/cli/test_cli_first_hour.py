@@ -196,6 +196,53 @@ def test_a_topic_name_kafka_does_not_allow_is_a_usage_error(tmp_path, rows, topi
     assert not (tmp_path / "logdir").exists()
 
 
+# ------------------------------- a -future copy, being moved between log dirs
+
+FUTURE = "orders-0.41de7ceed9cb418d0a5ac006cac13f0b-future"
+MOVING = ("a copy of the partition that the broker is moving into this log dir from another "
+          "of its log dirs (kafka-reassign-partitions with log_dirs, or kafka-log-dirs), "
+          "swapped in for the current copy once it has caught up")
+
+
+@pytest.fixture
+def broker_0(monkeypatch):
+    monkeypatch.chdir(os.path.join(broker_disks_root(), "broker-0"))
+    return "."
+
+
+def test_describe_and_dump_read_a_future_copy_named_and_say_what_it_is(broker_0):
+    described = run("describe", FUTURE, env={"COLUMNS": "200"})
+    assert described.exit_code == 0, described.output
+    assert described.output.splitlines()[-1] == (
+        f"note: {FUTURE} is orders-0's -future directory: {MOVING}; read as partition "
+        f"orders-0")
+    as_json = json.loads(run("describe", FUTURE, "--json").output)
+    (part,) = as_json["partitions"]
+    # a prefix of orders-0 (the fixture's README); the log dir's checkpoints are those of
+    # the current orders-0 beside it, not this copy's
+    assert (part["topic"], part["partition"], part["first_offset"], part["log_end_offset"],
+            part["high_watermark"]) == ("orders", 0, 0, 233, None)
+    assert part["directory"].endswith(FUTURE) and as_json["notes"] == [
+        f"{FUTURE} is orders-0's -future directory: {MOVING}; read as partition orders-0"]
+    dumped = run("dump", FUTURE)
+    assert dumped.exit_code == 0, dumped.output
+    assert dumped.stdout.splitlines()[0] == \
+        f"Dumping {os.path.abspath(FUTURE)}/00000000000000000000.log"
+    assert dumped.stdout.count("baseOffset: ") == 36
+    assert dumped.stderr == (f"note: {FUTURE} is orders-0's -future directory: {MOVING}; "
+                             f"read as partition orders-0\n")
+
+
+def test_describe_of_a_log_dir_says_how_to_read_the_future_copy_it_passes_over(broker_0):
+    described = run("describe", broker_0, env={"COLUMNS": "200"})
+    assert described.exit_code == 0, described.output
+    assert described.output.splitlines()[-1] == (
+        f"note: ./{FUTURE} is not shown: orders-0's -future directory, {MOVING}; name it to "
+        f"read it (segmentlog describe ./{FUTURE})")
+    partitions = json.loads(run("describe", broker_0, "--json").output)["partitions"]
+    assert [len(p["replicas"]) for p in partitions if p["topic"] == "orders"] == [1, 1, 1]
+
+
 # ----------------------------------------- a command that finds nothing to work on
 
 NOTHING = "holds no partition (no <topic>-<partition> directory, and no segment file)"
