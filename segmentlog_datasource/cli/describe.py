@@ -1,5 +1,5 @@
 """`segmentlog describe`: what each topic-partition of a log holds, from its headers."""
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from ..errors import CorruptLogError
 from ..format import PartitionLog, TransactionFilter
@@ -9,12 +9,14 @@ from ..read.tiered import TieredLog
 from .entries import LogStop, walk_log
 
 
-def describe_partition(log: PartitionLog) -> dict:
+def describe_partition(log: PartitionLog,
+                       advance: Callable[[int], None] = lambda size: None) -> dict:
     """Segments, offsets, the time index's range, counts, codecs and transactions of one
     partition as its files hold them, and what a consumer reads of it (see
     _consumer_view): `log` is the copy that serves it, its other copies in `replicas`.
     Records are counted from batch headers (legacy wrappers are decoded); `records` is
-    every record on disk, control records included."""
+    every record on disk, control records included. `advance(size)` is told of each
+    segment read (for a progress bar)."""
     segments: List[dict] = []
     entries: List[tuple] = []  # (segment path, LogEntry) of the data entries
     open_since: Dict[int, int] = {}
@@ -71,6 +73,7 @@ def describe_partition(log: PartitionLog) -> dict:
             "max_timestamp": time_index.max_timestamp,
             "aborted_transactions": len(segment.aborted_transactions()),
         })
+        advance(segment.size)
     with_data = [s for s in segments if s["batches"]]
     log_end = with_data[-1]["last_offset"] + 1 if with_data else log.start_offset
     consumer = _consumer_view(log, entries, log_end)

@@ -11,12 +11,12 @@ import datetime
 import functools
 import json
 import os
+import stat
 import sys
 from typing import Iterable, Iterator, List, Optional
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
 from ..errors import (
@@ -34,6 +34,7 @@ from .describe import describe_partition, renamed_notes
 from .dump import DECODERS, Dump, holds_nothing, json_line, text_line
 from .framed import FRAMED_DECODERS
 from .internal import KAFKA_FLAGS, decoder_names
+from .progress import BYTES, Work, shows_progress
 from .tables import Column, print_table
 from .verify import DAMAGE, Finding, verify_copies
 
@@ -137,7 +138,12 @@ def describe(paths, as_json):
     if not logs:
         raise click.UsageError(holds_nothing("describe", paths))
     try:
-        described = [describe_partition(log) for log in logs]
+        with Work(shows_progress(as_json)) as work:
+            work.phase("describing", sum(s.size for log in logs for s in log.segments))
+            described = []
+            for log in logs:
+                work.describe(f"describing {log.topic}-{log.partition}")
+                described.append(describe_partition(log, work.advance))
     except SegmentLogError as error:
         _fail(error)
     unfinished = sorted({job for log in logs for job in log.log_dir.unfinished_jobs})
@@ -399,22 +405,15 @@ def verify(paths, as_json):
     copies = _copies(paths)
     if not copies:
         raise click.UsageError(f"{holds_nothing('verify', paths)}, so nothing was checked")
-    errors = _console(stderr=True)
     total = sum(segment.size for log in copies for segment in log.segments)
-    # A bar only on a terminal: piped output stays free of control characters.
-    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                  TimeRemainingColumn(), console=errors, transient=True,
-                  disable=not errors.is_terminal) as progress:
-        task = progress.add_task("verifying", total=total)
-
-        def advance(count):
-            progress.advance(task, count)
+    with Work(shows_progress(as_json)) as work:
+        work.phase("verifying", total)
 
         def starting(copy):
-            progress.update(task, description=f"{copy.topic}-{copy.partition}")
+            work.describe(f"verifying {copy.topic}-{copy.partition}")
 
         try:
-            log_dirs, report = verify_copies(copies, advance, starting)
+            log_dirs, report = verify_copies(copies, work.advance, starting)
         except SegmentLogError as error:
             _fail(error)
     damaged = sum(1 for part in log_dirs + report for f in part["findings"]
@@ -459,7 +458,8 @@ def lag(paths, group, at, as_json):
     committed offset). A partition whose directory is not under PATH has no lag ("-")."""
     as_of = _moment(at)
     try:
-        rows = consumer_lag(list(paths), group=group, as_of=as_of)
+        with Work(shows_progress(as_json)) as work:
+            rows = consumer_lag(list(paths), group=group, as_of=as_of, progress=work)
         if not rows:
             from ..read.consumer_lag import committed_offsets
 
@@ -638,6 +638,17 @@ def _write_partitions(logdir: str, topic: str, num_partitions: Optional[int]
     return len(existing)
 
 
+def _input_size(handle) -> Optional[int]:
+    """The size of the input in bytes, for a progress bar: None unless it is a regular
+    file (stdin from a pipe, a test's in-memory input)."""
+    try:
+        status = os.fstat(handle.fileno())
+    except (AttributeError, OSError, ValueError):  # no file descriptor: no size to show
+        return None
+    regular = stat.S_ISREG(status.st_mode) and hasattr(handle, "buffer")
+    return status.st_size if regular else None
+
+
 def _chunks(rows: Iterable[dict], size: int) -> Iterator[List[dict]]:
     chunk = []
     for row in rows:
@@ -674,11 +685,19 @@ def write(logdir, input_file, topic, num_partitions, compression, input_format, 
     rows = (_record(row, key_field, value_field, timestamp_field, partition_field, number,
                     topic, partitions)
             for number, row in enumerate(_input_rows(input_file, input_format), 1))
+    size = _input_size(input_file)
     try:
-        with SegmentLogWriter(logdir, topic, num_partitions=num_partitions,
-                              compression=compression) as writer:
-            for chunk in _chunks(rows, WRITE_CHUNK_ROWS):
-                writer.write_rows(chunk)
+        with Work(shows_progress()) as work:
+            work.phase(f"writing {topic}", size, BYTES if size is not None else "rows")
+            with SegmentLogWriter(logdir, topic, num_partitions=num_partitions,
+                                  compression=compression) as writer:
+                for chunk in _chunks(rows, WRITE_CHUNK_ROWS):
+                    writer.write_rows(chunk)
+                    if size is None:
+                        work.advance(len(chunk))
+                    else:  # read ahead of the rows written by a buffer's length at most
+                        work.reach(min(input_file.buffer.tell(), size))
+                work.phase(f"publishing {topic}", None, "")
         summary = writer.summary
     except (InvalidOptionError, InvalidInputError, StoreError) as error:
         raise click.UsageError(str(error))

@@ -114,9 +114,10 @@ def internal_read_options(paths: List[str], options: Optional[dict], topic: str
     return parse_read_options(given)
 
 
-def topic_rows(read: ReadOptions, logs: Dict, topic_name: str) -> Iterator[dict]:
+def topic_rows(read: ReadOptions, logs: Dict, topic_name: str, progress=None
+               ) -> Iterator[dict]:
     """The rows of `topic_name`'s partitions among `logs`, markers included, in offset
-    order."""
+    order. `progress` (see consumer_lag) is told of the bytes scanned."""
     scan = scan_options(read)  # includeMetadata and includeControlRecords: see
     # internal_read_options
     chosen = [log for (topic, _), log in logs.items() if topic == topic_name]
@@ -124,10 +125,16 @@ def topic_rows(read: ReadOptions, logs: Dict, topic_name: str) -> Iterator[dict]
     fragments.sort(key=lambda f: (f.partition, f.min_offset, f.start_position))
     columns = ("partition", "offset", "timestamp", "key", "value", "producerId",
                "isTransactional", "controlType")
-    for batch in scan_fragments(fragments, scan):
-        data = [batch.column(name).to_pylist() for name in columns]
-        for row in zip(*data):
-            yield dict(zip(columns, row))
+    if progress is not None:
+        progress.phase(f"reading {topic_name}",
+                       sum(f.end_position - f.start_position for f in fragments), "bytes")
+    for fragment in fragments:
+        for batch in scan_fragments([fragment], scan):
+            data = [batch.column(name).to_pylist() for name in columns]
+            for row in zip(*data):
+                yield dict(zip(columns, row))
+        if progress is not None:
+            progress.advance(fragment.end_position - fragment.start_position)
 
 
 def committed_offsets(paths: List[str], options: Optional[dict] = None,
@@ -152,14 +159,15 @@ def topic_partitions(read: ReadOptions, topic_name: str) -> Dict:
     return logs
 
 
-def _committed(read: ReadOptions, logs: Dict, group: Optional[str], as_of: Optional[int]
+def _committed(read: ReadOptions, logs: Dict, group: Optional[str], as_of: Optional[int],
+               progress=None
                ) -> Tuple[Dict[GroupTopicPartition, CommittedOffset], Dict[str, str]]:
     """The committed offsets, and each group's type (by its latest metadata record)."""
     records = internal_topics()["consumerOffsets"]
     committed: Dict[GroupTopicPartition, CommittedOffset] = {}
     group_types: Dict[str, str] = {}
     pending: Dict[Tuple[int, int], Dict[GroupTopicPartition, Optional[CommittedOffset]]] = {}
-    for row in topic_rows(read, logs, CONSUMER_OFFSETS):
+    for row in topic_rows(read, logs, CONSUMER_OFFSETS, progress):
         if as_of is not None and _millis(row["timestamp"]) > as_of:
             continue
         producer = (row["partition"], row["producerId"])
@@ -220,18 +228,25 @@ def _apply(committed: Dict, changes: Dict) -> None:
 
 
 def consumer_lag(paths: List[str], options: Optional[dict] = None,
-                 group: Optional[str] = None, as_of: Optional[int] = None
+                 group: Optional[str] = None, as_of: Optional[int] = None, progress=None
                  ) -> List[PartitionLag]:
     """Per group, topic and partition: the committed offset, the partition's log start,
     log end and high watermark from the directories under `paths`, and the lag (high
     watermark - committed; the log end where no checkpoint gives a high watermark, or
     with readUpTo=logEnd). With `as_of` (epoch ms), the commits written by then and each
-    partition's end then: its first offset with a later timestamp."""
+    partition's end then: its first offset with a later timestamp. `progress`, for a
+    progress bar, is told of each step (`progress.phase(description, total, unit)`) and
+    of the work done in it (`progress.advance(amount)`): the bytes of __consumer_offsets
+    scanned, then the partitions whose ends are found."""
     read = internal_read_options(paths, options, CONSUMER_OFFSETS)
     logs = topic_partitions(read, CONSUMER_OFFSETS)
-    committed, group_types = _committed(read, logs, group, as_of)
+    committed, group_types = _committed(read, logs, group, as_of, progress)
+    if progress is not None:
+        progress.phase("finding the partitions' ends", len(committed), "commits")
     result = []
     for key in sorted(committed):
+        if progress is not None:
+            progress.advance(1)
         commit = committed[key]
         log = logs.get((commit.topic, commit.partition))
         start = end = watermark = lag = None
