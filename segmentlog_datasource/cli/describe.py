@@ -166,10 +166,11 @@ RENAMED = {
 }
 
 
-def renamed_notes(paths) -> List[str]:
+def renamed_notes(paths, passed_over: bool = True) -> List[str]:
     """Notes on the renamed partition directories (`<topic>-<p>.<id>-future`, `-delete`,
-    `-stray`) among or directly under `paths`: what each is, that one named is read as
-    its partition, that a log dir's listing passes over the others and how to read one."""
+    `-stray`) among `paths`, and directly under them if `passed_over`: what each is, that
+    one named is read as its partition, that a log dir's listing passes over the others
+    and how to read one."""
     from ..format.log import parse_moved_dir_name
     from ..storage import resolve
 
@@ -182,7 +183,7 @@ def renamed_notes(paths) -> List[str]:
             notes.append(f"{given} is {topic}-{partition}'s -{kind} directory: "
                          f"{RENAMED[kind]}; read as partition {topic}-{partition}")
             continue
-        for name in store.child_dirs(path):
+        for name in store.child_dirs(path) if passed_over else ():
             moved = parse_moved_dir_name(name)
             if moved is not None:
                 topic, partition, kind = moved

@@ -163,8 +163,8 @@ def describe(paths, as_json):
         click.echo(f"note: segmentlog write {', '.join(unfinished)} has not finished "
                    f"publishing; shown as the log was before it (the next write into the "
                    f"log dir settles it)")
-    for note in notes:
-        click.echo(f"note: {note}")
+    for note in notes:  # wrapped to the terminal: a note is prose, not a table's cell
+        console.print(Text(f"note: {note}"))
 
 
 def _number(value) -> str:
@@ -357,7 +357,7 @@ def dump(paths, records, print_data, decoder, key_decoder, offset, timestamp, sc
             if item.get("decodeError"):
                 undecodable += 1
                 first = first or item["decodeError"]
-        for note in renamed_notes(paths):
+        for note in renamed_notes(paths, passed_over=False):
             click.echo(f"note: {note}", err=True)
     except SegmentLogError as error:
         _fail(error)
