@@ -340,9 +340,13 @@ class Dump:
             position = 0
             if start is not None and number == first:
                 position = segment.offset_index.lookup(start)[1]
+            served = {} if segment.segment_id is None else {
+                "segment_id": segment.segment_id,
+                "serves": [segment.first_served,
+                           None if segment.serves_to is None else segment.serves_to - 1]}
             yield {"kind": "segment", "file": segment.log_path, "topic": log.topic,
                    "partition": log.partition, "base_offset": segment.base_offset,
-                   "size": segment.size, "start_position": position}
+                   "size": segment.size, "start_position": position, **served}
             with segment.store.reader(segment.log_path, segment.size,
                                       segment.log_chunks) as reader:
                 for item in walk_log(reader, segment.log_path, segment.size, position):
@@ -352,6 +356,9 @@ class Dump:
                                "stop": item.kind, "reason": item.reason}
                         break
                     if start is not None and item.header.last_offset < start:
+                        continue
+                    # a tiered log's remote segments overlap: each batch once
+                    if not segment.serves_entry(item.header, first=number == first):
                         continue
                     yield from self.entry_items(segment.log_path, item)
 
@@ -414,8 +421,12 @@ def text_line(item: dict) -> str:
     """One item in kafka-dump-log's words."""
     kind = item["kind"]
     if kind == "segment":
+        serves = item.get("serves")
         return (f"Dumping {item['file']}\nLog starting offset: {item['base_offset']}"
-                + (f" (from position {item['start_position']})" if item["start_position"] else ""))
+                + (f" (from position {item['start_position']})" if item["start_position"] else "")
+                + ("" if serves is None else
+                   f"\nRemote segment {item['segment_id']}, serving offsets {serves[0]}.."
+                   + ("" if serves[1] is None else str(serves[1]))))
     if kind == "file":
         return f"Dumping {item['file']} ({item['size']} bytes)"
     if kind == "metadata_snapshot":

@@ -36,7 +36,7 @@ from .framed import FRAMED_DECODERS
 from .internal import KAFKA_FLAGS, decoder_names
 from .progress import BYTES, Work, shows_progress
 from .tables import Column, print_table
-from .verify import DAMAGE, Finding, verify_copies
+from .verify import DAMAGE, Finding, verified_bytes, verify_copies
 
 DAMAGED, USAGE = 1, 2
 INTERNAL_DECODERS = tuple(decoder_names())  # the internal topics' decoders (`decode` values)
@@ -159,6 +159,8 @@ def describe(paths, as_json):
     _print_consumer_table(console, described)
     if any(len(part["replicas"]) > 1 for part in described):
         _print_copies_table(console, described)
+    if any(part.get("remote_segments") for part in described):
+        _print_remote_table(console, described)
     if unfinished:
         click.echo(f"note: segmentlog write {', '.join(unfinished)} has not finished "
                    f"publishing; shown as the log was before it (the next write into the "
@@ -212,6 +214,25 @@ def _print_consumer_table(console, described: List[dict]) -> None:
             "-" if not epochs else " ".join(f"{epoch}@{start}" for epoch, start in epochs)])
     print_table(console, "as a consumer reads it: records in [log start, high watermark)",
                 columns, rows)
+
+
+def _print_remote_table(console, described: List[dict]) -> None:
+    """Each remote segment of a tiered partition the metadata knows: its state, the
+    offsets it serves, or why it serves none."""
+    columns = [Column("partition", "left", key=True), Column("remote segment", "left", key=True),
+               Column("offsets"), Column("epochs", "left", wraps=True),
+               Column("state", "left", wraps=True), Column("serves", "left", wraps=True)]
+    rows = []
+    for part in described:
+        for segment in part.get("remote_segments", ()):
+            serves = " ".join(f"{low}..{high}" for low, high in segment["serves"])
+            rows.append([
+                f"{part['topic']}-{part['partition']}", segment["segment_id"],
+                f"{segment['start_offset']}..{segment['end_offset']}",
+                " ".join(f"{epoch}@{start}" for epoch, start in segment["leader_epochs"]),
+                segment["state"], serves or segment["reason"]])
+    print_table(console, "remote segments, as the remote log metadata serves them", columns,
+                rows)
 
 
 def _print_copies_table(console, described: List[dict]) -> None:
@@ -405,7 +426,7 @@ def verify(paths, as_json):
     copies = _copies(paths)
     if not copies:
         raise click.UsageError(f"{holds_nothing('verify', paths)}, so nothing was checked")
-    total = sum(segment.size for log in copies for segment in log.segments)
+    total = verified_bytes(copies)
     with Work(shows_progress(as_json)) as work:
         work.phase("verifying", total)
 

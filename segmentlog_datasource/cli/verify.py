@@ -17,7 +17,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 from ..errors import CheckpointError, CorruptLogError, SegmentLogError
 from ..format import PartitionLog, Segment, checkpoints
 from ..format.checkpoints import leader_epoch_faults
-from ..format.log import LogDirState
+from ..format.log import LogDirState, RemotePartitionLog
+from ..read.tiered import TieredLog, join_tiered
 from ..read.replicas import check_replicas, choose_leader, diverges_at
 from ..format.indexes import OFFSET_ENTRY, TIME_ENTRY, parse_transaction_index
 from ..format.log import INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
@@ -278,9 +279,10 @@ def verify_log_dir(log_dir: LogDirState) -> List[Finding]:
     return findings
 
 
-def verify_beside_segments(log: PartitionLog) -> List[Finding]:
+def verify_beside_segments(log: PartitionLog, tiered: bool = False) -> List[Finding]:
     """The partition's own checkpoint files, and its log dir's offsets for it against
-    its log. A log dir file that does not parse is verify_log_dir's finding."""
+    its log (`tiered`: its older segments are in a remote store read with it). A log dir
+    file that does not parse is verify_log_dir's finding."""
     findings: List[Finding] = []
     epochs_path = log.store.join(log.directory, checkpoints.LEADER_EPOCH_FILE)
     try:
@@ -321,7 +323,9 @@ def verify_beside_segments(log: PartitionLog) -> List[Finding]:
             findings.append(Finding(
                 NOTE, path, None,
                 f"log start offset {log_start.offset} of {name} is below its first "
-                f"segment's base offset {log.first_segment_offset}, where the log starts",
+                f"segment's base offset {log.first_segment_offset}" + (
+                    ": the offsets below are in the remote store" if tiered
+                    else ", where the log starts"),
                 log_start.line))
     return findings
 
@@ -405,6 +409,8 @@ def verify_copies(copies: List[PartitionLog], advance: Callable[[int], None] = l
     findings; per copy of a partition its segments', indexes' and checkpoints' findings,
     and the comparison with the other copies. `starting(copy)` is told of each copy
     before its segments are read, `advance(n)` of every n bytes (for a progress bar)."""
+    remotes = [copy for copy in copies if isinstance(copy, RemotePartitionLog)]
+    copies = [copy for copy in copies if not isinstance(copy, RemotePartitionLog)]
     log_dirs: Dict[str, LogDirState] = {}
     for copy in copies:
         if copy.log_dir.path is not None:
@@ -413,12 +419,68 @@ def verify_copies(copies: List[PartitionLog], advance: Callable[[int], None] = l
                   for path, state in log_dirs.items()]
     leaders, by_copy = verify_replicas(copies)
     partitions = []
+    tiered = set()
+    if remotes:
+        partitions.extend(verify_remote(remotes, leaders, advance, starting))
+        tiered = {(p["topic"], p["partition"]) for p in partitions if "remote_segments" in p}
     for copy in copies:
         starting(copy)
-        findings = verify_partition(copy, advance) + verify_beside_segments(copy) + \
+        findings = verify_partition(copy, advance) + \
+            verify_beside_segments(copy, copy.topic_partition in tiered) + \
             by_copy.get(copy.directory, [])
         partitions.append({"topic": copy.topic, "partition": copy.partition,
                            "directory": copy.directory,
                            "leader": leaders[copy.topic_partition] is copy,
                            "findings": [f.as_dict() for f in findings]})
     return dir_report, partitions
+
+
+def verify_remote(remotes: List[RemotePartitionLog], leaders: Dict[Tuple[str, int], PartitionLog],
+                  advance: Callable[[int], None] = lambda n: None,
+                  starting: Callable[[PartitionLog], None] = lambda log: None) -> List[dict]:
+    """Each remote partition of a tiered-storage layout: every segment the store holds
+    checked on its own (entries, indexes), and, where the `__remote_log_metadata`
+    partitions are among the paths, which segments count and why the others do not
+    (read.tiered); without them, a note where the layout alone cannot tell."""
+    joined, join_error = {}, None
+    try:
+        joined = join_tiered(leaders, remotes)
+    except SegmentLogError as error:  # noted below for the partition it names
+        join_error = error
+    report = []
+    for remote in remotes:
+        starting(remote)
+        findings: List[Finding] = []
+        for copy in remote.copies:
+            if copy.missing:
+                continue  # an upload or a deletion not finished: the metadata says which
+            segment = remote.segments_by_id[copy.segment_id]
+            alone = PartitionLog(remote.directory, remote.topic, remote.partition, [segment],
+                                 remote.store)
+            findings.extend(verify_partition(alone, advance))
+        log = joined.get(remote.topic_partition)
+        counted = log.describe_remote() if isinstance(log, TieredLog) and \
+            log.remote is remote else None
+        if counted is None:
+            problem = remote.layout_error
+            if problem is None and join_error is not None and \
+                    remote.directory in str(join_error):
+                problem = join_error
+            if problem is not None:
+                findings.append(Finding(NOTE, remote.directory, None, str(problem)))
+        report.append({"topic": remote.topic, "partition": remote.partition,
+                       "directory": remote.directory, "leader": False, "remote": True,
+                       "findings": [f.as_dict() for f in findings],
+                       **({"remote_segments": counted} if counted is not None else {})})
+    return report
+
+
+def verified_bytes(copies: List[PartitionLog]) -> int:
+    """What verify reads of `copies`' segments (every remote segment the store holds)."""
+    total = 0
+    for copy in copies:
+        if isinstance(copy, RemotePartitionLog):
+            total += sum(c.log_size for c in copy.copies if not c.missing)
+        else:
+            total += sum(segment.size for segment in copy.segments)
+    return total

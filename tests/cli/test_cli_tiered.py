@@ -53,3 +53,50 @@ def test_describe_of_the_store_and_the_metadata_alone():
         assert described[name]["log_start_offset"] == partition["log_start_offset"]
         assert described[name]["log_end_offset"] == \
             partition["highest_offset_in_remote_storage"] + 1
+
+
+def test_verify_checks_every_remote_segment_and_says_which_count():
+    result = run("verify", "--json", *PATHS)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["valid"]
+    remote = {f"{p['topic']}-{p['partition']}": p for p in report["partitions"]
+              if p.get("remote")}
+    assert sorted(remote) == sorted(TIERED_PARTITIONS)
+    for name in TIERED_PARTITIONS:
+        rows = {row["segment_id"]: row for row in remote[name]["remote_segments"]}
+        for segment in MANIFEST["partitions"][name]["remote_segments"]:
+            assert rows[segment["remote_segment_id"]]["valid"] == segment["valid"]
+
+
+def test_verify_of_the_store_alone_notes_what_the_layout_cannot_tell():
+    result = run("verify", "--json", STORE)
+    assert result.exit_code == 0, result.output
+    notes = {f"{p['topic']}-{p['partition']}": [f["message"] for f in p["findings"]]
+             for p in json.loads(result.output)["partitions"]}
+    # ledger-0's store holds two uploads from offset 286 (a diverged leader's and the
+    # new leader's): only the metadata can choose
+    assert any("2 segments start at offset 286" in note and "__remote_log_metadata" in note
+               for note in notes["ledger-0"])
+    assert not notes["payments-0"]
+
+
+def test_dump_reads_each_batch_once_naming_the_remote_segment_that_serves_it():
+    result = run("dump", "--json", *PATHS)
+    assert result.exit_code == 0, result.output
+    items = [json.loads(line) for line in result.stdout.splitlines()]
+    for name in TIERED_PARTITIONS:
+        topic, _, partition = name.rpartition("-")
+        segments = [i for i in items if i["kind"] == "segment" and "segment_id" in i
+                    and (i["topic"], i["partition"]) == (topic, int(partition))]
+        assert [s["segment_id"] for s in segments] == [
+            r["remote_segment_id"] for r in MANIFEST["partitions"][name]["remote_reads"]]
+    # overlapping remote segments: the batches they share are shown once
+    shown, partition = {}, None
+    for item in items:
+        if item["kind"] == "segment":
+            partition = (item["topic"], item["partition"])
+        elif item["kind"] == "batch":
+            shown.setdefault(partition, []).append(item["base_offset"])
+    for key, offsets in shown.items():
+        assert offsets == sorted(set(offsets)), key

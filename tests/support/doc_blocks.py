@@ -30,7 +30,8 @@ import shutil
 from dataclasses import dataclass
 from typing import List, Optional
 
-from support.fixtures import broker_disks_root, internal_topics_kafka4_root, internal_topics_root
+from support.fixtures import (broker_disks_root, internal_topics_kafka4_root, internal_topics_root,
+                              tiered_cluster_root)
 from support.paths import CHECKOUT
 
 NOT_RUN = re.compile(r"^\s*<!--\s*not run:\s*(?P<why>.*?)\s*-->\s*$")
@@ -190,6 +191,7 @@ def build_sandbox(root: str) -> str:
         for directory in (backup, work):
             os.symlink(os.path.join(brokers, f"broker-{n}"),
                        os.path.join(directory, f"broker-{n}"))
+    os.symlink(tiered_cluster_root(), os.path.join(work, "tiered"))  # a tiered cluster
     os.symlink(os.path.join(brokers, "broker-0"), os.path.join(backup, "a"))
     os.symlink(os.path.join(brokers, "broker-1"), os.path.join(backup, "b"))
     write_log(os.path.join(backup, "kafka-logs"), framed_orders(), topic="orders",
