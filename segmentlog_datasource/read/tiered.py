@@ -37,8 +37,9 @@ from ..errors import CorruptLogError, SegmentLogError
 from ..format import checkpoints
 from ..format.checkpoints import EpochEntry
 from ..format.layout import MAX_OFFSET
-from ..format.log import (REMOTE_EPOCHS_SUFFIX, PartitionLog, RemotePartitionLog, Segment)
+from ..format.log import REMOTE_EPOCHS_SUFFIX, PartitionLog, RemotePartitionLog
 from ..format.scan import ScanOptions
+from ..format.tiered import RemoteSegment
 from .fragments import Fragment, scan_fragments
 
 REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
@@ -354,8 +355,9 @@ class TieredLog(PartitionLog):
                                   else following))
         self.local_from = end_of_remote
         if leader is not None:
-            for segment in leader.segments:
-                following = _next_base(leader, segment)
+            local = leader.segments
+            for number, segment in enumerate(local):
+                following = local[number + 1].base_offset if number + 1 < len(local) else None
                 if following is not None and following <= end_of_remote:
                     continue
                 if segment.base_offset < end_of_remote:
@@ -433,11 +435,6 @@ class TieredLog(PartitionLog):
                              self.start_offset, self.local_from if self.leader else None)
 
 
-def _next_base(log: PartitionLog, segment: Segment) -> Optional[int]:
-    number = log.segments.index(segment)
-    return log.segments[number + 1].base_offset if number + 1 < len(log.segments) else None
-
-
 def remote_report(state: PartitionRemoteState, remote: RemotePartitionLog,
                   reads: List[RemoteRead], epochs: Optional[List[EpochEntry]],
                   log_start: int, local_start: Optional[int]) -> List[dict]:
@@ -450,11 +447,13 @@ def remote_report(state: PartitionRemoteState, remote: RemotePartitionLog,
         serves.setdefault(fetch.segment.segment_id, []).append([fetch.fetch_offset, last])
     referenced = state.referenced_ids()
     chain = {entry.epoch: entry.start_offset for entry in epochs or []}
+    copies = _copies_by_id(remote)
     rows = []
     for segment in sorted(state.segments.values(),
                           key=lambda s: (s.start_offset, s.end_offset, s.segment_id)):
-        present = segment.segment_id in remote.segments_by_id and not next(
-            (c.missing for c in remote.copies if c.segment_id == segment.segment_id), ())
+        copy = copies.get(segment.segment_id)
+        present = segment.segment_id in remote.segments_by_id and not (
+            copy.missing if copy is not None else ())
         within = within_leader_epochs(segment, chain) if chain else None
         served = serves.get(segment.segment_id, [])
         if served:
@@ -584,8 +583,9 @@ def tiered_log(local: Optional[PartitionLog], remote: RemotePartitionLog,
     else:
         epochs, log_start, end_of_remote = _remote_only_bounds(state, remote)
         reads = remote_reads(state, epochs, log_start, end_of_remote, remote.directory)
+    copies = _copies_by_id(remote)
     for fetch in reads:
-        copy = next((c for c in remote.copies if c.segment_id == fetch.segment.segment_id), None)
+        copy = copies.get(fetch.segment.segment_id)
         if copy is None:
             raise CorruptLogError(
                 remote.directory, None,
@@ -595,6 +595,14 @@ def tiered_log(local: Optional[PartitionLog], remote: RemotePartitionLog,
         from ..format.tiered import check_readable
         check_readable(copy)
     return TieredLog(local, remote, state, reads, epochs, log_start, end_of_remote)
+
+
+def _copies_by_id(remote: RemotePartitionLog) -> Dict[str, RemoteSegment]:
+    """Each segment id's first copy in the store, looked up once per read, not scanned."""
+    copies: Dict[str, RemoteSegment] = {}
+    for copy in remote.copies:
+        copies.setdefault(copy.segment_id, copy)
+    return copies
 
 
 def _remote_only_bounds(state: PartitionRemoteState, remote: RemotePartitionLog
