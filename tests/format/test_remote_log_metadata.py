@@ -305,8 +305,11 @@ def test_kafka_4_txn_index_empty_tag_and_unknown_tags():
 def test_a_tag_of_the_wrong_size_is_an_error():
     good = write_segment_metadata(SEGMENT)
     broken = good[:-1] + bytes([1, 0, 2, 1, 1])  # txnIndexEmpty said to take 2 bytes
+    # Kafka's generated reader reads a known tag's value without checking its size: the
+    # byte the size claims past the bool is left over, which the serde refuses
     with pytest.raises(RecordDecodeError, match="REMOTE_LOG_SEGMENT_METADATA_RECORD "
-                                                r"\(api key 0\) version 0: .*txnIndexEmpty"):
+                                                r"\(api key 0\) version 0: .*1 more bytes "
+                                                r"follow"):
         decode_remote_log_metadata(broken)
 
 

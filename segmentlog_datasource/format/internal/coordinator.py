@@ -6,8 +6,12 @@ A key is an int16 record type then the key message (version 0); a value an int16
 then the value message; a null value deletes the key (a tombstone). As Kafka's
 coordinators load their topics: a record type they do not know is skipped, not an error
 (here: a record of type "UNKNOWN_<n>" with nothing decoded), while a value version they do
-not know is an error.
+not know is an error. The messages are read as Kafka's generated readers read them
+(messages.py), and bytes left after a key's or a value's message are not looked at:
+Kafka's CoordinatorRecordSerde (and 3.9's loaders before it) never checks that a buffer
+was read to its end.
 """
+from dataclasses import replace
 from typing import Dict, List, Optional, Tuple
 
 from .messages import Message, read_version
@@ -22,7 +26,9 @@ def unknown_type_name(record_type: int) -> str:
 
 
 def key_message(name: str, *fields) -> Message:
-    return Message(name, "0", "none", tuple(fields))
+    """A key message: version 0 alone, each field of version 0 (as Kafka's key definitions
+    declare them)."""
+    return Message(name, "0", "none", tuple(replace(item, versions="0") for item in fields))
 
 
 class CoordinatorTopic(InternalTopic):
@@ -43,11 +49,13 @@ class CoordinatorTopic(InternalTopic):
             return DecodedRecord(unknown_type_name(record_type), record_type, None, None,
                                  None, deleted=value is None, known=False)
         name, key_type, value_type = known
-        decoded_key = key_type.decode(key, 0, start)
+        # errors name the record type by its key or value message (OffsetCommitValue)
+        decoded_key, _ = key_type.decode_prefix(key, 0, start)
         if value is None:
             return DecodedRecord(name, record_type, None, decoded_key, None, deleted=True)
         value_version, start = read_version(value, f"the {value_type.name}")
-        decoded_value = value_type.decode(value, value_version, start)
+        value_type.check_version(value_version)
+        decoded_value, _ = value_type.decode_prefix(value, value_version, start)
         self.complete(name, decoded_value, value_version)
         return DecodedRecord(name, record_type, value_version, decoded_key, decoded_value)
 

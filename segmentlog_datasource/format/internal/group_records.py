@@ -56,9 +56,9 @@ _OFFSET_KEY_FIELDS = (
 
 LEGACY_OFFSET_COMMIT_VALUE = _value(
     "LegacyOffsetCommitValue",
-    Field("offset", "int64"),
-    Field("metadata", "string"),
-    Field("commitTimestamp", "int64"),
+    Field("offset", "int64", "0"),
+    Field("metadata", "string", "0"),
+    Field("commitTimestamp", "int64", "0"),
     flexible="none")
 
 OFFSET_COMMIT_VALUE = _value(

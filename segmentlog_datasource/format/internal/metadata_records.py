@@ -10,8 +10,10 @@ The api key picks the record type (Kafka's MetadataRecordType: TOPIC_RECORD, ...
 tables below are Kafka's metadata message definitions
 (metadata/src/main/resources/common/metadata) with every version Kafka 3.0 to 4.2 defines:
 Kafka 4.2 defines the api keys 0-5, 7-12, 14, 15 and 17-28 (none with 6, 13 or 16), each
-up to the newest version listed here. A version past those is an error naming the record
-type and version, as Kafka's MetadataRecordSerde fails on it.
+up to the newest version listed here. As Kafka's MetadataRecordSerde, which does not check
+a record's version before reading it, a version past those is read as Kafka's generated
+reader reads it (messages.py): as the newest, for most record types, and an error where a
+struct in it cannot be read at that version (a broker's endpoints, say).
 
 Versions and what they add, with the metadata.version that first writes them:
 REGISTER_BROKER_RECORD v1 inControlledShutdown (3.3-IV3), v2 isMigratingZkBroker (3.4-IV0),
@@ -220,10 +222,16 @@ def _read_uvarint(data, position: int, what: str, record: str) -> Tuple[int, int
         if shift > 28:
             raise RecordDecodeError(
                 f"{record}'s {what} at byte {start} is a varint longer than 5 bytes")
+    # As AbstractApiMessageSerde reads it: a Java int (a 5th byte's high bits are lost, or
+    # make it negative), refused above 32767, then cast to a short.
+    result &= 0xFFFFFFFF
+    if result & 0x80000000:
+        result -= 1 << 32
     if result > _SHORT_MAX:
         raise RecordDecodeError(f"{record}'s {what} is {result}, larger than "
                                 f"{_SHORT_MAX}")
-    return result, position
+    result &= 0xFFFF
+    return (result - (1 << 16) if result & 0x8000 else result), position
 
 
 def _uvarint(value: int) -> bytes:
@@ -260,10 +268,13 @@ def encode_frame(api_key: int, version: int) -> bytes:
 
 def decode_metadata_record(value) -> DecodedRecord:
     """One metadata record's value in Kafka's JSON form. A record type this module does
-    not define gives known=False and no value; a defined type in an unknown version, or
-    bytes that do not decode, raise RecordDecodeError."""
+    not define gives known=False and no value (a newer Kafka's type, where Kafka 4.2's
+    serde fails); bytes Kafka's serde cannot read raise RecordDecodeError."""
     api_key, version, position = read_frame(value)
     known = RECORD_TYPES.get(api_key)
+    if api_key < 0:  # no type a newer Kafka could add: a varint of 5 bytes gone negative
+        raise RecordDecodeError(f"metadata record has api key {api_key}, which is no "
+                                f"record type")
     if known is None:
         return DecodedRecord(f"UNKNOWN_{api_key}", None, version, None, None, known=False)
     name, message = known
@@ -344,6 +355,7 @@ def decode_control_record(key, value) -> DecodedRecord:
     (version,) = struct.unpack_from(">h", value, 0)
     message = CONTROL_MESSAGES[name]
     try:
+        message.check_version(version)
         decoded = message.decode(value, version)
     except RecordDecodeError as error:
         raise RecordDecodeError(f"{name} control record: {error.reason}") from None

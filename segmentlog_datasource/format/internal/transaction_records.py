@@ -4,8 +4,9 @@ Framed as coordinator.py says, with one record type (0): the key holds the trans
 id, the value TransactionLogValue (version 1 is flexible, with the tagged
 previousProducerId, nextProducerId, nextProducerEpoch and clientTransactionVersion of
 transaction version 2). A null value deletes the transactional id (it expired). As Kafka's
-transaction coordinator loads the log, a transaction status that is no TransactionState is
-an error too.
+transaction coordinator loads the log (TransactionLog.readTxnRecordValue), these are
+errors too: a transaction status that is no TransactionState, null transactionPartitions
+in any state but Empty, a clientTransactionVersion that is no transaction.version level.
 """
 from ...errors import RecordDecodeError
 from .coordinator import CoordinatorTopic, key_message
@@ -44,6 +45,9 @@ TRANSACTION_STATES = {
     7: "PrepareEpochFence",
 }
 
+# the transaction.version feature levels Kafka 4.2 knows (TransactionVersion)
+TRANSACTION_VERSIONS = (0, 1, 2)
+
 STATE = "state"  # the value field decode() adds: transactionStatus's state name
 _DERIVED = Message("TransactionLogValue", "0", "none", (Field(STATE, "string"),))
 
@@ -61,7 +65,17 @@ class TransactionState(CoordinatorTopic):
             raise RecordDecodeError(
                 f"TransactionLogValue version {version} has transactionStatus {status}, "
                 f"which is no transaction state (0 to 7 are)")
-        value[STATE] = TRANSACTION_STATES[status]
+        state = TRANSACTION_STATES[status]
+        if state != "Empty" and value["transactionPartitions"] is None:
+            raise RecordDecodeError(
+                f"TransactionLogValue version {version} has null transactionPartitions in "
+                f"state {state} (only an Empty transaction has none)")
+        level = value.get("clientTransactionVersion", 0)
+        if level not in TRANSACTION_VERSIONS:
+            raise RecordDecodeError(
+                f"TransactionLogValue version {version} has clientTransactionVersion "
+                f"{level}, which is no transaction.version level (0 to 2 are)")
+        value[STATE] = state
 
 
 TRANSACTION_STATE = TransactionState()
