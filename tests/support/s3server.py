@@ -31,6 +31,11 @@ short inside a well-formed answer, a stall before or inside the body), for the f
         ...code under test...
     assert faults.fired == 1
 
+A rule can also throttle the way a store under load does, for as long as the block lasts:
+in bursts (`every=10, times=3`: three matches in a row out of every ten), at random
+(`probability=1/3`, seeded), or in windows of time (`burst_s=2, every_s=5`: every match
+in the first 2 s of every 5 s since the block began).
+
 Credentials: by default moto accepts any access key and secret. `S3Server(enforce_auth=True)`
 turns on moto's IAM simulation: while moto still accepts anything, the server creates an IAM
 user with an s3:* policy and an access key, then POSTs "0" to moto's `/moto-api/reset-auth`
@@ -44,6 +49,7 @@ import http.server
 import os
 import contextlib
 import fnmatch
+import random
 import shutil
 import socket
 import struct
@@ -78,6 +84,7 @@ class Request:
     response_bytes: int
     fault: str | None = None  # the injected fault this request got (see Fault)
     rule: "Fault | None" = field(default=None, compare=False, repr=False)  # which rule
+    at: float = field(default=0.0, compare=False, repr=False)  # time.monotonic() on arrival
 
     @property
     def op(self) -> str:
@@ -111,7 +118,11 @@ _NEED_RESPONSE = ("reset_after_headers", "short_body", "truncated", "stall_mid_b
 @dataclass
 class Fault:
     """A rule: requests matching op/key/ranged/min_range_start/conditional get `kind`,
-    the first `times` of them after `skip` matches passed through.
+    the first `times` of them after `skip` matches passed through; with `every`, the same
+    again in each `every` matches after those (`times` in a row out of every `every`);
+    with `probability`, each match at random (a generator seeded with `seed`); with
+    `burst_s` and `every_s`, each match in the first `burst_s` seconds of every `every_s`
+    seconds since the rules were set (`times` and `skip` are then not used).
 
     op: GET, HEAD, PUT, DELETE, POST or LIST (a listing); key: a glob on the object key
     (fnmatch: `*` crosses '/'); ranged: only requests with (True) or without (False) a
@@ -130,12 +141,38 @@ class Fault:
     skip: int = 0
     upstream: bool = False
     stall_s: float = 3.0
+    every: int | None = None
+    probability: float | None = None
+    seed: int = 0
+    burst_s: float | None = None
+    every_s: float | None = None
     matched: int = 0  # counted by the proxy
     fired: int = 0
+    started: float = 0.0  # set by the proxy when the rules are set (for burst_s)
 
     def __post_init__(self):
         if self.kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {self.kind!r}; one of {FAULT_KINDS}")
+        if self.every is not None and not self.times <= self.every:
+            raise ValueError(f"every={self.every} must be at least times={self.times}")
+        if self.probability is not None and not 0 <= self.probability <= 1:
+            raise ValueError(f"probability={self.probability} is not in [0, 1]")
+        if (self.burst_s is None) != (self.every_s is None):
+            raise ValueError("burst_s and every_s go together")
+        self._random = random.Random(self.seed)
+
+    def fires(self, now: float) -> bool:
+        """Whether this match (counted in `matched` already) gets the fault."""
+        if self.probability is not None:
+            return self._random.random() < self.probability
+        if self.burst_s is not None:
+            return (now - self.started) % self.every_s < self.burst_s
+        past = self.matched - self.skip  # 1 for the first match after skip
+        if past <= 0:
+            return False
+        if self.every is not None:
+            past = (past - 1) % self.every + 1
+        return past <= self.times
 
     def matches(self, request: Request, headers) -> bool:
         if self.op is not None and request.op != self.op.upper():
@@ -205,7 +242,7 @@ class _ProxyServer(http.server.ThreadingHTTPServer):
             for fault in self.faults:
                 if fault.matches(request, headers):
                     fault.matched += 1
-                    if fault.skip < fault.matched <= fault.skip + fault.times:
+                    if fault.fires(request.at):
                         fault.fired += 1
                         return fault
         return None
@@ -226,7 +263,8 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         bucket, key = bucket_and_key(split.path)
         query = dict(parse_qsl(split.query, keep_blank_values=True))
-        seen = Request(self.command, bucket, key, query, self.headers.get("Range"), None, 0)
+        seen = Request(self.command, bucket, key, query, self.headers.get("Range"), None, 0,
+                       at=time.monotonic())
         fault = self.server.fault_for(seen, self.headers)
         self._seen, self._fault, self._recorded = seen, fault, False
         status, sent = None, 0  # None: the exchange broke off before moto answered
@@ -546,6 +584,9 @@ class S3Server:
             if proxy.faults:
                 raise RuntimeError("faults are already injected (one inject block at a time)")
             proxy.released.clear()
+            started = time.monotonic()
+            for fault in faults:
+                fault.started = started
             proxy.faults = list(faults)
         try:
             yield Injected(faults)
