@@ -556,7 +556,17 @@ def join_tiered(leaders: Dict[Tuple[str, int], PartitionLog],
                   and not states[(remote.remote_topic_id, remote.partition)].deleted
                   and (local_id is None or remote.remote_topic_id == local_id)]
         if not chosen:
-            continue  # a deleted topic's leftovers, or segments the metadata never knew
+            unknown = [remote for remote in candidates
+                       if (remote.remote_topic_id, remote.partition) not in states
+                       and (local_id is None or remote.remote_topic_id == local_id)]
+            if unknown:
+                raise SegmentLogError(
+                    f"{topic_partition[0]}-{topic_partition[1]} (topic id "
+                    f"{unknown[0].remote_topic_id}) is in the remote store "
+                    f"{unknown[0].directory}, but no {REMOTE_LOG_METADATA_TOPIC} record "
+                    f"read names it: give every {REMOTE_LOG_METADATA_TOPIC}-<n> partition "
+                    f"(the brokers' whole log dirs), one of which holds its segments' states")
+            continue  # a deleted partition's leftovers, or an older topic of that name
         if len(chosen) > 1:
             raise SegmentLogError(
                 f"{topic_partition[0]}-{topic_partition[1]}: the remote store holds it under "

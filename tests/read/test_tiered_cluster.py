@@ -307,3 +307,13 @@ def test_retention_moved_the_log_start_into_the_store():
     log = logs_of(BROKERS + [STORE])[name]
     assert log.start_offset == start < log.local_start_offset
     assert read_rows(BROKERS + [STORE], name)[0]["offset"] == start
+
+
+def test_a_partition_whose_metadata_partition_is_not_given_is_named():
+    partition = MANIFEST["partitions"]["ledger-0"]
+    metadata = [path for path in METADATA if not path.endswith(
+        f"-{partition['remote_log_metadata_partition']}")]
+    assert len(metadata) == len(METADATA) - 1
+    with pytest.raises(SegmentLogError, match="ledger-0 .*no __remote_log_metadata record "
+                                              "read names it"):
+        read_rows(metadata + [STORE], "ledger-0")
