@@ -96,7 +96,8 @@ from ..format.log import INDEX_SUFFIX, LOG_SUFFIX, SEGMENT_NAME, TIME_INDEX_SUFF
     segment_file_name
 from ..format.pending import JOURNAL, PUBLISH_TOKEN  # readers rely on them too
 from ..storage import STORE_OPTIONS, StoreConfig, refuse_glob, resolve
-from ..storage.remote import backoff_s, store_error
+from ..storage.remote import store_error
+from ..storage.retry import Request, describe as _describe
 from ..storage.resolve import is_remote_uri
 
 from . import framed
@@ -188,10 +189,14 @@ class S3Target:
         return client
 
     # -- requests, errors named by path, secrets redacted ---------------------------------
-    # boto3 retries every request (its standard mode, store.maxAttempts tries); a 412
+    # Every request is one try of boto3's (its retries off) inside a retry.Request, which
+    # retries transient faults as the reader's requests are (storage/retry.py); a 412
     # after a retry, a GET's body and a download are handled here (see _landed, get).
     def error(self, key: str, action: str, exc: BaseException) -> StoreError:
         return store_error(self.uri_of(key), action, exc, self.config)  # the reader's words
+
+    def request(self, key: str, action: str) -> Request:
+        return Request(self.config, self.uri_of(key), action)
 
     def put(self, key: str, body, *, create: bool = False, if_match: Optional[str] = None,
             job: Optional[str] = None) -> Optional[str]:
@@ -203,11 +208,20 @@ class S3Target:
             kwargs["IfMatch"] = if_match
         if job is not None:
             kwargs["Metadata"] = {JOB_METADATA: job}
-        try:
+
+        def attempt():
+            if hasattr(body, "seek"):
+                body.seek(0)  # a retry sends the whole body again
             return self.client.put_object(**kwargs)["ETag"]
+
+        request = self.request(key, "cannot write")
+        try:
+            return request.call(attempt)
+        except StoreError:
+            raise
         except Exception as exc:
             if _status(exc) in (412, 409) or (if_match and _status(exc) == 404):
-                if _retried(exc):  # an earlier try may have written it, its answer lost
+                if request.attempts > 1:  # an earlier try may have written it, its answer lost
                     landed = self._landed(key, body, job)
                     if landed is not None:
                         return landed
@@ -240,49 +254,59 @@ class S3Target:
             return self.put(key, body, **kwargs)
 
     def get(self, key: str) -> Optional[Tuple[bytes, str]]:
-        """(bytes, ETag), None when there is no such object. boto3 retries the request
-        but not the reading of its body: a body cut off, reset or stalled is fetched
-        again here, up to store.maxAttempts times."""
-        tries = self.config.retry.max_attempts
-        for attempt in range(1, tries + 1):
-            try:
-                response = self.client.get_object(Bucket=self.bucket, Key=key)
-            except Exception as exc:
-                if _status(exc) == 404:
-                    return None
-                raise self.error(key, "cannot read", exc) from None
+        """(bytes, ETag), None when there is no such object. The body is read inside the
+        try: one cut off, reset or stalled is a fault the request is retried for."""
+        from botocore.exceptions import BotoCoreError
+
+        def attempt():
+            response = self.client.get_object(Bucket=self.bucket, Key=key)
             try:
                 data = response["Body"].read()
-                if len(data) != response["ContentLength"]:
-                    raise OSError(f"response cut short: {len(data)} of "
+            except (BotoCoreError, OSError) as exc:  # botocore's or the socket's words
+                raise _BodyBroken(f"response cut short: the body broke off "
+                                  f"({_describe(exc)})") from exc
+            if len(data) != response["ContentLength"]:
+                raise _BodyBroken(f"response cut short: {len(data)} of "
                                   f"{response['ContentLength']} bytes")
-                return data, response["ETag"]
-            except Exception as exc:
-                if attempt == tries:
-                    raise self.error(key, "cannot read", exc) from None
-            time.sleep(backoff_s(attempt))
-        raise AssertionError("unreachable")
+            return data, response["ETag"]
+
+        try:
+            return self.request(key, "cannot read").call(attempt)
+        except StoreError:
+            raise
+        except Exception as exc:
+            if _status(exc) == 404:
+                return None
+            raise self.error(key, "cannot read", exc) from None
 
     def download(self, key: str, path: str) -> None:
-        """s3transfer reads a body again when it breaks off (as many tries as requests
-        get), not one that fails its checksum (a well-formed answer cut short): that
-        download is made again here."""
+        """One try of s3transfer's per request: a body that breaks off, fails its
+        checksum (a well-formed answer cut short) or any other fault makes the download
+        again."""
+        from boto3.exceptions import RetriesExceededError
         from boto3.s3.transfer import TransferConfig
 
-        tries = self.config.retry.max_attempts
-        transfer = TransferConfig(num_download_attempts=tries)
-        for attempt in range(1, tries + 1):
+        transfer = TransferConfig(num_download_attempts=1)
+
+        def attempt():
             try:
                 self.client.download_file(self.bucket, key, path, Config=transfer)
-                return
-            except Exception as exc:
-                if attempt == tries or "did not match calculated checksum" not in str(exc):
-                    raise self.error(key, "cannot download", exc) from None
-            time.sleep(backoff_s(attempt))
+            except RetriesExceededError as exc:  # "Max Retries Exceeded" of its one try
+                raise exc.last_exception from exc
+
+        try:
+            self.request(key, "cannot download").call(attempt)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise self.error(key, "cannot download", exc) from None
 
     def head(self, key: str) -> Optional[dict]:
         try:
-            return self.client.head_object(Bucket=self.bucket, Key=key)
+            return self.request(key, "cannot look up").call(
+                lambda: self.client.head_object(Bucket=self.bucket, Key=key))
+        except StoreError:
+            raise
         except Exception as exc:
             if _status(exc) == 404:
                 return None
@@ -293,26 +317,36 @@ class S3Target:
         kwargs = {"Bucket": self.bucket, "Key": key}
         if if_match is not None:
             kwargs["IfMatch"] = if_match
+        request = self.request(key, "cannot delete")
         try:
-            self.client.delete_object(**kwargs)
+            request.call(lambda: self.client.delete_object(**kwargs))
             return True
+        except StoreError:
+            raise
         except Exception as exc:
-            if _status(exc) == 404 and if_match is not None and _retried(exc):
+            if _status(exc) == 404 and if_match is not None and request.attempts > 1:
                 return True  # an earlier try deleted it, its answer lost
             if _status(exc) in (412, 404):
                 return False
             raise self.error(key, "cannot delete", exc) from None
 
     def list(self, prefix: str, delimiter: Optional[str] = None) -> Tuple[List[str], List[str]]:
-        """(keys, common prefixes) under `prefix`."""
+        """(keys, common prefixes) under `prefix`, page by page (each page a request)."""
         keys, prefixes = [], []
         kwargs = {"Bucket": self.bucket, "Prefix": prefix}
         if delimiter:
             kwargs["Delimiter"] = delimiter
         try:
-            for page in self.client.get_paginator("list_objects_v2").paginate(**kwargs):
+            while True:
+                page = self.request(prefix, "cannot list").call(
+                    lambda: self.client.list_objects_v2(**kwargs))
                 keys.extend(item["Key"] for item in page.get("Contents", ()))
                 prefixes.extend(item["Prefix"] for item in page.get("CommonPrefixes", ()))
+                if not page.get("IsTruncated"):
+                    break
+                kwargs["ContinuationToken"] = page["NextContinuationToken"]
+        except StoreError:
+            raise
         except Exception as exc:
             raise self.error(prefix, "cannot list", exc) from None
         return keys, prefixes
@@ -322,10 +356,18 @@ class S3Target:
         for start in range(0, len(keys), 1000):
             chunk = [{"Key": key} for key in keys[start:start + 1000]]
             try:
-                self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": chunk,
-                                                                       "Quiet": True})
+                self.request(prefix, "cannot delete").call(
+                    lambda: self.client.delete_objects(
+                        Bucket=self.bucket, Delete={"Objects": chunk, "Quiet": True}))
+            except StoreError:
+                raise
             except Exception as exc:
                 raise self.error(prefix, "cannot delete", exc) from None
+
+
+class _BodyBroken(OSError):
+    """A GET's body that broke off or came short after a good status: a fault retried
+    as "response cut short"."""
 
 
 def _status(exc: BaseException) -> Optional[int]:
@@ -333,13 +375,6 @@ def _status(exc: BaseException) -> Optional[int]:
     if isinstance(response, dict):
         return response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     return None
-
-
-def _retried(exc: BaseException) -> bool:
-    """Whether boto3 sent the request more than once before this answer."""
-    response = getattr(exc, "response", None)
-    return isinstance(response, dict) and \
-        bool(response.get("ResponseMetadata", {}).get("RetryAttempts"))
 
 
 def _make_client(config: StoreConfig):
@@ -355,7 +390,8 @@ def _make_client(config: StoreConfig):
     if endpoint and "://" not in endpoint:
         endpoint = "https://" + endpoint
     retry = config.retry
-    settings = {"retries": {"mode": "standard", "total_max_attempts": retry.max_attempts},
+    # One try per request: storage/retry.py retries.
+    settings = {"retries": {"mode": "standard", "total_max_attempts": 1},
                 "connect_timeout": retry.connect_timeout_s,
                 "read_timeout": retry.read_timeout_s}
     if endpoint:  # S3-compatible servers are addressed by path

@@ -1,5 +1,6 @@
 """Store settings given as options: endpoint, region, anonymous access, credentials, and
-how S3 requests are retried (attempts, timeouts).
+how S3 requests are retried (attempts, the time a request may be retried, timeouts; the
+retries themselves: retry.py).
 
 Without options, each process finds credentials the way the AWS (or GCS, Azure) SDK does:
 environment variables, config files and profiles (`AWS_PROFILE`), instance roles. The
@@ -24,23 +25,32 @@ STORE_OPTIONS = {
     "store.maxAttempts": "max_attempts",
     "store.connectTimeout": "connect_timeout",
     "store.readTimeout": "read_timeout",
+    "store.retryTimeout": "retry_timeout",
 }
 _SECRET_FIELDS = ("secret_access_key", "session_token")
 REDACTED = "*****(redacted)"
 
-# Retries of S3 requests (reads through pyarrow, writes through boto3).
-DEFAULT_MAX_ATTEMPTS = 5  # the first try included
+# Retries of S3 requests (reads through pyarrow, writes through boto3; retry.py). A
+# request is retried until it has made DEFAULT_MAX_ATTEMPTS tries or DEFAULT_RETRY_TIMEOUT_S
+# have passed since its first try failed, whichever comes first: with waits of up to
+# 0.1, 0.2, 0.4, ... 5 s, 20 tries take about 35 s on average, so the time is what
+# usually ends the retries of a store that stays down, and a burst of throttling of
+# several seconds is ridden out (a request answered 503 one time in three at random fails
+# when about sixteen tries in a row are, before the 30 s run out: 3^-16, about 1e-8).
+DEFAULT_MAX_ATTEMPTS = 20  # the first try included
+DEFAULT_RETRY_TIMEOUT_S = 30.0
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_READ_TIMEOUT_S = 60.0
 MAX_ATTEMPTS_LIMIT = 100
 TIMEOUT_LIMIT_S = 3600.0
-RETRY_FIELDS = ("max_attempts", "connect_timeout", "read_timeout")
+RETRY_FIELDS = ("max_attempts", "connect_timeout", "read_timeout", "retry_timeout")
 
 
 class RetrySettings(NamedTuple):
     max_attempts: int  # tries of one request, the first included
     connect_timeout_s: float  # to open a connection
     read_timeout_s: float  # without a byte of the response before the try is abandoned
+    retry_timeout_s: float  # no retry starts later than this after the first try failed
 
 
 @dataclass(frozen=True)
@@ -54,13 +64,15 @@ class StoreConfig:
     max_attempts: Optional[int] = None  # None: the defaults above
     connect_timeout: Optional[float] = None
     read_timeout: Optional[float] = None
+    retry_timeout: Optional[float] = None
 
     @property
     def retry(self) -> RetrySettings:
         return RetrySettings(
             self.max_attempts or DEFAULT_MAX_ATTEMPTS,
             self.connect_timeout or DEFAULT_CONNECT_TIMEOUT_S,
-            self.read_timeout or DEFAULT_READ_TIMEOUT_S)
+            self.read_timeout or DEFAULT_READ_TIMEOUT_S,
+            self.retry_timeout or DEFAULT_RETRY_TIMEOUT_S)
 
     @property
     def has_retry_settings(self) -> bool:
@@ -148,7 +160,7 @@ def parse_store_config(options: Optional[Mapping]) -> StoreConfig:
         if field_name == "max_attempts":
             values[field_name] = _parse_attempts(name, raw, text)
             continue
-        if field_name in ("connect_timeout", "read_timeout"):
+        if field_name in ("connect_timeout", "read_timeout", "retry_timeout"):
             values[field_name] = _parse_seconds(name, raw, text)
             continue
         if field_name == "endpoint" and "://" in text and \

@@ -11,24 +11,26 @@
   the scan checks). Nothing else of the segment is read.
 * Header walks (the active segment's end, a rolled segment's tail) read BLOCK_BYTES at a time.
 
-Faults (S3): every request is retried by the SDK's standard retry mode (exponential
-backoff with jitter) up to `store.maxAttempts` tries, a try abandoned after
-`store.connectTimeout` to connect or `store.readTimeout` without a byte: throttling
-(503 SlowDown), 5xx answers, reset connections, bodies shorter than their
-Content-Length, stalls. One fault the SDK cannot see is handled here: pyarrow reports a
-ranged read as complete when the store answered with fewer bytes than asked (and a
-Content-Length that says so), leaving the rest of its buffer unwritten, so every read
-sets the last byte of its buffer first and reads again when that byte was not written
-(see read_range). When the tries run out, the StoreError names the object, the byte
-range, the last fault and the number of tries.
+Faults (S3): every request (a listing, a HEAD, a ranged GET) goes through retry.py's
+policy, the SDK's own retries off: transient faults (throttling, 5xx answers, reset
+connections, answers cut short, stalls) are tried again after exponential backoff with
+full jitter, up to `store.maxAttempts` tries and `store.retryTimeout` seconds, and
+throttling answers make fewer requests of this process go to the store at once. A try is
+abandoned after `store.connectTimeout` to connect or `store.readTimeout` without a byte.
+Two faults the SDK does not report as such are found here: pyarrow reports a ranged read
+as complete when the store answered with fewer bytes than asked (and a Content-Length
+that says so), leaving the rest of its buffer unwritten, so every read sets the last
+byte of its buffer first and reads again when that byte was not written; and an error
+answer (503 SlowDown, 500) to a read of fewer bytes than the error's text fails with
+"Failed to flush response stream", never taken for data (see read_into). When the tries
+run out, the StoreError names the object, the byte range, the last fault, the tries and
+the seconds spent.
 """
 import bisect
 import mmap
 import posixpath
 import random
-import re
 import threading
-import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional, Tuple
@@ -36,6 +38,7 @@ from typing import Dict, List, Optional, Tuple
 from ..errors import CorruptLogError, SegmentShrankError, StoreError, UnsupportedFormatError
 from .base import ByteReader, FileEntry, LogBytes, LogBytesReader, Store, TreeView
 from .config import StoreConfig
+from .retry import Request, describe
 
 CHUNK_BYTES = 8 << 20
 # Chunks fetched in the background at once, each through a file of its own: one GET at a
@@ -45,81 +48,21 @@ READ_PAST_BYTES = 64 << 10
 MIN_FETCH_BYTES = 64 << 10
 BLOCK_BYTES = 1 << 20
 
-# pyarrow's S3 retry strategy: the AWS SDK's standard mode (backoff with full jitter, up
-# to 1 s doubling, and a retry quota). Tests set AwsDefaultS3RetryStrategy, which retries
-# the same faults after 25 ms doubling, to stay fast.
-RETRY_STRATEGY = "AwsStandardS3RetryStrategy"
-# Backoff of the reads retried here (responses cut short): full jitter, as botocore's
-# standard mode for faults other than throttling.
-BACKOFF_BASE_S = 0.05
-BACKOFF_CAP_S = 20.0
-
 _filesystems: Dict[tuple, object] = {}
 _filesystems_lock = threading.Lock()
 
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return " ".join(text.split())
+class CutShort(OSError):
+    """A ranged read that left the end of its buffer unwritten (retried as "response cut
+    short")."""
 
 
-def backoff_s(retry: int) -> float:
-    """Seconds to wait before retry number `retry` (1 for the first)."""
-    return random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (retry - 1)))
-
-
-# (pattern in an SDK's error text, the fault it shows): pyarrow's AWS SDK names errors
-# like SLOW_DOWN or "HTTP status 503" and curl's codes; botocore "(SlowDown)" and its
-# exception names.
-_FAULTS = [
-    (re.compile(r"Failed to flush response stream"),
-     "an error answer longer than the bytes asked (its status unknown)"),
-    (re.compile(r"SLOW_DOWN|\(SlowDown\)"), "503 SlowDown"),
-    (re.compile(r"SERVICE_UNAVAILABLE|HTTP status 503|\((ServiceUnavailable|503)\)"),
-     "503 ServiceUnavailable"),
-    (re.compile(r"INTERNAL_FAILURE|HTTP status 500|\((InternalError|500)\)"), "500 InternalError"),
-    (re.compile(r"HTTP status (5\d\d)|\((5\d\d)\)"), "{} server error"),
-    (re.compile(r"curlCode: 18\b|partial file|IncompleteRead|XML_ERROR_PARSING|cut short",
-                re.I), "response cut short"),
-    (re.compile(r"did not match calculated checksum"), "body failed its checksum"),
-    (re.compile(r"curlCode: 56\b|reset by peer|Connection reset|ConnectionResetError|"
-                r"Connection was closed|Connection broken|RemoteDisconnected", re.I),
-     "connection reset"),
-    (re.compile(r"curlCode: 28\b|Timeout was reached|Read timeout|ReadTimeout|timed out",
-                re.I), "timed out"),
-    (re.compile(r"curlCode: 7\b|Could not connect|Failed to connect|Couldn't connect|"
-                r"Connection refused|EndpointConnectionError", re.I), "cannot connect"),
-]
-
-
-def describe_fault(detail: str) -> Optional[str]:
-    """The transient fault an SDK's error text shows (a throttled, failing, cut-off or
-    silent store), None for other errors (credentials, a missing object, ...)."""
-    for pattern, fault in _FAULTS:
-        match = pattern.search(detail)
-        if match is not None:
-            groups = [group for group in match.groups() if group]
-            return fault.format(groups[-1]) if "{}" in fault else fault
-    return None
-
-
-def store_error(where: str, action: str, exc: BaseException, config: StoreConfig,
-                retried: bool = True) -> StoreError:
-    """`where: action: detail. What to do: ...`; a transient fault, which was tried
-    max_attempts times (`retried`: an S3 client with config's settings), is named first:
-    `503 SlowDown after 5 attempts (detail)`."""
-    detail = config.redact(_describe(exc))
-    fault = describe_fault(detail) if retried else None
-    if fault is not None and fault != "cannot connect":
-        retry = config.retry
-        return StoreError(
-            f"{where}: {action}: {fault} after {retry.max_attempts} attempts ({detail}). "
-            f"What to do: the store kept failing; try again later, or allow more tries or a "
-            f"longer wait with store.maxAttempts (now {retry.max_attempts}) or "
-            f"store.readTimeout (now {retry.read_timeout_s:g} s)")
+def store_error(where: str, action: str, exc: BaseException, config: StoreConfig
+                ) -> StoreError:
+    """`where: action: detail. What to do: ...` for an error that is no transient fault
+    (those are retried, and named by retry.Request when their tries run out)."""
+    detail = config.redact(describe(exc))
     remedy = _remedy(detail)
-    if fault is not None:
-        detail = f"{fault} after {config.retry.max_attempts} attempts ({detail})"
     return StoreError(f"{where}: {action}: {detail}"
                       + (f". What to do: {remedy}" if remedy else ""))
 
@@ -171,7 +114,7 @@ class ArrowStore(Store):
     # -- the filesystem, built once per process -------------------------------------------
     @property
     def fs(self):
-        key = (self.scheme, self.fs_uri, self.config, RETRY_STRATEGY)
+        key = (self.scheme, self.fs_uri, self.config)
         with _filesystems_lock:
             fs = _filesystems.get(key)
             if fs is None:
@@ -185,13 +128,13 @@ class ArrowStore(Store):
         try:
             if self.scheme == "s3":
                 retry = config.retry
-                # request_timeout: on Linux, curl abandons a try that receives nothing for
-                # this long (whole seconds, at least 1; mid-body, a few seconds more).
-                # (AwsDefaultS3RetryStrategy's "max_attempts" counts retries, not tries.)
-                tries = retry.max_attempts - (RETRY_STRATEGY == "AwsDefaultS3RetryStrategy")
+                # One try per request: retry.py retries (AwsDefaultS3RetryStrategy's
+                # max_attempts counts retries). request_timeout: on Linux, curl abandons a
+                # try that receives nothing for this long (whole seconds, at least 1;
+                # mid-body, a few seconds more).
                 kwargs = {"region": config.region or "us-east-1",
                           "anonymous": config.anonymous,
-                          "retry_strategy": getattr(pafs, RETRY_STRATEGY)(max_attempts=tries),
+                          "retry_strategy": pafs.AwsDefaultS3RetryStrategy(max_attempts=0),
                           "connect_timeout": retry.connect_timeout_s,
                           "request_timeout": retry.read_timeout_s}
                 if config.endpoint:
@@ -238,7 +181,15 @@ class ArrowStore(Store):
         return self.uri_prefix + fs_path[len(self.fs_prefix):].lstrip("/")
 
     def error(self, path: str, action: str, exc: BaseException) -> StoreError:
-        return store_error(path, action, exc, self.config, retried=self.scheme == "s3")
+        return store_error(path, action, exc, self.config)
+
+    def _call(self, path: str, action: str, do):
+        """`do()`, one request, retried as retry.py says (S3; other stores' clients retry
+        themselves). An error that is no transient fault comes out as it was raised; one
+        whose tries ran out as a StoreError (retry.Exhausted)."""
+        if self.scheme != "s3":
+            return do()
+        return Request(self.config, path, action).call(do)
 
     # -- what readers use ------------------------------------------------------------------
     def tree(self, root: str) -> TreeView:
@@ -246,17 +197,18 @@ class ArrowStore(Store):
 
         fs_root = self.to_fs(root)
         try:
-            infos = self._listing(fs_root)
+            infos = self._listing(root, fs_root)
             root_entry = None
             if not infos:
-                info = self.fs.get_file_info(fs_root)
+                info = self._call(root, "cannot list", lambda: self.fs.get_file_info(fs_root))
                 if info.type == pafs.FileType.File:
                     root_entry = FileEntry("file", info.size)
                 elif info.type == pafs.FileType.Directory:
                     root_entry = FileEntry("dir", 0)
                 elif self.scheme in ("s3", "gs"):
                     bucket = fs_root.split("/", 1)[0]
-                    if self.fs.get_file_info(bucket).type == pafs.FileType.NotFound:
+                    if self._call(root, "cannot list", lambda: self.fs.get_file_info(
+                            bucket)).type == pafs.FileType.NotFound:
                         raise StoreError(
                             f"{root}: cannot list: bucket {bucket!r} does not exist. What "
                             f"to do: check the bucket name in the path")
@@ -271,7 +223,9 @@ class ArrowStore(Store):
     def child_names(self, path: str) -> List[str]:
         """One listing of `path` alone (delimited: not what lies deeper)."""
         try:
-            infos = self._listing(self.to_fs(path), recursive=False)
+            infos = self._listing(path, self.to_fs(path), recursive=False)
+        except StoreError:
+            raise
         except Exception as exc:
             raise self.error(path, "cannot list", exc) from None
         return sorted(posixpath.basename(info.path.rstrip("/")) for info in infos)
@@ -281,49 +235,48 @@ class ArrowStore(Store):
         from pyarrow import fs as pafs
 
         try:
-            infos = self._listing(self.to_fs(path), recursive=False)
+            infos = self._listing(path, self.to_fs(path), recursive=False)
+        except StoreError:
+            raise
         except Exception as exc:
             raise self.error(path, "cannot list", exc) from None
         return sorted(posixpath.basename(info.path.rstrip("/")) for info in infos
                       if info.type == pafs.FileType.Directory)
 
-    def _listing(self, fs_root: str, recursive: bool = True):
-        """The listing under `fs_root`. A listing page cut off inside a well-formed
-        response does not parse, which the SDK does not retry: the listing is then made
-        again."""
+    def _listing(self, path: str, fs_root: str, recursive: bool = True):
+        """The listing under `fs_root` (every page of it; a page that fails lists again,
+        and so does one cut off inside a well-formed response, which does not parse)."""
         from pyarrow import fs as pafs
 
         selector = pafs.FileSelector(fs_root, recursive=recursive, allow_not_found=True)
-        tries = 1
-        while True:
-            try:
-                return self.fs.get_file_info(selector)
-            except OSError as exc:
-                if "XML_ERROR_PARSING" not in str(exc) or tries >= self.config.retry.max_attempts:
-                    raise
-            time.sleep(backoff_s(tries))
-            tries += 1
+        return self._call(path, "cannot list", lambda: self.fs.get_file_info(selector))
 
     def read_optional(self, path: str) -> Optional[bytes]:
         try:
-            handle = self.fs.open_input_file(self.to_fs(path))  # a HEAD: the size
+            opened = self._open(path, "cannot read")
         except FileNotFoundError:
             return None
-        except StoreError:
-            raise
-        except Exception as exc:
-            raise self.error(path, "cannot read", exc) from None
-        opened = RemoteFile(handle)
         try:
             return self.read_range(opened, path, 0, opened.size)
         finally:
             opened.close()
 
+    def _open(self, path: str, action: str) -> "RemoteFile":
+        """The object opened (one HEAD request; pyarrow's Python API cannot be given the
+        size instead); FileNotFoundError when there is none."""
+        fs_path = self.to_fs(path)
+        try:
+            return RemoteFile(self._call(path, action,
+                                         lambda: self.fs.open_input_file(fs_path)))
+        except (StoreError, FileNotFoundError):
+            raise
+        except Exception as exc:
+            raise self.error(path, action, exc) from None
+
     def _open_file(self, path: str, size: int) -> "RemoteFile":
         try:
-            # One HEAD request (pyarrow's Python API cannot be given the size instead).
-            return RemoteFile(self.fs.open_input_file(self.to_fs(path)))
-        except Exception as exc:
+            return self._open(path, "cannot open")
+        except FileNotFoundError as exc:
             raise self.error(path, "cannot open", exc) from None
 
     def open_log(self, path: str, size: int, chunks=None) -> LogBytes:
@@ -351,8 +304,11 @@ class ArrowStore(Store):
     def size_of(self, path: str) -> Optional[int]:
         from pyarrow import fs as pafs
 
+        fs_path = self.to_fs(path)
         try:
-            info = self.fs.get_file_info(self.to_fs(path))
+            info = self._call(path, "cannot look up", lambda: self.fs.get_file_info(fs_path))
+        except StoreError:
+            raise
         except Exception as exc:
             raise self.error(path, "cannot look up", exc) from None
         return info.size if info.type == pafs.FileType.File else None
@@ -371,51 +327,46 @@ class ArrowStore(Store):
         pyarrow returns a ranged read as complete when the store sent fewer bytes than
         asked with a Content-Length that says so (a copy cut off on the way, or an object
         replaced by a shorter one): the rest of its buffer is left as it was. So the last
-        byte is set to a marker first; a read that left it is read again with another
-        marker (the data's own last byte equals a marker once in 256 reads: the second
-        read settles it), up to max_attempts times, then fails.
+        byte is set to a marker first; a read that left it is read again at once with
+        another marker (the data's own last byte equals a marker once in 256 reads: the
+        second read settles it). Two reads that both left it are a short answer: when the
+        object is shorter now than the range, it was replaced (SegmentShrankError, at
+        once); else the answer was cut short on the way, a fault retried as any other.
 
         The SDK also writes an error answer's body (503 SlowDown, 500) into the buffer;
         when it does not fit (a read of fewer bytes than the error's XML), the SDK fails
-        at once without a retry. Such a read is retried here too."""
+        with "Failed to flush response stream", which is retried as the error it hides;
+        one that fits is reported as its status. Either way no error body is data."""
         expected = max(0, min(len(view), handle.size - position))
         if not expected:
             return 0
         view = view[:expected]
-        marker, shorts, unfit_errors = None, 0, 0
-        while True:
-            marker = random.randrange(256) if marker is None else \
-                (marker + random.randrange(1, 256)) % 256  # another one each time
-            view[expected - 1] = marker
-            try:
+        action = f"cannot read bytes {position}..{position + expected}"
+        markers = [random.randrange(256)]
+
+        def attempt() -> int:
+            for _ in range(2):
+                markers[0] = (markers[0] + random.randrange(1, 256)) % 256  # another each time
+                view[expected - 1] = markers[0]
                 with handle.lock:
                     handle.file.seek(position)
                     got = handle.file.readinto(view)
-            except Exception as exc:
-                unfit_errors += 1
-                if "Failed to flush response stream" not in str(exc) or \
-                        unfit_errors >= self.config.retry.max_attempts:
-                    raise self.error(path, f"cannot read bytes {position}.."
-                                     f"{position + expected}", exc) from None
-                time.sleep(backoff_s(unfit_errors))
-                continue
-            if got == expected and view[expected - 1] != marker:
-                return expected
-            shorts += 1
-            if shorts > self.config.retry.max_attempts:
-                break
-            if shorts > 1:  # the first read again is the check of a chance match
-                time.sleep(backoff_s(shorts - 1))
-        now = self.size_of(path)
-        if now is not None and now < position + expected:
-            raise SegmentShrankError(
-                path, now, f"object is {now} bytes now, fewer than the {handle.size} it had "
-                f"when opened (replaced while being read); read it again")
-        raise StoreError(
-            f"{path}: cannot read bytes {position}..{position + expected}: response cut short "
-            f"after {shorts} attempts (the store sent fewer bytes than asked). What to do: "
-            f"try again later; if it persists, something between here and the store cuts "
-            f"responses off")
+                if got == expected and view[expected - 1] != markers[0]:
+                    return expected
+            now = self.size_of(path)
+            if now is not None and now < position + expected:
+                raise SegmentShrankError(
+                    path, now, f"object is {now} bytes now, fewer than the {handle.size} it "
+                    f"had when opened (replaced while being read); read it again")
+            raise CutShort(f"response cut short: the store sent fewer than the {expected} "
+                           f"bytes asked")
+
+        try:
+            return self._call(path, action, attempt)
+        except (StoreError, SegmentShrankError):
+            raise
+        except Exception as exc:
+            raise self.error(path, action, exc) from None
 
 
 class RemoteFile:

@@ -6,7 +6,7 @@ from typing import List, Optional, Tuple
 
 from ..errors import InvalidOptionError
 from .base import Store
-from .config import StoreConfig
+from .config import RETRY_FIELDS, STORE_OPTIONS, StoreConfig
 from .local import LOCAL
 
 _SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*):")
@@ -65,10 +65,13 @@ def resolve(path, config: Optional[StoreConfig] = None, option: str = "path"
         uri = uri.rstrip("/") or uri
         return ArrowStore("s3", "s3://", "", config.settled("s3")), uri
     if config.has_retry_settings:
+        given = next(name for name, field in STORE_OPTIONS.items()
+                     if field in RETRY_FIELDS and getattr(config, field) is not None)
         raise InvalidOptionError(
             f"option {option!r} is {text!r}: the options store.maxAttempts, "
-            f"store.connectTimeout and store.readTimeout apply to s3:// paths; "
-            f"{scheme}:// stores retry as their own client library does", "store.maxAttempts")
+            f"store.retryTimeout, store.connectTimeout and store.readTimeout apply to s3:// "
+            f"paths ({given} was given); {scheme}:// stores retry as their own client "
+            f"library does", given)
     if scheme in ("gs", "gcs"):
         uri = "gs://" + text[len(match.group(0)) + 2:]
         return ArrowStore("gs", "gs://", "", config), uri.rstrip("/")

@@ -7,10 +7,10 @@ a conditional PUT, a lock, a GET's body, a download) survive each fault with exa
 rows of a fault-free run, and the proxy saw the retry; when the tries run out, the error
 names the object and the last fault, and a failed write leaves the log as it was.
 
-Timeouts are short here (1 s; 0.5 s for boto3) and pyarrow retries with the SDK's fixed
-25 ms backoff (remote.RETRY_STRATEGY) instead of the standard mode's jitter of up to a
-second, which would only slow the tests: which faults are retried is the same. Each case injects its
-fault at every place at once, so one read or write covers them all.
+Timeouts are short here (1 s; 0.5 s for boto3); the retries are segmentlog's own
+(storage/retry.py), with their production backoff. Each case injects its fault at every
+place at once, so one read or write covers them all. Throttling in bursts and at random,
+and a store that stays down: test_s3_throttling.py.
 """
 import re
 import time
@@ -24,7 +24,7 @@ from segmentlog_datasource.format.scan import ScanOptions
 from segmentlog_datasource.read.fragments import scan_fragments
 from segmentlog_datasource.read.options import parse_read_options
 from segmentlog_datasource.read.planning import Constraints, plan_fragments
-from segmentlog_datasource.storage import remote
+from segmentlog_datasource.storage import remote, retry
 from segmentlog_datasource.writer import objectstore, write_log
 
 BUCKET = "segmentlog-faults"
@@ -36,14 +36,12 @@ STALL_S = 3.0  # longer than store.readTimeout: the client gives up first
 
 @pytest.fixture(scope="module")
 def s3(s3_server):
-    saved = remote.RETRY_STRATEGY
-    remote.RETRY_STRATEGY = "AwsDefaultS3RetryStrategy"
     s3_server.make_bucket(BUCKET)
     try:
         yield s3_server
     finally:
-        remote.RETRY_STRATEGY = saved
         remote._filesystems.clear()
+        retry.reset_limiters()  # the process's next tests meet a store that never throttled
 
 
 @pytest.fixture
@@ -214,7 +212,8 @@ def test_a_read_whose_tries_run_out_names_the_object_the_range_and_the_fault(
     message = str(caught.value)
     assert message.startswith(f"{uri}/t-0/000"), message
     assert ".log: cannot read bytes " in message
-    assert re.search(r": 503 (SlowDown|ServiceUnavailable) after 2 attempts \(", message)
+    assert re.search(r": 503 (SlowDown|ServiceUnavailable) after 2 attempts in [0-9.]+ s "
+                     r"\(store.maxAttempts is 2; ", message), message
     assert "store.maxAttempts" in message and s3.secret_key not in message
     tries = {}
     for request in s3.requests():
@@ -346,7 +345,9 @@ def test_retry_settings_reach_both_clients(s3):
     config = remote.StoreConfig(endpoint=s3.endpoint, max_attempts=7, connect_timeout=2.5,
                                 read_timeout=4.0)
     client = objectstore._make_client(config)
-    assert client.meta.config.retries == {"mode": "standard", "total_max_attempts": 7}
+    # one try of boto3's per request: storage/retry.py retries, with store.maxAttempts
+    assert client.meta.config.retries == {"mode": "standard", "total_max_attempts": 1}
+    assert config.retry.max_attempts == 7
     assert (client.meta.config.connect_timeout, client.meta.config.read_timeout) == (2.5, 4.0)
     assert "max_attempts=7" in repr(config)
     with pytest.raises(InvalidOptionError, match="apply to s3:// paths"):
