@@ -110,8 +110,9 @@ setup(
     ],
     entry_points={"console_scripts": ["segmentlog = segmentlog_datasource.cli:main"]},
     extras_require={
-        # PySpark 4.3 supports pandas 2 only; its Arrow paths import it.
-        "spark": ["pyspark>=4.3", "pandas>=2.2,<3"],
+        # PySpark 4.0 to 4.3 (the releases with the Python Data Source API; docs/install.md says
+        # which feature needs which); they support pandas 2 only, which their Arrow paths import.
+        "spark": ["pyspark>=4.0", "pandas>=2.2,<3"],
         "zstd": ["zstandard>=0.22"],
         # writing into s3:// (conditional PUTs); reading needs only pyarrow
         "s3": ["boto3>=1.35"],
@@ -122,9 +123,9 @@ setup(
         "protobuf": ["protobuf>=4.22"],
         # Hardware CRC32C, and libdeflate for gzip writes at twice zlib's speed.
         "fast": ["crc32c>=2.4", "deflate>=0.7"],
-        "all": ["pyspark>=4.3", "pandas>=2.2,<3", "zstandard>=0.22", "cramjam>=2.8", "crc32c>=2.4", "deflate>=0.7", "boto3>=1.35", "fastavro>=1.9", "protobuf>=4.22"],
+        "all": ["pyspark>=4.0", "pandas>=2.2,<3", "zstandard>=0.22", "cramjam>=2.8", "crc32c>=2.4", "deflate>=0.7", "boto3>=1.35", "fastavro>=1.9", "protobuf>=4.22"],
         "test": [
-            "pyspark>=4.3",
+            "pyspark>=4.0",
             "pandas>=2.2,<3",
             # pytest-xdist 3.8 groups tests (--dist loadgroup) by renaming their node ids,
             # which pytest 9.2 no longer allows: the Spark tests would spread over workers.

@@ -146,12 +146,18 @@ def register(spark, enable_filter_pushdown=None) -> bool:
     enable_filter_pushdown=None (the default) turns Python data source filter pushdown on
     only when this Spark does not leak a pushed-down read into later queries of the same
     DataFrame (Spark 4.3 does; see docs/reading.md), and otherwise leaves the setting alone.
-    True turns it on regardless, False turns it off.
+    True turns it on regardless, False turns it off. Spark 4.0 has no filter pushdown:
+    there True is refused (SparkReleaseError) and the others leave it off.
     """
-    from .spark.source import SegmentLogDataSource
+    from .spark.compat import FILTER_PUSHDOWN, refuse_unless, spark_has
+    from .spark.source import register_source
 
     check_spark_python(spark)
-    spark.dataSource.register(SegmentLogDataSource)
+    register_source(spark)
+    if not spark_has(spark, FILTER_PUSHDOWN):
+        if enable_filter_pushdown:
+            refuse_unless(spark, FILTER_PUSHDOWN, "register(spark, enable_filter_pushdown=True)")
+        return False
     if enable_filter_pushdown is False:
         spark.conf.set(PUSHDOWN_CONF, "false")
     else:

@@ -112,6 +112,11 @@ class InvalidOptionError(SegmentLogError, ValueError):
         return cls(f"option {option!r}: invalid value {value!r}; accepted: {accepted}", option)
 
 
+class SparkReleaseError(SegmentLogError):
+    """A feature asked for that the running Spark release does not have: the message names
+    the feature and the release it needs (spark/compat.py)."""
+
+
 def did_you_mean(name: str, known) -> str:
     """" (did you mean 'x'?)" naming the known option names closest to a misspelled one
     (compared without case, as Spark passes option names), or "" when none is close."""

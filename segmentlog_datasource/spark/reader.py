@@ -4,10 +4,7 @@ import sys
 from typing import Iterator, List
 
 import pyarrow as pa
-from pyspark.sql.datasource import (
-    DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In, InputPartition, LessThan,
-    LessThanOrEqual,
-)
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from ..decode import DecodedRead
 from ..read.fragments import Fragment, scan_options
@@ -47,7 +44,10 @@ def _is_int(value) -> bool:
 
 
 def apply_filter(constraints: Constraints, f) -> bool:
-    """Fold one pushed filter into `constraints`; False when the source cannot apply it."""
+    """Fold one pushed filter into `constraints`; False when the source cannot apply it.
+    Spark 4.1+ alone pushes filters, and has their classes (spark/compat.py)."""
+    from pyspark.sql.datasource import EqualTo, In
+
     attribute = getattr(f, "attribute", None)  # Not(...) has a child instead
     column = attribute[0] if attribute is not None and len(attribute) == 1 else None
     value = getattr(f, "value", None)
@@ -91,6 +91,10 @@ def apply_filter(constraints: Constraints, f) -> bool:
 
 def _comparison_bounds(f, value: int):
     """(inclusive low, exclusive high) of an integer comparison; None for other filters."""
+    from pyspark.sql.datasource import (
+        EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual,
+    )
+
     if isinstance(f, EqualTo):
         return value, value + 1
     if isinstance(f, GreaterThan):
@@ -127,7 +131,8 @@ class SegmentLogReader(DataSourceReader):
 
 
 class SegmentLogPushdownReader(SegmentLogReader):
-    """Reads with pushed filters (spark.sql.python.filterPushdown.enabled=true)."""
+    """Reads with pushed filters (spark.sql.python.filterPushdown.enabled=true, Spark 4.1+;
+    Spark 4.0 has no pushdown and never asks for this reader)."""
 
     @short_errors
     def pushFilters(self, filters):
@@ -145,7 +150,7 @@ def _planning_with_pushdown() -> bool:
 
     Spark refuses a reader that overrides pushFilters while pushdown is disabled, and
     tells the data source neither the setting nor which planner is asking; the caller's
-    module does. tests/test_spark_read.py fails loudly if a Spark release renames it.
+    module does. tests/spark/test_read.py fails loudly if a Spark release renames it.
     """
     frame = sys._getframe(1)
     while frame is not None:

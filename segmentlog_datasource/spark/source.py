@@ -85,12 +85,17 @@ class SegmentLogDataSource(DataSource):
 
     @short_errors
     def streamReader(self, schema):
-        from .stream_read import SegmentLogStreamReader
+        from .compat import has_stream_admission_control
 
         options = read_options(self.options, schema)
         check_user_schema(options, schema)
+        if has_stream_admission_control():  # Spark 4.2+
+            from .stream_limits import AdmissionControlStreamReader
 
-        return SegmentLogStreamReader(options, schema)
+            return AdmissionControlStreamReader(options, schema)
+        from .stream_read import CappedStreamReader
+
+        return CappedStreamReader(options, schema)
 
     @short_errors
     def streamWriter(self, schema, overwrite: bool):
@@ -98,3 +103,18 @@ class SegmentLogDataSource(DataSource):
 
         check_write_options(self.options, schema, STREAM_WRITE)
         return SegmentLogStreamWriter(self.options, schema, overwrite)
+
+
+def register_source(spark) -> None:
+    """Register SegmentLogDataSource with `spark`. Spark 4.0 refuses a name it has already
+    discovered (DATA_SOURCE_ALREADY_EXISTS), and the source it discovered under this name
+    is this one (`pyspark_segmentlog`): that refusal leaves it registered."""
+    from pyspark.errors import AnalysisException
+
+    from .compat import is_already_registered
+
+    try:
+        spark.dataSource.register(SegmentLogDataSource)
+    except AnalysisException as error:
+        if not is_already_registered(error):
+            raise

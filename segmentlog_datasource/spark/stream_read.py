@@ -1,29 +1,32 @@
 """`spark.readStream.format("segmentlog")`: Spark's DataSourceStreamReader over read.stream.
 
 Spark keeps this reader in one long-lived Python process on the driver for the whole
-query (offsets, admission control, planning); `read` runs in the tasks.
+query (offsets, admission control, planning); `read` runs in the tasks. Spark 4.2 and
+later ask the source for each micro-batch's end from a start and a read limit (admission
+control: `stream_limits.py`); 4.0 and 4.1 call `latestOffset()` with neither, so there
+the reader keeps where the last micro-batch ended and reports an end already within the
+trigger limits (spark/compat.py).
 """
 from dataclasses import replace
 from typing import Iterator, List, Optional
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows, ReadMinRows,
-    SupportsTriggerAvailableNow,
-)
 
 from ..decode import DecodedRead
 from ..read.fragments import scan_fragments, scan_options
 from ..read.stream import (
-    LogStream, TriggerLimits, offsets_from_json, offsets_to_json, parse_stream_options,
+    LogStream, Offsets, TriggerLimits, offsets_from_json, offsets_to_json,
+    parse_stream_options,
 )
 from .reader import FragmentGroup
 from .errors import short_errors
 from .worker import settle_worker
 
 
-class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class SegmentLogStreamReader(DataSourceStreamReader):
+    """What every release's stream reader does: the query's start, planning and reading."""
+
     def __init__(self, options, schema):
         self.decoded = DecodedRead(options)
         stream_options = parse_stream_options(options)
@@ -31,6 +34,7 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
                                       read=self.decoded.read_options(stream_options.read))
         self.scan_options = scan_options(self.stream_options.read)
         self._stream: Optional[LogStream] = None
+        self._initial: Optional[Offsets] = None
 
     @property
     def stream(self) -> LogStream:
@@ -45,47 +49,17 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
         state["_stream"] = None  # tasks need only the options
         return state
 
+    def initial_offsets(self) -> Offsets:
+        """Where the query starts, found once: every later answer is the same, though the
+        log grows (with startingOffsets=latest, its end moves)."""
+        if self._initial is None:
+            self._initial = self.stream.initial_offsets()
+        return self._initial
+
     # ------------------------------------------------------------------ offsets
     @short_errors
     def initialOffset(self) -> dict:
-        return offsets_to_json(self.stream.initial_offsets())
-
-    def getDefaultReadLimit(self) -> ReadLimit:
-        # Spark takes one limit; the others configured apply alongside it (latestOffset).
-        options = self.stream_options
-        if options.max_offsets_per_trigger is not None:
-            return ReadMaxRows(options.max_offsets_per_trigger)
-        if options.max_bytes_per_trigger is not None:
-            return ReadMaxBytes(options.max_bytes_per_trigger)
-        if options.min_offsets_per_trigger is not None:
-            return ReadMinRows(options.min_offsets_per_trigger)
-        return ReadAllAvailable()
-
-    def _limits(self, limit: ReadLimit) -> Optional[TriggerLimits]:
-        if isinstance(limit, ReadAllAvailable):
-            return None  # Spark asks for everything: the options do not apply
-        limits = TriggerLimits.from_options(self.stream_options)
-        if isinstance(limit, ReadMaxRows):
-            limits.max_offsets = limit.max_rows
-        elif isinstance(limit, ReadMaxBytes):
-            limits.max_bytes = limit.max_bytes
-        elif isinstance(limit, ReadMinRows):
-            limits.min_offsets = limit.min_rows
-        return limits
-
-    @short_errors
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        begin = offsets_from_json(start, "start offset")
-        return offsets_to_json(self.stream.latest_offsets(begin, self._limits(limit)))
-
-    @short_errors
-    def reportLatestOffset(self) -> Optional[dict]:
-        latest = self.stream.latest
-        return None if latest is None else offsets_to_json(latest)
-
-    @short_errors
-    def prepareForTriggerAvailableNow(self) -> None:
-        self.stream.prepare_available_now()
+        return offsets_to_json(self.initial_offsets())
 
     # ----------------------------------------------------------------- planning
     @short_errors
@@ -102,3 +76,31 @@ class SegmentLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the source never writes to the log dir (a broker may own it)."""
+
+
+class CappedStreamReader(SegmentLogStreamReader):
+    """Spark 4.0 and 4.1, which have no admission control for Python sources: each
+    `latestOffset()` reports the next micro-batch's end within maxOffsetsPerTrigger,
+    maxBytesPerTrigger and minOffsetsPerTrigger, from where the last one ended.
+
+    Spark asks for the latest offset before the initial one on a new query, plans each
+    micro-batch right after asking, and on a restart plans the checkpoint's last
+    micro-batch (or an empty one at its end) before asking again: so the next start is
+    the end of the last micro-batch planned, or the query's start before any."""
+
+    def __init__(self, options, schema):
+        super().__init__(options, schema)
+        self._next_start: Optional[Offsets] = None
+
+    @short_errors
+    def latestOffset(self) -> dict:
+        start = self._next_start if self._next_start is not None else self.initial_offsets()
+        limits = TriggerLimits.from_options(self.stream_options)
+        return offsets_to_json(self.stream.latest_offsets(start, limits))
+
+    @short_errors
+    def partitions(self, start: dict, end: dict) -> List[InputPartition]:
+        planned = super().partitions(start, end)
+        self._next_start = offsets_from_json(end, "end offset")
+        return planned
+

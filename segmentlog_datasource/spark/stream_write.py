@@ -1,5 +1,8 @@
 """`df.writeStream.format("segmentlog")`: a thin DataSourceStreamArrowWriter over the
 streaming sink engine (`writer/stream.py`), with the batch writer's columns and options.
+Spark 4.0 has no DataSourceStreamArrowWriter; its write worker hands Arrow batches to a
+stream writer that is a DataSourceArrowWriter, so there the sink is a stream writer and an
+Arrow writer (spark/compat.py).
 
 Spark builds this writer on the driver when it plans a micro-batch and pickles it to the
 tasks; each micro-batch's commit or abort runs in a Python worker with a writer of its
@@ -10,13 +13,15 @@ sink does (complete mode appends the whole result each time).
 from dataclasses import dataclass
 from typing import Iterator, List, Optional
 
-from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql import datasource
+from pyspark.sql.datasource import WriterCommitMessage
 
 from ..writer.errors import WriteError
 from ..writer.heap import keep_freed_heap
 from ..writer.objectstore import refuse_stream_into_store
 from ..writer.stream import StagedTask, StreamSink, read_query_id
 from .write import write_settings
+from .compat import has_stream_arrow_writer
 from .errors import short_errors
 from .worker import settle_worker
 
@@ -30,7 +35,14 @@ class SegmentLogStreamCommitMessage(WriterCommitMessage):
     staged: StagedTask
 
 
-class SegmentLogStreamWriter(DataSourceStreamArrowWriter):
+def _arrow_stream_writer():
+    """The classes an Arrow stream writer derives from on this Spark."""
+    if has_stream_arrow_writer():  # 4.1+
+        return (datasource.DataSourceStreamArrowWriter,)
+    return (datasource.DataSourceStreamWriter, datasource.DataSourceArrowWriter)
+
+
+class SegmentLogStreamWriter(*_arrow_stream_writer()):
     @short_errors
     def __init__(self, options, schema, overwrite: bool):
         path = {str(k).lower(): v for k, v in dict(options or {}).items()}.get("path")

@@ -19,6 +19,7 @@ from ..storage import STORE_OPTIONS, parse_store_config
 from ..writer.objectstore import STORE_OPTION_NAMES, open_write_job
 from ..writer.options import WriteOptions, check_option_names
 from ..writer.task import TaskResult
+from .compat import to_arrow_type
 from .errors import short_errors
 from .worker import settle_worker
 
@@ -28,17 +29,23 @@ class SegmentLogCommitMessage(WriterCommitMessage):
     result: TaskResult
 
 
+# pyspark's error for a Spark type that has no Arrow type (a variant, a user-defined type)
+NO_ARROW_TYPE = "UNSUPPORTED_DATA_TYPE_FOR_ARROW_CONVERSION"
+
+
 def _arrow_schema(schema):
     """The Spark schema as the Arrow schema the tasks will receive."""
     import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_type
+    from pyspark.errors import PySparkTypeError
 
     check_column_names(schema.fieldNames())
     fields = []
     for field in schema.fields:
         try:
-            arrow_type = to_arrow_type(field.dataType, timezone="UTC")
-        except Exception:
+            arrow_type = to_arrow_type(field.dataType)
+        except PySparkTypeError as error:
+            if error.getCondition() != NO_ARROW_TYPE:
+                raise
             raise InvalidInputError(
                 f"column {field.name!r} has type {field.dataType.simpleString()}, which a "
                 f"segmentlog write cannot take"
