@@ -12,15 +12,15 @@ from typing import Dict, List, Tuple
 from ..errors import InvalidOptionError, RecordDecodeError, SegmentLogError
 from ..schemas import registry_records as records
 from ..schemas.registry import (  # the replay core, shared with the writer
-    SCHEMAS_TOPIC, RegisteredSchema, SchemaRegistry, _listed, _registered,
-    parse_subject_strategy, registry_from_records, subject_for,
+    SCHEMAS_TOPIC, RegisteredSchema, SchemaRegistry, UnreadableSchemasRecordWarning,
+    _listed, _registered, parse_subject_strategy, registry_from_records, subject_for,
 )
 from ..schemas.registry_records import SchemaReference
 
 __all__ = [
     "SCHEMAS_TOPIC", "SchemaReference", "RegisteredSchema", "SchemaRegistry",
-    "registry_from_records", "registry_from_log", "registry_from_export", "load_registry",
-    "parse_subject_strategy", "subject_for",
+    "UnreadableSchemasRecordWarning", "registry_from_records", "registry_from_log",
+    "registry_from_export", "load_registry", "parse_subject_strategy", "subject_for",
 ]
 
 
@@ -64,7 +64,8 @@ def registry_from_log(paths, read_options=None, any_topic: bool = False) -> Sche
     dirs, or the partition directory itself), read through the read layer with the
     read's store, checksum, readUpTo and inflation settings: to the high watermark by
     default, as a consumer reads it. `read_options`: the ReadOptions of the read the
-    registry serves (None: the defaults)."""
+    registry serves (None: the defaults). Records Schema Registry cannot deserialize are
+    skipped as it skips them, with an UnreadableSchemasRecordWarning naming them."""
     from ..read.fragments import scan_fragments, scan_options
     from ..read.options import OffsetSpec, TopicSelection
     from ..read.planning import Constraints, offset_ranges, plan_ranges

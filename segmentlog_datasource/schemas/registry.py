@@ -9,7 +9,14 @@ them:
 - DELETE_SUBJECT marks the subject's versions up to its `version` deleted;
 - CLEAR_SUBJECT removes the subject's soft-deleted versions, as if tombstoned;
 - CONFIG keeps the compatibility level by subject (and the global one), MODE the mode;
-  a tombstone of either removes it; NOOP, CONTEXT and ASSOC records change nothing here.
+  a tombstone of either removes it; NOOP, CONTEXT and ASSOC records change nothing here;
+- a record the registry's serializer cannot deserialize (a key or value that is not
+  JSON, not an object, or not of its keytype's fields; a SCHEMA key's magic byte other
+  than 0 or 1) is skipped, what was stored under its key staying, as the reader logs and
+  skips it; the replay lists it (SchemaRegistry.skipped) and warns
+  (UnreadableSchemasRecordWarning), and a value whose schema id only it held fails as an
+  unknown id. A record the reader stops on (no key, a keytype it does not know) is an
+  error, naming its offset.
 
 Ids and versions for writing follow the registry too: the next id is one more than the
 largest id any SCHEMA record held, the next version one more than the subject's largest
@@ -19,6 +26,7 @@ Pure: no reading. decode/registry.py loads registries through the read layer for
 the writer replays its log dir's `_schemas` partition with
 writer/framed.py's registry_from_partition_dir.
 """
+import warnings
 from dataclasses import replace
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
@@ -32,6 +40,12 @@ SCHEMA_TYPES = (records.AVRO, records.JSON, records.PROTOBUF)  # those it ships 
 DEFAULT_COMPATIBILITY = "BACKWARD"  # the registry's default compatibility level
 DEFAULT_MODE = "READWRITE"
 LATEST = -1  # a version that means the subject's latest, as in the registry's API
+
+
+class UnreadableSchemasRecordWarning(RuntimeWarning):
+    """Records of a `_schemas` topic that Schema Registry's reader cannot deserialize,
+    skipped by the replay as the registry skips them: the message names the topic and
+    each record's offset and why."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +90,8 @@ class SchemaRegistry:
         # (offset, why) of each SCHEMA record Schema Registry would refuse: it logs and
         # skips them, and so does the replay.
         self.ignored: List[Tuple[Optional[int], str]] = []
+        # (offset, why) of each record its serializer cannot deserialize, skipped alike
+        self.skipped: List[Tuple[Optional[int], str]] = []
 
     # -- lookups --------------------------------------------------------------------
 
@@ -88,7 +104,22 @@ class SchemaRegistry:
                 return schema
         held = sorted({s.id for versions in self._versions.values() for s in versions.values()})
         what = f"it holds ids {_listed(held)}" if held else "it holds no schema"
-        raise SchemaNotFoundError(f"schema id {schema_id} is not in {self.source}: {what}")
+        raise SchemaNotFoundError(f"schema id {schema_id} is not in {self.source}: "
+                                  f"{what}{self._skipped_note()}")
+
+    def skipped_records(self, limit: int = 10) -> str:
+        """"the record at offset 5" / "3 records, at offsets 5, 9, 12": those skipped."""
+        offsets = [str(offset) for offset, _ in self.skipped]
+        if len(offsets) == 1:
+            return f"the record at offset {offsets[0]}"
+        return f"{len(offsets)} records, at offsets {_listed(offsets, limit)}"
+
+    def _skipped_note(self) -> str:
+        """What a lookup's error adds when records were skipped: they may have held it."""
+        if not self.skipped:
+            return ""
+        return (f"; {self.skipped_records()} that Schema Registry cannot read "
+                f"{'was' if len(self.skipped) == 1 else 'were'} skipped, as it skips them")
 
     def _subject_versions(self, subject: str) -> Dict[int, RegisteredSchema]:
         versions = self._versions.get(subject)
@@ -97,7 +128,8 @@ class SchemaRegistry:
             known = f"its subjects are {_listed(subjects)}" if subjects else \
                 "it holds no subject"
             raise SchemaNotFoundError(f"no subject {subject!r} in {self.source}"
-                                      f"{did_you_mean(subject, subjects)}: {known}")
+                                      f"{did_you_mean(subject, subjects)}: {known}"
+                                      f"{self._skipped_note()}")
         return versions
 
     def latest(self, subject: str) -> RegisteredSchema:
@@ -258,17 +290,33 @@ def registry_from_records(rows: Iterable[tuple], topic: str = SCHEMAS_TOPIC,
                           ) -> SchemaRegistry:
     """A registry from `_schemas` records in offset order: (offset, key, value) with key
     and value as bytes (value None: a tombstone), or as a decoded RegistryKey and value.
-    A record that cannot be decoded raises RecordDecodeError naming its offset."""
+    A record Schema Registry's reader cannot deserialize is skipped as the reader skips
+    it, listed in `skipped` and in an UnreadableSchemasRecordWarning; one the reader
+    stops on raises RecordDecodeError naming its offset."""
     registry = SchemaRegistry(source or f"the {topic} topic")
     for offset, key, value in rows:
-        try:
-            if isinstance(key, records.RegistryKey):
-                record = records.RegistryRecord(key, value)
-            else:
+        if isinstance(key, records.RegistryKey):
+            record = records.RegistryRecord(key, value)
+        else:
+            try:
                 record = records.decode_record(key, value)
-            registry.apply(record, offset)
-        except RecordDecodeError as failure:
-            raise failure.at(topic, partition, offset) from None
+            except records.StopsTheReader as failure:
+                raise failure.at(topic, partition, offset) from None
+            except RecordDecodeError as failure:
+                registry.skipped.append((offset, failure.reason))
+                continue
+        registry.apply(record, offset)
+    if registry.skipped:
+        reasons = "; ".join(f"offset {offset}: {reason}"
+                            for offset, reason in registry.skipped[:10])
+        more = f"; and {len(registry.skipped) - 10} more" if len(registry.skipped) > 10 \
+            else ""
+        warnings.warn(UnreadableSchemasRecordWarning(
+            f"{registry.source}: Schema Registry's reader cannot deserialize "
+            f"{registry.skipped_records()} of {topic}-{partition}, and skips "
+            f"{'it' if len(registry.skipped) == 1 else 'them'}; so does this replay, and "
+            f"a value whose schema id only such a record held fails as an unknown id "
+            f"({reasons}{more})"), stacklevel=2)
     return registry
 
 

@@ -137,7 +137,16 @@ class RegistryRecord:
     value: Optional[RegistryValue]  # None: a tombstone (or a NOOP's empty value)
 
 
-def _object(data, what: str) -> Dict[str, Any]:
+class StopsTheReader(RecordDecodeError):
+    """A `_schemas` record on which Schema Registry's reader thread stops, where it skips
+    one it cannot deserialize (KafkaStoreReaderThread catches only the serializer's
+    SerializationException): a null key, a JSON null key, a key whose keytype is missing,
+    not text, or none the registry knows (SchemaRegistryKeyType.forName throws)."""
+
+
+def _object(data, what: str, null_stops: bool = False) -> Dict[str, Any]:
+    """The JSON object `data` holds; `null_stops`: JSON null stops the registry's reader
+    (a key: Jackson reads it as a null map, which the reader then fails on)."""
     if data is None:
         raise RecordDecodeError(f"the {what} is null")
     try:
@@ -147,9 +156,12 @@ def _object(data, what: str) -> Dict[str, Any]:
         raise RecordDecodeError(f"the {what} is not UTF-8 text ({exc})") from None
     except json.JSONDecodeError as exc:
         raise RecordDecodeError(f"the {what} is not JSON ({exc}): {_preview(data)}") from None
+    if parsed is None and null_stops:
+        raise StopsTheReader(f"the {what} is JSON null: {_preview(data)}")
     if not isinstance(parsed, dict):
         raise RecordDecodeError(f"the {what} is JSON but not an object: {_preview(data)}")
     return parsed
+
 
 
 def _preview(data) -> str:
@@ -188,12 +200,12 @@ def _others(obj: dict, known) -> Tuple[Tuple[str, Any], ...]:
 
 def decode_key(data) -> RegistryKey:
     """The key of a `_schemas` record. Raises RecordDecodeError for a key that is not a
-    JSON object, has a keytype Schema Registry does not know, or lacks a field its
-    keytype needs."""
-    obj = _object(data, "_schemas record's key")
+    JSON object or lacks a field its keytype needs, StopsTheReader for one whose keytype
+    Schema Registry does not know."""
+    obj = _object(data, "_schemas record's key", null_stops=True)
     key_type = obj.get("keytype")
     if key_type not in KEY_TYPES:
-        raise RecordDecodeError(
+        raise StopsTheReader(
             f"the _schemas record's key has keytype {key_type!r}; Schema Registry knows "
             f"{', '.join(KEY_TYPES)}: {_preview(data)}")
     what = f"{key_type} key"
@@ -285,8 +297,8 @@ def decode_value(key: RegistryKey, data) -> Optional[RegistryValue]:
 def decode_record(key, value) -> RegistryRecord:
     """A `_schemas` record from its key and value bytes (value None: a tombstone)."""
     if key is None:
-        raise RecordDecodeError("the _schemas record has no key; every record of the "
-                                "topic has a JSON key")
+        raise StopsTheReader("the _schemas record has no key; every record of the topic "
+                             "has a JSON key")
     decoded = decode_key(key)
     return RegistryRecord(decoded, decode_value(decoded, value))
 

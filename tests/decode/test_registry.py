@@ -9,18 +9,21 @@ import json
 import os
 import pickle
 import shutil
+import struct
 
 import pyarrow as pa
 import pytest
 
 from segmentlog_datasource.decode.registry import (
-    RegisteredSchema, SchemaReference, load_registry, parse_subject_strategy,
-    registry_from_export, registry_from_log, registry_from_records, subject_for)
+    RegisteredSchema, SchemaReference, UnreadableSchemasRecordWarning, load_registry,
+    parse_subject_strategy, registry_from_export, registry_from_log, registry_from_records,
+    subject_for)
 from segmentlog_datasource.errors import (InvalidOptionError, RecordDecodeError,
                                           SchemaNotFoundError, SegmentLogError)
 from segmentlog_datasource.schemas import registry_records as records
 from segmentlog_datasource.read.options import parse_read_options
 from segmentlog_datasource.writer import write_log
+from support.reading import decoded_rows
 
 ADDRESS = json.dumps({"type": "record", "name": "Address", "namespace": "com.acme",
                       "fields": [{"name": "city", "type": "string"}]})
@@ -263,10 +266,12 @@ def test_record_fields_as_decoded():
         b'{"keytype":"CONFIG","magic":0}'
 
 
-@pytest.mark.parametrize("key_bytes, value_bytes, reason", [
+# Records Schema Registry's serializer cannot deserialize: SchemaRegistrySerializer
+# throws SerializationException (Jackson cannot read the key or the value, or a SCHEMA
+# key's magic byte is not 0 or 1), and KafkaStoreReaderThread logs it and goes on.
+UNREADABLE = [
     (b"not json", None, "the _schemas record's key is not JSON"),
     (b'["SCHEMA"]', None, "key is JSON but not an object"),
-    (b'{"keytype":"WAT","magic":0}', None, "keytype 'WAT'; Schema Registry knows"),
     (b'{"keytype":"SCHEMA","subject":"s","magic":1}', b"{}", "SCHEMA key has no 'version'"),
     (b'{"keytype":"SCHEMA","subject":"s","version":1,"magic":2}', None, "magic 2"),
     (b'{"keytype":"SCHEMA","subject":"s","version":1,"magic":1}',
@@ -277,17 +282,67 @@ def test_record_fields_as_decoded():
     (b'{"keytype":"SCHEMA","subject":"s","version":1,"magic":1}',
      b'{"id":1,"schema":"\\"int\\"","references":[{"name":"n","subject":"x"}]}',
      "reference 0 has no 'version'"),
+    (b'{"keytype":"SCHEMA","subject":"s","version":1,"magic":1}', b'{"id":9,"sch',
+     "value of SCHEMA 's' version 1 is not JSON"),
     (b'{"keytype":"DELETE_SUBJECT","subject":"s","magic":0}', b'{"subject":"s"}',
      "has no 'version'"),
-    (None, b"{}", "has no key"),
-])
-def test_bad_records_are_named_at_their_offset(key_bytes, value_bytes, reason):
+]
+
+
+@pytest.mark.parametrize("key_bytes, value_bytes, reason", UNREADABLE)
+def test_a_record_schema_registry_cannot_read_is_skipped_and_named(key_bytes, value_bytes,
+                                                                   reason):
     rows = numbered([schema("a-value", 1, 1, '"int"')])
     rows.append((1, key_bytes, value_bytes))
+    rows.append((2,) + records.encode_record(schema("b-value", 1, 2, '"long"')))
+    with pytest.warns(UnreadableSchemasRecordWarning) as warned:
+        registry = registry_from_records(rows)
+    assert [(offset, reason in why) for offset, why in registry.skipped] == [(1, True)]
+    (warning,) = warned
+    message = str(warning.message)
+    assert message.startswith("the _schemas topic: Schema Registry's reader cannot "
+                              "deserialize the record at offset 1 of _schemas-0, and skips "
+                              "it; so does this replay")
+    assert reason in message
+    # the replay went on past it
+    assert (registry.by_id(1).subject, registry.by_id(2).subject) == ("a-value", "b-value")
+    with pytest.raises(SchemaNotFoundError, match="schema id 9 is not in the _schemas topic: "
+                                                  "it holds ids 1, 2; the record at offset 1 "
+                                                  "that Schema Registry cannot read was "
+                                                  "skipped, as it skips them"):
+        registry.by_id(9)
+
+
+@pytest.mark.parametrize("key_bytes, reason", [
+    (b'{"keytype":"WAT","magic":0}', "keytype 'WAT'; Schema Registry knows"),
+    (b'{"magic":0}', "keytype None"),
+    (b'{"keytype":3,"magic":0}', "keytype 3"),
+    (b"null", "key is JSON null"),
+    (None, "has no key"),
+])
+def test_a_record_schema_registrys_reader_stops_on_is_an_error_at_its_offset(key_bytes,
+                                                                           reason):
+    """SchemaRegistryKeyType.forName throws IllegalArgumentException for a keytype it does
+    not know (or none), a keytype that is no string fails its cast, a null key Jackson's
+    readValue: none of them the SerializationException the reader skips on."""
+    rows = numbered([schema("a-value", 1, 1, '"int"')]) + [(1, key_bytes, b"{}")]
     with pytest.raises(RecordDecodeError) as failure:
         registry_from_records(rows)
     assert str(failure.value).startswith("_schemas-0 offset 1: ")
     assert reason in str(failure.value)
+
+
+def test_a_skipped_value_leaves_what_its_key_held():
+    """The reader skips the record before its store is touched: the version an earlier
+    record stored under the key stays, as it was."""
+    rows = numbered([schema("s-value", 1, 1, '"int"'), schema("s-value", 2, 2, '"long"')])
+    rows.append((2, records.encode_key(records.schema_key("s-value", 2)),
+                 b'{"subject":"s-value","version":2,"id":2,"schema":"\\"long\\"","del'))
+    with pytest.warns(UnreadableSchemasRecordWarning, match="offset 2: the value of SCHEMA "
+                                                            "'s-value' version 2 is not JSON"):
+        registry = registry_from_records(rows)
+    assert (registry.latest("s-value").version, registry.latest("s-value").deleted) == \
+        (2, False)
 
 
 def test_read_from_the_log_stops_at_the_high_watermark(tmp_path):
@@ -298,12 +353,20 @@ def test_read_from_the_log_stops_at_the_high_watermark(tmp_path):
     assert registry_from_log([root]).latest("s-value").version == 1
     read = parse_read_options({"path": root, "readUpTo": "logEnd"})
     assert registry_from_log([root], read).latest("s-value").version == 2
-    # A bad record in the log is named at its offset.
+    # A record the registry cannot read in the log is skipped, named at its offset.
     bad = write_schemas(tmp_path / "bad", [schema("s-value", 1, 1, '"int"'),
                                            (b'{"keytype":"SCHEMA"}', b"{}")])
-    with pytest.raises(RecordDecodeError, match=r"_schemas-0 offset 1: the SCHEMA key has "
-                                                r"no 'subject'"):
-        registry_from_log([bad])
+    with pytest.warns(UnreadableSchemasRecordWarning,
+                      match=r"the _schemas topic under .*bad: Schema Registry's reader cannot "
+                            r"deserialize the record at offset 1 of _schemas-0.*offset 1: the "
+                            r"SCHEMA key has no 'subject'"):
+        assert registry_from_log([bad]).latest("s-value").version == 1
+    # and one it stops on fails the load
+    stops = write_schemas(tmp_path / "stops", [schema("s-value", 1, 1, '"int"'),
+                                               (b'{"keytype":"WAT"}', b"{}")])
+    with pytest.raises(RecordDecodeError, match=r"_schemas-0 offset 1: the _schemas record's "
+                                                r"key has keytype 'WAT'"):
+        registry_from_log([stops])
 
 
 EXPORT = [
@@ -403,3 +466,99 @@ def test_subject_name_strategies():
         parse_subject_strategy("TopicStrategy", "valueSubjectNameStrategy")
     with pytest.raises(InvalidOptionError, match="RecordNameStrategy names the subject"):
         subject_for("RecordNameStrategy", "orders", False)
+
+
+# ------------------------------------------------------------------ a damaged _schemas log
+
+def _damage_copy(source, destination, needle, replacement):
+    """A copy of the log dir `source` with the bytes `needle` of its `_schemas` segment
+    written over (same length) and their batch's checksum computed again, so that the
+    damage reaches the registry's reader as a broker would deliver it."""
+    from segmentlog_datasource.format.crc import crc32c
+    from segmentlog_datasource.format.layout import V2_CRC, V2_CRC_START
+
+    shutil.copytree(source, destination)
+    segment = os.path.join(destination, "_schemas-0", "00000000000000000000.log")
+    with open(segment, "rb") as handle:
+        data = bytearray(handle.read())
+    at = data.index(needle)
+    assert len(replacement) == len(needle) and data.count(needle) == 1
+    data[at:at + len(needle)] = replacement
+    start = 0
+    while True:  # the batch holding the damage
+        end = start + 12 + int.from_bytes(data[start + 8:start + 12], "big")
+        if start <= at < end:
+            break
+        start = end
+    data[start + V2_CRC:start + V2_CRC + 4] = \
+        crc32c(bytes(data[start + V2_CRC_START:end])).to_bytes(4, "big")
+    with open(segment, "wb") as handle:
+        handle.write(bytes(data))
+    return str(destination)
+
+
+def _framed(schema_id, payload):
+    return b"\x00" + schema_id.to_bytes(4, "big") + payload
+
+
+@pytest.fixture
+def damaged_schemas(tmp_path):
+    """orders-value versions 1 (id 1) and 2 (id 2) and an orders topic with a value of
+    each; in the copy, version 1's SCHEMA value is no longer JSON."""
+    good = str(tmp_path / "good")
+    pairs = encoded([schema("orders-value", 1, 1, ORDER_V1),
+                     schema("orders-value", 2, 2, ORDER_V2)])
+    write_log(good, pa.table({"key": pa.array([k for k, _ in pairs], pa.binary()),
+                              "value": pa.array([v for _, v in pairs], pa.binary())}),
+              topic="_schemas", num_partitions=1, compression="none")
+    # Avro by hand: id 7 as a zigzag long (14); id 8 (16) and amount 2.5 as a double
+    write_log(good, pa.table({"value": [_framed(1, b"\x0e"),
+                                        _framed(2, b"\x10" + struct.pack("<d", 2.5))]}),
+              topic="orders", num_partitions=1)
+    needle = b'{"subject":"orders-value","version":1,'
+    assert pairs[0][1].startswith(needle)
+    return good, _damage_copy(good, tmp_path / "damaged", needle, b"#" * len(needle))
+
+
+def test_values_of_a_schema_only_an_unreadable_record_held_fail_as_unknown_ids(
+        damaged_schemas):
+    good, damaged = damaged_schemas
+    options = {"path": good, "subscribe": "orders", "valueFormat": "avro"}
+    assert [row["valueDecoded"] for row in decoded_rows(options)] == \
+        [{"id": 7, "amount": 0.0}, {"id": 8, "amount": 2.5}]
+    options["path"] = damaged
+    with pytest.warns(UnreadableSchemasRecordWarning, match="offset 0: the value of SCHEMA "
+                                                            "'orders-value' version 1 is not "
+                                                            "JSON"):
+        with pytest.raises(RecordDecodeError) as failure:
+            decoded_rows(options)
+    assert str(failure.value).startswith("orders-0 offset 0: value: unknown schema id: schema "
+                                         "id 1 is not in the _schemas topic under ")
+    assert str(failure.value).endswith("it holds ids 2; the record at offset 0 that Schema "
+                                       "Registry cannot read was skipped, as it skips them")
+    with pytest.warns(UnreadableSchemasRecordWarning):
+        rows = decoded_rows(dict(options, mode="PERMISSIVE"))
+    assert rows[0]["valueDecoded"] is None and rows[0]["valueError"] == str(failure.value)
+    assert (rows[1]["valueDecoded"], rows[1]["valueError"]) == \
+        ({"id": 8, "amount": 2.5}, None)
+
+
+def test_the_command_line_warns_of_a_skipped_record_when_it_loads_the_registry(
+        damaged_schemas):
+    import subprocess
+    import sys
+
+    _, damaged = damaged_schemas
+    result = subprocess.run(
+        [sys.executable, "-m", "segmentlog_datasource", "dump",
+         os.path.join(damaged, "orders-0"), "--print-data", "--decoder", "avro"],
+        capture_output=True, text=True, timeout=300,  # Python's own warning filters
+        env={name: value for name, value in os.environ.items() if name != "PYTHONWARNINGS"})
+    assert result.returncode == 0, result.stderr
+    assert "UnreadableSchemasRecordWarning: the _schemas topic under " in result.stderr
+    assert "cannot deserialize the record at offset 0 of _schemas-0" in result.stderr
+    lines = [line for line in result.stdout.splitlines() if line.startswith("| offset")]
+    assert lines[0].endswith("payload: undecodable: schema id 1 is not in the _schemas topic "
+                             f"under {damaged}: it holds ids 2; the record at offset 0 that "
+                             "Schema Registry cannot read was skipped, as it skips them")
+    assert lines[1].endswith('payload: {"id": 8, "amount": 2.5}')
