@@ -124,6 +124,11 @@ class Fault:
     `burst_s` and `every_s`, each match in the first `burst_s` seconds of every `every_s`
     seconds since the rules were set (`times` and `skip` are then not used).
 
+    Rules are tried in order: a request that a rule of `times` lets through goes on to
+    the next rule that matches it (the second of two such rules gets the retry), but a
+    rule with a pattern (`every`, `probability`, `burst_s`) decides alone for every
+    request it matches, so that each request meets one draw of one pattern.
+
     op: GET, HEAD, PUT, DELETE, POST or LIST (a listing); key: a glob on the object key
     (fnmatch: `*` crosses '/'); ranged: only requests with (True) or without (False) a
     Range header; min_range_start: only ranged requests starting at or after this byte;
@@ -160,6 +165,11 @@ class Fault:
         if (self.burst_s is None) != (self.every_s is None):
             raise ValueError("burst_s and every_s go together")
         self._random = random.Random(self.seed)
+
+    @property
+    def patterned(self) -> bool:
+        return self.every is not None or self.probability is not None or \
+            self.burst_s is not None
 
     def fires(self, now: float) -> bool:
         """Whether this match (counted in `matched` already) gets the fault."""
@@ -245,6 +255,8 @@ class _ProxyServer(http.server.ThreadingHTTPServer):
                     if fault.fires(request.at):
                         fault.fired += 1
                         return fault
+                    if fault.patterned:
+                        return None
         return None
 
 
