@@ -207,6 +207,8 @@ class Request:
                 self.attempts += 1
                 try:
                     result = do()
+                except StoreError:
+                    raise  # a request made inside this try ran out of its own tries: final
                 except Exception as exc:
                     found = classify(self.config.redact(describe(exc)))
                     if found is None:
