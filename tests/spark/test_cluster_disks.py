@@ -8,7 +8,7 @@ import re
 import pytest
 
 from support import broker_disks as disks
-from support.streams import offsets_by_partition
+from support.streams import delivered_offsets, offsets_by_partition
 
 PARTITIONS = disks.manifest()["partitions"]
 
@@ -62,20 +62,10 @@ STREAM_PATHS = {
 @pytest.mark.parametrize("given", list(STREAM_PATHS))
 def test_a_stream_of_three_brokers_delivers_each_offset_below_the_high_watermark_once(
         spark, tmp_path, given):
-    batches = []
-
-    def collect(frame, batch_id):
-        batches.append([tuple(r) for r in frame.select("topic", "partition", "offset").collect()])
-
-    query = (STREAM_PATHS[given](spark.readStream.format("segmentlog")
-                                 .option("maxOffsetsPerTrigger", 2000))
-             .writeStream.foreachBatch(collect)
-             .option("checkpointLocation", str(tmp_path / "checkpoint"))
-             .trigger(availableNow=True).start())
-    assert query.awaitTermination(300)
-    assert query.exception() is None
-    assert len(batches) >= 2
-    got = offsets_by_partition([row for rows in batches for row in rows])
+    got, batches = delivered_offsets(STREAM_PATHS[given](
+        spark.readStream.format("segmentlog").option("maxOffsetsPerTrigger", 2000)),
+        str(tmp_path / "checkpoint"))
+    assert batches >= 2
     for name, p in PARTITIONS.items():
         assert got[(p["topic"], p["partition"])] == [r[0] for r in disks.expected(name)], name
 

@@ -85,6 +85,21 @@ def offsets_by_partition(rows):
     return result
 
 
+def delivered_offsets(frame, checkpoint: str):
+    """Runs a streaming read `frame` to what is there now (availableNow) and gives
+    ({(topic, partition): [offsets in delivery order]}, the number of micro-batches)."""
+    batches = []
+
+    def collect(batch, batch_id):
+        batches.append([tuple(r) for r in batch.select("topic", "partition", "offset").collect()])
+
+    query = frame.writeStream.foreachBatch(collect).option("checkpointLocation", checkpoint) \
+        .trigger(availableNow=True).start()
+    assert query.awaitTermination(300)
+    assert query.exception() is None
+    return offsets_by_partition([row for rows in batches for row in rows]), len(batches)
+
+
 def drop_oldest_segment(partition_dir: str) -> int:
     """What retention does: the oldest segment and its indexes are deleted. Returns the
     base offset of the segment that is now the first."""
