@@ -14,6 +14,7 @@ import importlib.util
 import os
 import shutil
 import sys
+import warnings
 
 import pytest
 
@@ -30,6 +31,10 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "background(starter=...): the test checks a program that starter starts "
         "when the run begins (support/background.py); such tests run last")
+    config.addinivalue_line(
+        "markers", "compat: the subset of the Spark tests that .ci/compat runs on every "
+        "Spark release with the Python Data Source API (4.0 to 4.3), classic and on Spark "
+        "Connect, and .ci/run on 4.0 beside the whole suite (-m compat)")
     # kafka-python, the independent codec the tests compare with, loads its protocol
     # schemas through deprecated importlib.resources calls.
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:kafka.*")
@@ -157,6 +162,11 @@ def spark_home_without_python_archives(directory):
     return home
 
 
+# Set to a Spark Connect remote (`local[2]`), the run's one session is a Spark Connect
+# session, started as a user starts one: SparkSession.builder.remote("local[2]") (.ci/compat).
+REMOTE_VARIABLE = "SEGMENTLOG_TEST_REMOTE"
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     if not HAVE_PYSPARK:
@@ -170,16 +180,22 @@ def spark(tmp_path_factory):
     stock_home = os.environ.get("SPARK_HOME")
     os.environ["SPARK_HOME"] = spark_home_without_python_archives(
         str(tmp_path_factory.mktemp("spark")))
+    remote = os.environ.get(REMOTE_VARIABLE)
     try:
-        session = (
-            SparkSession.builder.master("local[2]")
+        builder = SparkSession.builder
+        builder = (
+            (builder.remote(remote) if remote else builder.master("local[2]"))
             .appName("segmentlog-tests")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.shuffle.partitions", "4")
             .config("spark.driver.memory", "2g")  # its JVM's options: pytest_configure
-            .getOrCreate()
         )
+        with warnings.catch_warnings():
+            # A Connect session's local server starts with these; the session then warns
+            # that it cannot set the static ones again.
+            warnings.filterwarnings("ignore", "Failed to set spark", UserWarning)
+            session = builder.getOrCreate()
     finally:
         if stock_home is None:
             os.environ.pop("SPARK_HOME", None)

@@ -69,6 +69,7 @@ def test_schema_is_the_kafka_source_schema(utc_spark, kafka_logdir):
         "array<struct<key:string,value:binary>>"
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("isolation", ["read_uncommitted", "read_committed"])
 def test_every_fixture_record_read_as_kafka_reads_it(utc_spark, kafka_logdir, isolation):
     df = (utc_spark.read.format("segmentlog").option("includeHeaders", "true")
