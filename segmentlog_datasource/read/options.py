@@ -105,12 +105,18 @@ class TopicSelection:
                 and (self.pattern is None or self.pattern.fullmatch(topic) is not None))
 
 
+# `topic` is the write option naming the topic written; a read given it (a SQL view whose
+# OPTIONS serve its INSERTs and its SELECTs) reads that topic, as `subscribe` would.
+SELECTION_OPTIONS = ("subscribe", "subscribePattern", "assign", "topic")
+
+
 def parse_topic_selection(options) -> TopicSelection:
-    given = [name for name in ("subscribe", "subscribePattern", "assign") if _get(options, name)]
+    given = [name for name in SELECTION_OPTIONS if _get(options, name)]
     if len(given) > 1:
         raise InvalidOptionError.for_value(
             given[1], _get(options, given[1]),
-            "only one of 'subscribe', 'subscribePattern' and 'assign' (found "
+            "only one of 'subscribe', 'subscribePattern', 'assign' and 'topic' (the topic "
+            "a write writes, which a read then reads) (found "
             + ", ".join(repr(g) for g in given) + ")",
         )
     exclude_internal = parse_bool(options, EXCLUDE_INTERNAL_OPTION, True)
@@ -118,6 +124,8 @@ def parse_topic_selection(options) -> TopicSelection:
         return TopicSelection(exclude_internal=exclude_internal)
     name = given[0]
     raw = _get(options, name)
+    if name == "topic":
+        return TopicSelection(topics=[str(raw).strip()])
     if name == "subscribe":
         topics = [t.strip() for t in raw.split(",") if t.strip()]
         if not topics:
@@ -253,7 +261,7 @@ HIGH_WATERMARK, LOG_END = "highWatermark", "logEnd"
 READ_UP_TO = (HIGH_WATERMARK, LOG_END)
 
 READ_OPTIONS = {
-    "path", "paths", "subscribe", "subscribePattern", "assign",
+    "path", "paths", "subscribe", "subscribePattern", "assign", "topic",
     "startingOffsets", "endingOffsets", "startingTimestamp", "endingTimestamp",
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
     "startingOffsetsByTimestampStrategy", "includeHeaders", "isolationLevel",

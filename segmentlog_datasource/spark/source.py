@@ -8,7 +8,7 @@ from ..format.arrow import arrow_schema
 from .errors import short_errors
 from .tables import (
     STREAM_WRITE, check_table_options, check_write_options, is_table_creation, read_options,
-    table_read_options, with_table_options,
+    read_side, table_read_options, with_table_options,
 )
 
 
@@ -62,7 +62,7 @@ class SegmentLogDataSource(DataSource):
     @short_errors
     def schema(self):
         if not is_table_creation(self.options):
-            return options_schema(self.options)
+            return options_schema(read_side(self.options))
         # CREATE TABLE: the only call that sees the table's options (see tables.py)
         options = table_read_options(self.options)
         check_table_options(options)

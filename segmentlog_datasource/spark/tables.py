@@ -47,6 +47,30 @@ def is_table_creation(options) -> bool:
     return "provider" in _lowered(options)
 
 
+def read_side(options) -> dict:
+    """The options a read goes by: all given, less the write options a read has no use
+    for (numPartitions, compression.type, ...), which it ignores, so that a view made for
+    INSERTs (`OPTIONS (path '...', topic 'orders', numPartitions '3')`) reads back as it
+    was written; `topic` stays, and reads that topic. A name neither side knows stays too,
+    for the read to refuse. The writer's option names are imported only when a name is not
+    a read option: a plain read's Spark workers do without the writer."""
+    from ..read.options import (
+        KAFKA_PREFIX, KAFKA_SOURCE_ONLY_OPTIONS, READ_OPTIONS, STREAM_OPTIONS,
+    )
+
+    read_names = {name.lower() for name in READ_OPTIONS | STREAM_OPTIONS
+                  | KAFKA_SOURCE_ONLY_OPTIONS}
+    others = [name for name in options if str(name).lower() not in read_names
+              and not str(name).lower().startswith(KAFKA_PREFIX)]
+    if not others:
+        return options
+    from ..writer.options import KNOWN_OPTIONS
+
+    write_only = {name.lower() for name in KNOWN_OPTIONS} - read_names
+    return {name: value for name, value in dict(options).items()
+            if str(name).lower() not in write_only}
+
+
 def table_read_options(properties) -> Dict[str, str]:
     """The read options among a table's properties, as CREATE TABLE gave them."""
     options = {}
@@ -59,11 +83,12 @@ def table_read_options(properties) -> Dict[str, str]:
     by_name = {}
     for name, value in options.items():
         by_name.setdefault(name.lower(), (name, value))
-    return dict(by_name.values())
+    return read_side(dict(by_name.values()))
 
 
 def check_table_options(options: Dict[str, str]) -> None:
     """Refuse at CREATE TABLE what would fail every SELECT, or keep secrets in the catalog."""
+    from ..format.log import discover_copies
     from ..read.options import parse_read_options
 
     lowered = _lowered(options)
@@ -77,7 +102,10 @@ def check_table_options(options: Dict[str, str]) -> None:
             f"CREATE TABLE ... USING segmentlog with {', '.join(given)}: a table's options are "
             f"kept in the catalog, readable by whoever can read the table; give credentials "
             f"through the environment or a role instead", given[0])
-    parse_read_options(options)
+    read = parse_read_options(options)
+    # What the first SELECT would find: a missing path, a file, a directory of other data
+    # fail here, so that no table is made over them.
+    discover_copies(read.paths, read.store)
 
 
 def with_table_options(schema: StructType, options: Dict[str, str]) -> StructType:
@@ -100,7 +128,7 @@ def read_options(options, schema) -> dict:
     """The options a read goes by: those Spark passed, else (a SELECT of a table made by
     CREATE TABLE, which Spark hands none) those its stored schema carries."""
     if dict(options):
-        return options
+        return read_side(options)
     stored = stored_table_options(schema)
     if stored is not None:
         return stored

@@ -160,10 +160,15 @@ def without_zstandard(directory):
     return str(site)
 
 
+FAILING_READ = "--- a read of a damaged segment, at Spark's default log level"
+FAILING_READ_DONE = "--- the damaged read's error shown"
+
+
 def start_new_users_script(request):
     """A new user's script, run with a virtualenv's Python not activated (PATH's `python3`
     lacks segmentlog) and without the zstandard package: the README's first example (on
-    plain-0), then a read, and a write with zstd. One driver for three tests."""
+    plain-0), then a read, a write with zstd, and a read of a damaged copy of plain-0 whose
+    error is printed as an uncaught one is. One driver for four tests."""
     plain_0 = os.path.join(request.getfixturevalue("kafka_logdir"), "plain-0")
     first = readme_first_example().replace("/data/kafka-logs", plain_0)
     return script_run(request, lambda directory: first + f"print({README_EXAMPLE_RAN!r})\n"
@@ -184,6 +189,25 @@ try:
 except Exception as exc:
     print("error", next(line for line in str(exc).splitlines() if "compression.type" in line))
 print("tasks", tasks.value)
+import json, shutil, sys, traceback
+damaged = {str(directory / "damaged")!r}
+shutil.copytree({plain_0!r}, os.path.join(damaged, "plain-0"))
+manifest = json.load(open({plain_0 + ".manifest.json"!r}))
+segment = manifest["segments"][0]
+batch = next(b for b in segment["batches"] if b["compression"] == "none" and b["record_count"] > 1)
+name = os.path.join(damaged, "plain-0", "%020d.log" % segment["base_offset"])
+os.chmod(name, 0o644)
+with open(name, "r+b") as handle:  # a byte of the records: only the CRC shows it
+    handle.seek(batch["position"] + batch["size_in_bytes"] - 1)
+    last = handle.read(1)
+    handle.seek(batch["position"] + batch["size_in_bytes"] - 1)
+    handle.write(bytes([last[0] ^ 0xFF]))
+print({FAILING_READ!r}, file=sys.stderr, flush=True)
+try:
+    spark.read.format("segmentlog").load(damaged).count()
+except Exception:
+    traceback.print_exc()  # what an uncaught error prints
+print({FAILING_READ_DONE!r}, file=sys.stderr, flush=True)
 """, "bare", PYTHONPATH=without_zstandard)
 
 
@@ -217,6 +241,24 @@ def test_a_codec_missing_everywhere_fails_the_write_before_any_task(background):
     assert error.endswith('pip install "segmentlog[zstd]"'), error
     assert tasks == "tasks 0"
     assert not (directory / "logdir").exists()
+
+
+@pytest.mark.background(starter=start_new_users_script)
+def test_a_failing_task_shows_segmentlogs_error_as_one_line_each_time(background):
+    """What a failed task prints at Spark's default log level: Spark reports it several
+    times (its log lines for the task, with the JVM's frames, and the driver's exception);
+    what segmentlog puts there, each time, is its error's one line: no traceback of its
+    own, no line of its code."""
+    _, _, result = background.result(start_new_users_script)
+    assert result.returncode == 0, result.stderr[-3000:]
+    shown = result.stderr.split(FAILING_READ + "\n", 1)[1].split(FAILING_READ_DONE, 1)[0]
+    ours = [line for line in shown.splitlines() if "segmentlog" in line]
+    assert ours, shown
+    for line in ours:
+        assert re.search(r"segmentlog_datasource\.errors\.CorruptLogError: \S+/plain-0/0{20}"
+                         r"\.log at byte \d+: checksum mismatch .* What to do: copy the segment "
+                         r"again from another replica", line), line
+    assert 1 <= len(ours) <= 3, shown  # the task's error and warning logs, the exception
 
 
 # ------------------------------------------------------------------------ SQL
@@ -274,14 +316,15 @@ def engine_rows(logdir):
 
 
 def sql_error(caught) -> str:
-    """segmentlog's message in Spark's error text: on one line, under one Python frame."""
+    """segmentlog's message in Spark's error text: on one line, with no Python frame."""
     text = str(caught.value)
-    lines = [line.split(": ", 1)[1] for line in text.splitlines()
-             if re.match(r"segmentlog_datasource\.errors\.\w+: ", line)]
-    assert len(lines) == 1 and len(re.findall(r'^\s*File "', text, re.M)) == 1, text
+    lines = [line.split("segmentlog_datasource.errors.", 1)[1].split(": ", 1)[1]
+             for line in text.splitlines() if re.search(r"segmentlog_datasource\.errors\.\w+: ", line)]
+    assert len(lines) == 1 and not re.search(r'^\s*File "', text, re.M), text
     return lines[0]
 
 
+@pytest.mark.compat
 def test_the_readmes_sql_reads_a_topic_through_a_table_and_a_view(spark, orders_logdir,
                                                                    sql_tables):
     sql_tables.append("orders")
@@ -339,6 +382,54 @@ def test_sql_forms_spark_passes_no_options_are_refused_naming_the_forms_that_wor
     finally:
         spark.catalog.dropTempView("orders_out")
     assert engine_rows(copy) == [(1, b"v")]
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize("form", ["OPTIONS (path '{path}')", "LOCATION '{path}'"])
+def test_create_table_over_a_missing_path_fails_and_makes_no_table(spark, tmp_path, sql_tables,
+                                                                    form):
+    missing = str(tmp_path / "kafka-logs")
+    sql_tables.append("lost")
+    with pytest.raises(Exception) as caught:
+        spark.sql(f"CREATE TABLE lost USING segmentlog {form.format(path=missing)}")
+    assert sql_error(caught) == f"{missing}: no such directory"
+    assert not spark.catalog.tableExists("lost")
+    assert not os.path.exists(missing)
+    # docs/sql.md says so
+    assert "a missing path or a glob that matches no directory fails the `CREATE TABLE`, " \
+        "and no table" in " ".join((CHECKOUT / "docs" / "sql.md").read_text().split())
+
+
+# The insert-target view of docs/sql.md (the README's SQL section links it), verbatim.
+SQL_INSERT_VIEW = ("CREATE TEMPORARY VIEW out USING segmentlog OPTIONS (path '/data/copy', "
+                   "topic 'orders', numPartitions '3')")
+
+
+@pytest.mark.compat
+def test_a_view_made_for_inserts_reads_back_its_topic(spark, orders_logdir, tmp_path):
+    assert SQL_INSERT_VIEW in " ".join((CHECKOUT / "docs" / "sql.md").read_text().split())
+    copy = str(tmp_path / "copy")
+    spark.sql(f"CREATE TEMPORARY VIEW orders_source USING segmentlog "
+              f"OPTIONS (path '{orders_logdir}', subscribe 'orders')")
+    spark.sql(SQL_INSERT_VIEW.replace("/data/copy", copy))
+    try:
+        spark.sql("INSERT INTO out SELECT * FROM orders_source")
+        # another topic beside it, which the view's topic leaves out
+        (spark.createDataFrame([(b"x",)], "value binary").write.format("segmentlog")
+         .mode("append").option("topic", "other").option("numPartitions", "1").save(copy))
+        back = spark.sql("SELECT topic, partition, value FROM out").collect()
+        assert sorted(tuple(r) for r in back) == sorted(
+            ("orders", p, v) for p, v in engine_rows(orders_logdir) if v != b"x")
+        assert spark.sql("SELECT count(*) FROM out").first()[0] == 6
+    finally:
+        spark.catalog.dropTempView("out")
+        spark.catalog.dropTempView("orders_source")
+    # A read given topic and another selection is refused, naming both.
+    with pytest.raises(Exception) as caught:
+        spark.read.format("segmentlog").option("topic", "orders") \
+            .option("subscribe", "other").load(copy).count()
+    assert "only one of 'subscribe', 'subscribePattern', 'assign' and 'topic'" in \
+        sql_error(caught)
 
 
 # ---------------------------------------------------- a symbolic link loop
