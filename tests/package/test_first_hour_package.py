@@ -25,13 +25,27 @@ def test_every_install_hint_names_an_extra_the_package_declares():
     assert not unquoted, unquoted
 
 
+README_TEST_COMMAND = ('python3 -m venv .ci/venv '
+                       '&& .ci/venv/bin/pip install --no-compile ".[test]" '
+                       "&& .ci/venv/bin/pytest -q -n 2 --dist loadgroup --durations=15 tests")
+
+
 def test_ci_keeps_a_contributors_venv_and_uses_a_directory_of_its_own():
     script = (CHECKOUT / ".ci" / "run").read_text(encoding="utf-8")
     removals = [line.split()[2:] for line in script.splitlines() if line.startswith("rm ")]
     assert removals == [[".ci/venv"]], removals
-    command = script.strip().splitlines()[-1]
-    assert command == ('python3 -m venv .ci/venv '
-                       '&& .ci/venv/bin/pip install --no-compile ".[test]" '
-                       "&& .ci/venv/bin/pytest -q -n 2 --dist loadgroup --durations=15 tests")
-    # CI runs exactly the README's test command.
-    assert f"```bash\n{command}\n```" in (CHECKOUT / "README.md").read_text(encoding="utf-8")
+    # CI runs exactly the README's test command, once, as a command of its own.
+    assert script.splitlines().count(README_TEST_COMMAND) == 1
+    assert f"```bash\n{README_TEST_COMMAND}\n```" in \
+        (CHECKOUT / "README.md").read_text(encoding="utf-8")
+
+
+def test_ci_runs_the_compatibility_subset_on_spark_40_after_the_suite():
+    lines = (CHECKOUT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    suite = lines.index(README_TEST_COMMAND)
+    install = next(n for n, line in enumerate(lines) if ".ci/compat --install-only" in line)
+    run = next(n for n, line in enumerate(lines) if ".ci/compat --no-install" in line)
+    assert install < suite < run  # installed while the suite runs, run after it
+    assert " 4.0 " in lines[install] and lines[install].rstrip().endswith("&")
+    assert lines[run].split()[-1] == "4.0"
+    assert (CHECKOUT / ".ci" / "compat").stat().st_mode & 0o111  # executable, like .ci/run
