@@ -1,4 +1,5 @@
-"""SQL over segmentlog: what Spark 4.3 hands a Python data source in each SQL form.
+"""SQL over segmentlog: what Spark (4.0 to 4.3 alike) hands a Python data source in each
+SQL form.
 
 * `CREATE TEMPORARY VIEW v USING segmentlog OPTIONS (path '...', ...)`: every query of
   the view (and an INSERT INTO it) gets the OPTIONS, as `load()` would.
@@ -134,7 +135,7 @@ def read_options(options, schema) -> dict:
         return stored
     raise InvalidOptionError(
         f"no path was given, and Spark passed this read no options at all: give "
-        f".load('/data/kafka-logs'); in SQL, Spark 4.3 passes no options to a table "
+        f".load('/data/kafka-logs'); in SQL, Spark passes no options to a table "
         f"declared with its columns, so use {FORMS_THAT_WORK}", "path")
 
 
@@ -150,7 +151,7 @@ def check_write_options(options, schema, how: str = BATCH_WRITE) -> None:
     if dict(options):
         return
     table = " (the rows come from, or go to, a table made by CREATE TABLE ... USING " \
-        "segmentlog, whose options Spark 4.3 passes to no writer)" \
+        "segmentlog, whose options Spark passes to no writer)" \
         if stored_table_options(schema) is not None else ""
     raise InvalidOptionError(
         f"no path was given, and Spark passed this write no options at all{table}: write "

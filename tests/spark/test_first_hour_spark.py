@@ -335,6 +335,7 @@ def test_the_readmes_sql_reads_a_topic_through_a_table_and_a_view(spark, orders_
     spark.catalog.dropTempView("orders_now")
 
 
+@pytest.mark.compat
 def test_a_table_at_a_location_reads_that_partition(spark, orders_logdir, sql_tables):
     sql_tables.append("orders_zero")
     spark.sql(f"CREATE TABLE orders_zero USING segmentlog LOCATION '{orders_logdir}/orders-0'")
@@ -342,6 +343,7 @@ def test_a_table_at_a_location_reads_that_partition(spark, orders_logdir, sql_ta
         [(0, b"0"), (1, b"1"), (2, b"2")]
 
 
+@pytest.mark.compat
 def test_sql_forms_spark_passes_no_options_are_refused_naming_the_forms_that_work(
         spark, orders_logdir, sql_tables):
     sql_tables.extend(["no_path", "with_columns", "with_secret", "orders_in"])
