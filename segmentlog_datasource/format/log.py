@@ -813,7 +813,7 @@ def _tiered_partitions(store: Store, tree: TreeView, root: str) -> List["RemoteP
         files = tiered.partition_listing(listing, remote.prefix)
         copies = tiered.segment_copies(remote.layout, files, read)
         try:
-            chosen = tiered.remote_segments(remote.layout, files, read)
+            chosen = tiered.settle_by_layout(remote.layout, copies)
             layout_error = None
         except tiered.AmbiguousLayoutError as error:
             chosen, layout_error = [], error

@@ -184,8 +184,13 @@ def remote_segments(layout: str, listing: Mapping[str, int],
     """The segments of one remote partition in base-offset order, read from the layout
     alone (see the module's text). `listing` holds the partition directory's objects by
     name relative to it; `read` fetches manifests."""
+    return settle_by_layout(layout, segment_copies(layout, listing, read))
+
+
+def settle_by_layout(layout: str, copies: List[RemoteSegment]) -> List[RemoteSegment]:
+    """The segments a consumer reads of `copies` (segment_copies) by the layout alone."""
     by_base: Dict[int, List[RemoteSegment]] = {}
-    for copy in segment_copies(layout, listing, read):
+    for copy in copies:
         if layout == AIVEN and "rsm-manifest" in copy.missing:
             continue  # the manifest is uploaded last: this upload never finished
         if copy.missing:
