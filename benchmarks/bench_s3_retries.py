@@ -5,11 +5,12 @@ here, tests/support/s3server.py); the timed runs talk to moto directly, not thro
 counting proxy. Two sides, alternating, several repetitions each:
 
   before   ranged reads as before #22: pyarrow's read_at, the bytes copied into the
-           segment's buffer (no check of the last byte), the SDK's standard retries
-           with 3 tries
+           segment's buffer (no check of the last byte), no retry loop of segmentlog's
+           (the SDK's standard retries with 3 tries before #46; since, one try: this
+           side is no longer what ran before #22, but the bookkeeping it measures is)
   after    this checkout: each read into the buffer itself, its last byte set first and
-           checked (read again when it was not written), the SDK's standard retries with
-           store.maxAttempts tries (default 5)
+           checked (read again when it was not written), each try through
+           storage/retry.py's request loop and limiter (#46)
 
 Measured: full scans (plan_fragments + scan_fragments, every record), and the raw ranged
 reads of every segment in 8 MiB chunks without decoding (the bookkeeping alone). Medians
