@@ -8,8 +8,8 @@ delete ends the partition's remote state. Replayed in offset order, as the metad
 cache replays them:
 
 - a started upload is unreferenced until it finishes; a transition Kafka does not allow
-  is ignored, as Kafka ignores it; an update of a segment whose start was never seen is
-  an error naming it (the metadata is damaged or incomplete);
+  is ignored, as Kafka ignores it; so is an update of a segment whose start was never
+  seen (retention of the metadata topic, or damage), with a warning naming it;
 - within each leader epoch of a finished segment, the segment is referenced from the
   offset that epoch starts at in it; references of that epoch starting at or after that
   offset are dropped when the segment reaches at least as far as every one of them (an
@@ -30,6 +30,7 @@ and the offsets the remote part ends at come from the newest serving segment's o
 leader-epoch checkpoint and metadata.
 """
 import bisect
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
@@ -190,6 +191,7 @@ def replay(records: Iterable[Tuple[int, int, str, dict]]) -> Dict[TopicIdPartiti
     (metadata partition, offset, record type, record), each partition's in offset order."""
     states: Dict[TopicIdPartition, PartitionRemoteState] = {}
     forgotten: Dict[TopicIdPartition, PartitionRemoteState] = {}
+    orphans: List[str] = []
 
     def state_of(topic_id_partition: dict) -> PartitionRemoteState:
         key = (topic_id_partition["id"], topic_id_partition["partition"])
@@ -221,12 +223,12 @@ def replay(records: Iterable[Tuple[int, int, str, dict]]) -> Dict[TopicIdPartiti
             segment_key = record["remoteLogSegmentId"]
             state = state_of(segment_key["topicIdPartition"])
             if segment_key["id"] not in state.segments:
-                raise CorruptLogError(
-                    _metadata_name(metadata_partition), None,
-                    f"offset {offset}: {_state_name(record['remoteLogSegmentState'])} for "
-                    f"remote segment {segment_key['id']} of {state.topic}-{state.partition}, "
-                    f"whose COPY_SEGMENT_STARTED record is not in the metadata read (the "
-                    f"metadata topic is incomplete or damaged)")
+                # Kafka's metadata cache drops such an update (with a warning once loaded)
+                orphans.append(
+                    f"{_metadata_name(metadata_partition)} offset {offset}: "
+                    f"{_state_name(record['remoteLogSegmentState'])} for remote segment "
+                    f"{segment_key['id']} of {state.topic}-{state.partition}")
+                continue
             state.updated(segment_key["id"], record["remoteLogSegmentState"], where)
         elif record_type == PARTITION_DELETE_RECORD:
             state = state_of(record["topicIdPartition"])
@@ -243,7 +245,19 @@ def replay(records: Iterable[Tuple[int, int, str, dict]]) -> Dict[TopicIdPartiti
                 f"snapshot files, not in the topic")
     for key, state in forgotten.items():
         states.setdefault(key, state)
+    if orphans:
+        shown = "; ".join(orphans[:5]) + (f"; and {len(orphans) - 5} more"
+                                           if len(orphans) > 5 else "")
+        warnings.warn(OrphanRemoteUpdateWarning(
+            f"{len(orphans)} remote log metadata update(s) of segments whose "
+            f"COPY_SEGMENT_STARTED record is not in the metadata read were ignored, as "
+            f"Kafka's metadata cache ignores them (the metadata topic's retention or damage "
+            f"removed the start): {shown}"), stacklevel=2)
     return states
+
+
+class OrphanRemoteUpdateWarning(RuntimeWarning):
+    """Remote log metadata updates of segments the metadata read never started."""
 
 
 def _state_name(state: int) -> str:

@@ -22,7 +22,7 @@ from segmentlog_datasource.read.fragments import scan_fragments, scan_options
 from segmentlog_datasource.read.options import parse_read_options
 from segmentlog_datasource.read.planning import Constraints, plan_fragments
 from segmentlog_datasource.read.replicas import consumer_partitions
-from segmentlog_datasource.read.tiered import TieredLog, replay
+from segmentlog_datasource.read.tiered import OrphanRemoteUpdateWarning, TieredLog, replay
 
 ISOLATIONS = {"read_uncommitted": "consumer_records", "read_committed": "committed_records"}
 
@@ -207,14 +207,16 @@ def test_the_store_alone_is_ambiguous_and_says_what_to_add():
         read_rows([STORE], "clicks-1")
 
 
-def test_an_update_without_its_start_names_the_record():
+def test_an_update_without_its_start_is_ignored_as_kafka_ignores_it_and_named():
     segment_key = {"topicIdPartition": {"name": "t", "id": "WfDcnQ1tYxp0t1HsWb763w",
                                         "partition": 0}, "id": "REq5hVu9Mm9tH7OWIpsOmQ"}
     update = {"remoteLogSegmentId": segment_key, "brokerId": 0, "eventTimestampMs": 1,
               "customMetadata": None, "remoteLogSegmentState": 1}
-    with pytest.raises(CorruptLogError, match=r"__remote_log_metadata-3.*offset 7: "
-                       r"COPY_SEGMENT_FINISHED for remote segment REq5hVu9Mm9tH7OWIpsOmQ"):
-        replay([(3, 7, "REMOTE_LOG_SEGMENT_METADATA_UPDATE_RECORD", update)])
+    with pytest.warns(OrphanRemoteUpdateWarning,
+                      match=r"__remote_log_metadata-3 offset 7: COPY_SEGMENT_FINISHED for "
+                            r"remote segment REq5hVu9Mm9tH7OWIpsOmQ of t-0"):
+        states = replay([(3, 7, "REMOTE_LOG_SEGMENT_METADATA_UPDATE_RECORD", update)])
+    assert not states[("WfDcnQ1tYxp0t1HsWb763w", 0)].segments
 
 
 def test_a_serving_segment_missing_from_the_store_is_named(tmp_path):
