@@ -129,19 +129,28 @@ typedef struct {
     Slot dflt, dflt2;    /* the writer's default (E_MICROS: of seconds, of nanos); E_CONST */
     char *owned;         /* the bytes behind dflt's span */
     int fast;            /* X_*: an E_SLOT whose value goes to its column as it is */
+    int direct;          /* its field is appended as it is read (D_*) */
     Column *column;      /* &cols[col] (the columns never move) */
 } Emit;
 
 /* E_SLOT's common shapes: no range to check, no text to check, no name to look up. */
 enum { X_GENERAL = 0, X_I64, X_I32, X_F64, X_BOOL, X_BYTES };
 
-/* A field of a common shape, by number: what the parse loop reads first. */
+/* What the parse loop does first with a tag (a field number and a wire type), looked up
+ * by the tag itself, so that a tag of another wire type takes the general path: a field
+ * of a common shape (F_*), or, in the root's program, a singular scalar appended straight
+ * to its column as it is read (D_*: its X_* store from the value of its wire type). */
+enum { D_VARINT_I64 = F_SPAN_APPEND + 1, D_VARINT_CONV_I64, D_VARINT_I32, D_VARINT_BOOL,
+       D_FIXED64, D_FIXED32, D_FIXED32_CONV, D_SPAN };
+
 typedef struct {
-    uint8_t fast;        /* F_*; F_GENERAL: see the field */
-    uint8_t type;
-    uint8_t utf8;
-    int32_t target;      /* F_*_SLOT: the slot; F_SPAN_APPEND: the column */
-} Quick;
+    uint8_t op;          /* F_* or D_*; F_GENERAL: see the field */
+    uint8_t type;        /* the writer field's type */
+    uint8_t utf8;        /* strings: checked as they are read */
+    int32_t target;      /* F_*_SLOT: the slot; F_SPAN_APPEND, D_*: the column */
+    Column *col;         /* F_SPAN_APPEND, D_*: &cols[target] */
+    uint64_t mask;       /* D_*: the field's bit of the row's direct fields */
+} Tag;
 
 typedef struct {
     int kind, col, nslots;
@@ -149,12 +158,24 @@ typedef struct {
     Field *fields;       /* by number */
     int dense_n;
     int32_t *dense;      /* field index by number below dense_n, -1 none */
-    Quick *quick;        /* by number below dense_n */
+    int ntags;
+    Tag *tags;           /* by tag below ntags (dense_n * 8) */
     int nemits;
     Emit *emits;
     int skip_only;       /* every field A_SKIP: runs without a frame */
     Py_ssize_t need;     /* slots of the frames on the stack while it runs, its own included */
     int need_state;      /* 0 not computed, 1 computing, 2 done */
+    /* The root's program only (when no other program reads its message): its singular
+     * scalars of a common shape (at most 64) are appended to their columns as they are
+     * read, a bit each in the row's `seen` mask; a second occurrence replaces the value,
+     * and at the end those not seen take their null or default. Its other emits run as
+     * the message ends. */
+    int direct;
+    uint64_t direct_mask;
+    Emit **direct_emits; /* by bit */
+    int nrest;
+    Emit **rest;         /* the emits of the other fields, in order */
+    int clear_frame;     /* a slot of the frame is read: zeroed per row */
 } Prog;
 
 typedef struct {
@@ -179,6 +200,9 @@ typedef struct {
     struct { int32_t col; Py_ssize_t at; } *misfits;
     Py_ssize_t nmisfits, misfits_cap;
     int code;
+    const uint8_t *limit;  /* the end of what the payloads' buffer lets a run read */
+    const Prog *root_prog; /* &progs[root] */
+    int first_message;     /* the message indexes are [0] */
 } Program;
 
 /* ------------------------------------------------------------------ appends */
@@ -745,76 +769,329 @@ static int field_value(Program *pr, const Prog *pg, Slot *frame, const Field *f,
     return store(pr, pg, frame, f, &v, unknown);
 }
 
+/* A direct field's value replaced: its column cut back by the value it holds. */
+static __attribute__((noinline)) void drop_last(Program *pr, const Tag *t) {
+    roll_back(pr->cols, t->target, t->col->length - 1);
+}
+
+/* A direct field's value: the slot of a row appended to its column, or its value
+ * replaced when the field came before (the last value wins). */
+#define DIRECT_SLOT(t) do {                                                    \
+        if (seen & (t)->mask) drop_last(pr, (t));                             \
+        seen |= (t)->mask;                                                    \
+    } while (0)
+
+static HOT int direct_end(Column *col) {
+    if (col->has_validity && buf_byte(&col->validity, 1) != OK) return NOMEM;
+    col->length++;
+    return OK;
+}
+
+static __attribute__((noinline)) const uint8_t *varint_slow(const uint8_t *p, const uint8_t *end,
+                                                            uint64_t *out) {
+    return read_varint(&p, end, out) == OK ? p : NULL;
+}
+
+/* A varint at p (before end): the byte after it, its value in *out; NULL when corrupt.
+ * One of at most 8 bytes with 8 bytes to read is taken in one load, without a branch per
+ * byte: the first byte without its high bit ends it, and the 7-bit groups are packed
+ * together in three steps. */
+static HOT const uint8_t *read_varint_at(const uint8_t *p, const uint8_t *end, uint64_t *out) {
+    if (p < end && *p < 0x80) {
+        *out = *p;
+        return p + 1;
+    }
+    if (end - p >= 8) {
+        uint64_t x = load64(p), stops = ~x & 0x8080808080808080ULL;
+        if (stops) {
+            x &= (stops ^ (stops - 1)) & 0x7f7f7f7f7f7f7f7fULL;  /* its bytes, their 7 bits */
+            x = (x & 0x007f007f007f007fULL) | (x & 0x7f007f007f007f00ULL) >> 1;
+            x = (x & 0x00003fff00003fffULL) | (x & 0x3fff00003fff0000ULL) >> 2;
+            x = (x & 0x000000000fffffffULL) | (x & 0x0fffffff00000000ULL) >> 4;
+            *out = x;
+            return p + (__builtin_ctzll(stops) >> 3) + 1;
+        }
+    }
+    return varint_slow(p, end, out);
+}
+
+/* Whether n bytes at s are strict UTF-8, loading whole words where `limit` (the end of
+ * what may be read) leaves room: most strings are short and ASCII. */
+static HOT int utf8_within(const uint8_t *s, Py_ssize_t n, const uint8_t *limit) {
+    if (n <= 8 && limit - s >= 8) {
+        uint64_t x = load64(s) & (n == 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * n)) - 1);
+        if (!(x & 0x8080808080808080ULL)) return 1;
+    }
+    return valid_utf8(s, n);
+}
+
+/* n bytes at s appended to binary column `col`: short ones in one 16-byte move where the
+ * source (before `limit`) and the buffer have the room. */
+static HOT int append_span(Column *col, const uint8_t *s, Py_ssize_t n, const uint8_t *limit) {
+    Buf *b = &col->data;
+    if (n <= 16 && limit - s >= 16 && b->cap - b->len >= 16) {
+        memcpy(b->data + b->len, s, 16);
+        b->len += n;
+    } else if (buf_put(b, s, n) != OK) {
+        return NOMEM;
+    }
+    if (end_offset(col, b->len) != OK) return NOMEM;
+    return direct_end(col);
+}
+
+/* A string's bytes appended as append_span does, checked as UTF-8 first when `check`:
+ * a short one is loaded once, its high bits tested (ASCII) as it is copied. FAIL: not
+ * UTF-8 (nothing appended). */
+static HOT int append_text(Column *col, const uint8_t *s, Py_ssize_t n, const uint8_t *limit,
+                           int check) {
+    Buf *b = &col->data;
+    if (n <= 16 && limit - s >= 16 && b->cap - b->len >= 16) {
+        uint64_t lo = load64(s), hi = load64(s + 8);
+        if (check) {
+            /* the high bits of the string's own bytes: none, ASCII */
+            uint64_t keep_lo = n >= 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * n)) - 1;
+            uint64_t keep_hi = n >= 16 ? ~(uint64_t)0 : n > 8 ? ((uint64_t)1 << (8 * (n - 8))) - 1 : 0;
+            if (((lo & keep_lo) | (hi & keep_hi)) & 0x8080808080808080ULL) {
+                if (!strict_utf8(s, n)) return FAIL;
+            }
+        }
+        memcpy(b->data + b->len, &lo, 8);
+        memcpy(b->data + b->len + 8, &hi, 8);
+        b->len += n;
+    } else {
+        if (check && !strict_utf8(s, n)) return FAIL;
+        if (buf_put(b, s, n) != OK) return NOMEM;
+    }
+    if (end_offset(col, b->len) != OK) return NOMEM;
+    return direct_end(col);
+}
+
+/* The length-delimited value at p: [*s, *s + *n); the byte after it, NULL when corrupt. */
+static HOT const uint8_t *span_at(const uint8_t *p, const uint8_t *end, const uint8_t **s,
+                                  Py_ssize_t *n) {
+    if (p < end && *p < 0x80) {
+        Py_ssize_t size = *p++;
+        if (end - p < size) return NULL;
+        *s = p;
+        *n = size;
+        return p + size;
+    }
+    return read_span(&p, end, s, n) == OK ? p : NULL;
+}
+
+/* A field's value at *pp, its tag read: a field of a common shape (F_*) by its tag, else
+ * by its number, a known field of another wire type or an unknown one skipped. */
+static HOT int field_at(Program *pr, const Prog *pg, Slot *frame, uint32_t tag,
+                        const uint8_t **pp, const uint8_t *end, const uint8_t *limit, int depth,
+                        int *unknown) {
+    const uint8_t *p = *pp;
+    if (tag < (uint32_t)pg->ntags && pg->tags[tag].op) {
+        const Tag *t = &pg->tags[tag];
+        const uint8_t *s;
+        Py_ssize_t n;
+        uint64_t raw;
+        Slot *slot;
+        switch (t->op) {
+        case F_VARINT_SLOT:
+            if (!(p = read_varint_at(p, end, &raw))) return corrupt(pr);
+            slot = &frame[t->target];
+            scalar_value(t->type, raw, slot);
+            slot->set = 1;
+            *pp = p;
+            return OK;
+        case F_I64_SLOT:
+            if (end - p < 8) return corrupt(pr);
+            slot = &frame[t->target];
+            scalar_value(t->type, load64(p), slot);
+            slot->set = 1;
+            *pp = p + 8;
+            return OK;
+        case F_I32_SLOT:
+            if (end - p < 4) return corrupt(pr);
+            slot = &frame[t->target];
+            scalar_value(t->type, load32(p), slot);
+            slot->set = 1;
+            *pp = p + 4;
+            return OK;
+        case F_SPAN_SLOT:
+            if (!(p = span_at(p, end, &s, &n))) return corrupt(pr);
+            if (t->utf8 && !utf8_within(s, n, limit)) return fail(pr, ROW_UTF8);
+            slot = &frame[t->target];
+            slot->v.s.p = s;
+            slot->v.s.n = n;
+            slot->set = 1;
+            *pp = p;
+            return OK;
+        case F_SPAN_APPEND:
+            if (!(p = span_at(p, end, &s, &n))) return corrupt(pr);
+            if (t->utf8 && !utf8_within(s, n, limit)) return fail(pr, ROW_UTF8);
+            *pp = p;
+            return append_span(t->col, s, n, limit);
+        }
+        /* D_*: only the root's parse_root reads them */
+    }
+    uint32_t number = tag >> 3;
+    int wt = (int)(tag & 7);
+    if (number == 0) return corrupt(pr);
+    const Field *f = find_field(pg, number);
+    if (f && (wt == wire_type_of(f->type) || (wt == WT_LEN && f->packable)))
+        return field_value(pr, pg, frame, f, wt, pp, end, depth, unknown);
+    if (unknown) *unknown = 1;
+    return skip_unknown(pr, number, wt, pp, end, depth);
+}
+
+/* A tag at *pp: most are one byte. */
+static HOT int tag_at(Program *pr, const uint8_t **pp, const uint8_t *end, uint32_t *tag) {
+    const uint8_t *p = *pp;
+    if (*p < 0x80) {  /* the caller checked p < end */
+        *tag = *p;
+        *pp = p + 1;
+        return OK;
+    }
+    uint64_t wide;
+    if (read_varint5(pp, end, UINT32_MAX, &wide) != OK) return corrupt(pr);
+    *tag = (uint32_t)wide;
+    return OK;
+}
+
 /* The fields of one message (or of one occurrence of it: occurrences merge into the same
  * frame); `frame` is NULL for a program that checks only. `unknown` (a map entry's) is set
  * when a field is unknown to the program. */
 static int parse_fields(Program *pr, const Prog *pg, Slot *frame, const uint8_t *p,
                         const uint8_t *end, int depth, int *unknown) {
+    const uint8_t *limit = pr->limit;
     while (p < end) {
-        uint64_t tag;
-        if (read_varint5(&p, end, UINT32_MAX, &tag) != OK) return corrupt(pr);
-        uint32_t number = (uint32_t)(tag >> 3);
-        int wt = (int)(tag & 7);
-        if (number == 0) return corrupt(pr);
-        if (number < (uint32_t)pg->dense_n && pg->quick[number].fast) {
-            const Quick q = pg->quick[number];
-            const uint8_t *s;
-            Py_ssize_t n;
-            uint64_t raw;
-            Slot *slot;
-            switch (q.fast) {
-            case F_VARINT_SLOT:
-                if (wt != WT_VARINT) break;
-                if (read_varint(&p, end, &raw) != OK) return corrupt(pr);
-                slot = &frame[q.target];
-                scalar_value(q.type, raw, slot);
-                slot->set = 1;
-                continue;
-            case F_I64_SLOT:
-                if (wt != WT_I64) break;
-                if (end - p < 8) return corrupt(pr);
-                slot = &frame[q.target];
-                scalar_value(q.type, load64(p), slot);
-                p += 8;
-                slot->set = 1;
-                continue;
-            case F_I32_SLOT:
-                if (wt != WT_I32) break;
-                if (end - p < 4) return corrupt(pr);
-                slot = &frame[q.target];
-                scalar_value(q.type, load32(p), slot);
-                p += 4;
-                slot->set = 1;
-                continue;
-            case F_SPAN_SLOT:
-                if (wt != WT_LEN) break;
-                if (read_span(&p, end, &s, &n) != OK) return corrupt(pr);
-                if (q.utf8 && !valid_utf8(s, n)) return fail(pr, ROW_UTF8);
-                slot = &frame[q.target];
-                slot->v.s.p = s;
-                slot->v.s.n = n;
-                slot->set = 1;
-                continue;
-            case F_SPAN_APPEND: {
-                if (wt != WT_LEN) break;
-                if (read_span(&p, end, &s, &n) != OK) return corrupt(pr);
-                if (q.utf8 && !valid_utf8(s, n)) return fail(pr, ROW_UTF8);
-                int r = append_bytes(&pr->cols[q.target], s, n);
-                if (r != OK) return r;
-                continue;
-            }
-            }
-        }
-        const Field *f = find_field(pg, number);
-        if (f && (wt == wire_type_of(f->type) || (wt == WT_LEN && f->packable))) {
-            int r = field_value(pr, pg, frame, f, wt, &p, end, depth, unknown);
-            if (r != OK) return r;
-            continue;
-        }
-        if (unknown) *unknown = 1;
-        if (skip_unknown(pr, number, wt, &p, end, depth) != OK) return FAIL;
+        uint32_t tag;
+        if (tag_at(pr, &p, end, &tag) != OK) return FAIL;
+        int r = field_at(pr, pg, frame, tag, &p, end, limit, depth, unknown);
+        if (r != OK) return r;
     }
     return OK;
+}
+
+static HOT int finish_root(Program *pr, const Prog *pg, Slot *frame, uint64_t seen);
+
+/* A field of the root that is not direct (kept out of parse_root's loop). */
+static __attribute__((noinline)) int root_field(Program *pr, const Prog *pg, Slot *frame,
+                                                uint32_t tag, const uint8_t **pp,
+                                                const uint8_t *end) {
+    return field_at(pr, pg, frame, tag, pp, end, pr->limit, MAX_DEPTH, NULL);
+}
+
+/* The root message of a row: its direct fields appended as they come (their bits in
+ * the row's `seen`), repeated strings appended, the others read by root_field, then the
+ * row's other values (finish_root). Dispatched by a table of labels (GCC's computed goto): one indirect jump per field, no range checks. */
+static int parse_root(Program *pr, const Prog *pg, Slot *frame, const uint8_t *p,
+                      const uint8_t *end) {
+    static const void *const ops[16] = {
+        [0] = &&other, [F_VARINT_SLOT] = &&other, [F_I64_SLOT] = &&other,
+        [F_I32_SLOT] = &&other, [F_SPAN_SLOT] = &&other, [F_SPAN_APPEND] = &&span_append,
+        [D_VARINT_I64] = &&varint_i64, [D_VARINT_CONV_I64] = &&varint_conv,
+        [D_VARINT_I32] = &&varint_conv, [D_VARINT_BOOL] = &&varint_bool,
+        [D_FIXED64] = &&fixed64, [D_FIXED32] = &&fixed32, [D_FIXED32_CONV] = &&fixed32_conv,
+        [D_SPAN] = &&span, [D_SPAN + 1 ... 15] = &&other};
+    uint64_t seen = 0;
+    const uint8_t *limit = pr->limit;
+    const Tag *tags = pg->tags, *t;
+    const uint32_t ntags = (uint32_t)pg->ntags;
+    uint32_t tag;
+    Column *col;
+    const uint8_t *s;
+    Py_ssize_t n;
+    uint64_t raw;
+
+    /* a one-byte tag indexes the table (it has every one); a longer one is read apart */
+#define NEXT() do {                                                             \
+        if (p >= end) goto done;                                               \
+        tag = *p;                                                              \
+        if (tag >= 0x80) goto wide;                                            \
+        p++;                                                                   \
+        t = &tags[tag];                                                        \
+        col = t->col;                                                          \
+        goto *ops[t->op & 15];                                                 \
+    } while (0)
+    NEXT();
+
+wide:
+    if (tag_at(pr, &p, end, &tag) != OK) return FAIL;
+    t = tag < ntags ? &tags[tag] : tags;
+    col = t->col;
+    goto *ops[t->op & 15];
+
+other: {
+        const uint8_t *at = p;  /* p itself stays in a register */
+        int r = root_field(pr, pg, frame, tag, &at, end);
+        if (r != OK) return r;
+        p = at;
+        NEXT();
+    }
+span_append: {
+        if (!(p = span_at(p, end, &s, &n))) return corrupt(pr);
+        int r = append_text(col, s, n, limit, t->utf8);
+        if (r != OK) return r == FAIL ? fail(pr, ROW_UTF8) : r;
+        NEXT();
+    }
+varint_i64:
+    if (!(p = read_varint_at(p, end, &raw))) return corrupt(pr);
+    DIRECT_SLOT(t);
+    PUT_FIXED(&col->values, &raw, 8);
+    goto appended;
+varint_conv: {
+        if (!(p = read_varint_at(p, end, &raw))) return corrupt(pr);
+        DIRECT_SLOT(t);
+        Slot v;
+        scalar_value(t->type, raw, &v);
+        if (t->op == D_VARINT_I32) {
+            int32_t x = (int32_t)v.v.i;
+            PUT_FIXED(&col->values, &x, 4);
+        } else {
+            PUT_FIXED(&col->values, &v.v.i, 8);
+        }
+        goto appended;
+    }
+varint_bool:
+    if (!(p = read_varint_at(p, end, &raw))) return corrupt(pr);
+    DIRECT_SLOT(t);
+    if (buf_byte(&col->values, raw != 0) != OK) return NOMEM;
+    goto appended;
+fixed64:
+    if (end - p < 8) return corrupt(pr);
+    DIRECT_SLOT(t);
+    PUT_FIXED(&col->values, p, 8);
+    p += 8;
+    goto appended;
+fixed32:
+    if (end - p < 4) return corrupt(pr);
+    DIRECT_SLOT(t);
+    PUT_FIXED(&col->values, p, 4);
+    p += 4;
+    goto appended;
+fixed32_conv: {  /* to 8 bytes: float to double, 32-bit ints widened */
+        if (end - p < 4) return corrupt(pr);
+        DIRECT_SLOT(t);
+        Slot v;
+        scalar_value(t->type, load32(p), &v);
+        p += 4;
+        PUT_FIXED(&col->values, &v.v, 8);
+        goto appended;
+    }
+span: {
+        if (!(p = span_at(p, end, &s, &n))) return corrupt(pr);
+        if (seen & t->mask) {  /* a value again: checked before the first is dropped */
+            if (t->utf8 && !utf8_within(s, n, limit)) return fail(pr, ROW_UTF8);
+            drop_last(pr, t);
+        }
+        seen |= t->mask;
+        int r = append_text(col, s, n, limit, t->utf8);
+        if (r != OK) return r == FAIL ? fail(pr, ROW_UTF8) : r;
+        NEXT();
+    }
+appended:
+    if (direct_end(col) != OK) return NOMEM;
+    NEXT();
+done:
+    return finish_root(pr, pg, frame, seen);
+#undef NEXT
 }
 
 static int compare_keys(int type, const Entry *a, const Entry *b) {
@@ -920,93 +1197,117 @@ static int append_micros(Program *pr, const Emit *e, const Slot *frame) {
     return append8(&pr->cols[e->col], &total);
 }
 
+/* An E_SLOT's value of a common shape (X_*) appended to its column as it is. */
+static HOT int append_fast(Column *col, int fast, const Slot *v) {
+    switch (fast) {
+    case X_I64:
+        PUT_FIXED(&col->values, &v->v.i, 8);
+        break;
+    case X_I32: {
+        int32_t x = (int32_t)v->v.i;
+        PUT_FIXED(&col->values, &x, 4);
+        break;
+    }
+    case X_F64:
+        PUT_FIXED(&col->values, &v->v.d, 8);
+        break;
+    case X_BOOL:
+        if (buf_byte(&col->values, v->v.i != 0) != OK) return NOMEM;
+        break;
+    case X_BYTES:
+        if (buf_put(&col->data, v->v.s.p, v->v.s.n) != OK) return NOMEM;
+        if (end_offset(col, col->data.len) != OK) return NOMEM;
+        break;
+    }
+    return append_validity(col, 1);
+}
+
+/* A null of an X_* column: an empty value, not valid. */
+static HOT int append_fast_null(Column *col, int fast) {
+    static const uint64_t zero = 0;
+    switch (fast) {
+    case X_I64: case X_F64:
+        PUT_FIXED(&col->values, &zero, 8);
+        break;
+    case X_I32:
+        PUT_FIXED(&col->values, &zero, 4);
+        break;
+    case X_BOOL:
+        if (buf_byte(&col->values, 0) != OK) return NOMEM;
+        break;
+    case X_BYTES:
+        if (end_offset(col, col->data.len) != OK) return NOMEM;
+        break;
+    }
+    return append_validity(col, 0);
+}
+
+static int finish_emit(Program *pr, const Emit *e, Slot *frame, int depth) {
+    int r = OK;
+    switch (e->op) {
+    case E_SLOT: {
+        const Slot *v = &frame[e->slot];
+        if (!v->set) {
+            if (e->presence) return append_null(pr, e->col);
+            v = &e->dflt;
+        }
+        if (e->fast) return append_fast(e->column, e->fast, v);
+        return append_conv(pr, &e->conv, e->col, v);
+    }
+    case E_SLOT_LIST: {
+        const Slot *v = &frame[e->slot];
+        if (v->set || !e->presence)
+            r = append_conv(pr, &e->conv, pr->cols[e->col].children[0], v->set ? v : &e->dflt);
+        return r == OK ? list_end(pr, e->col) : r;
+    }
+    case E_INLINE:
+        if (frame[e->slot].set || !e->presence)
+            return finish(pr, &pr->progs[e->sub], frame + e->slot + 1, depth - 1);
+        return append_null(pr, e->col);
+    case E_INLINE_LIST:
+        if (frame[e->slot].set || !e->presence)
+            r = finish(pr, &pr->progs[e->sub], frame + e->slot + 1, depth - 1);
+        return r == OK ? list_end(pr, e->col) : r;
+    case E_LIST: case E_CONST_EMPTY:
+        return list_end(pr, e->col);
+    case E_MAP:
+        return emit_map(pr, e, &frame[e->slot], depth);
+    case E_CONST_NULL:
+        return append_null(pr, e->col);
+    case E_CONST:
+        return append_const(pr, e->col, &e->dflt);
+    case E_MICROS:
+        return append_micros(pr, e, frame);
+    }
+    return OK;
+}
+
 /* A message's values appended, in the reader's field order (then the struct itself). */
 static int finish(Program *pr, const Prog *pg, Slot *frame, int depth) {
     const Emit *e = pg->emits, *last = pg->emits + pg->nemits;
     for (; e < last; e++) {
-        int r = OK;
-        if (e->fast) {
-            const Slot *v = &frame[e->slot];
-            Column *col = e->column;
-            if (!v->set) {
-                if (e->presence) {
-                    r = append_null(pr, e->col);
-                    if (r != OK) return r;
-                    continue;
-                }
-                v = &e->dflt;
-            }
-            switch (e->fast) {
-            case X_I64:
-                PUT_FIXED(&col->values, &v->v.i, 8);
-                break;
-            case X_I32: {
-                int32_t x = (int32_t)v->v.i;
-                PUT_FIXED(&col->values, &x, 4);
-                break;
-            }
-            case X_F64:
-                PUT_FIXED(&col->values, &v->v.d, 8);
-                break;
-            case X_BOOL:
-                if (buf_byte(&col->values, v->v.i != 0) != OK) return NOMEM;
-                break;
-            case X_BYTES:
-                if (buf_put(&col->data, v->v.s.p, v->v.s.n) != OK) return NOMEM;
-                if (end_offset(col, col->data.len) != OK) return NOMEM;
-                break;
-            }
-            if (append_validity(col, 1) != OK) return NOMEM;
-            continue;
-        }
-        switch (e->op) {
-        case E_SLOT: {
-            const Slot *v = &frame[e->slot];
-            if (!v->set) {
-                if (e->presence) { r = append_null(pr, e->col); break; }
-                v = &e->dflt;
-            }
-            r = append_conv(pr, &e->conv, e->col, v);
-            break;
-        }
-        case E_SLOT_LIST: {
-            const Slot *v = &frame[e->slot];
-            if (v->set || !e->presence)
-                r = append_conv(pr, &e->conv, pr->cols[e->col].children[0], v->set ? v : &e->dflt);
-            if (r == OK) r = list_end(pr, e->col);
-            break;
-        }
-        case E_INLINE:
-            if (frame[e->slot].set || !e->presence)
-                r = finish(pr, &pr->progs[e->sub], frame + e->slot + 1, depth - 1);
-            else
-                r = append_null(pr, e->col);
-            break;
-        case E_INLINE_LIST:
-            if (frame[e->slot].set || !e->presence)
-                r = finish(pr, &pr->progs[e->sub], frame + e->slot + 1, depth - 1);
-            if (r == OK) r = list_end(pr, e->col);
-            break;
-        case E_LIST: case E_CONST_EMPTY:
-            r = list_end(pr, e->col);
-            break;
-        case E_MAP:
-            r = emit_map(pr, e, &frame[e->slot], depth);
-            break;
-        case E_CONST_NULL:
-            r = append_null(pr, e->col);
-            break;
-        case E_CONST:
-            r = append_const(pr, e->col, &e->dflt);
-            break;
-        case E_MICROS:
-            r = append_micros(pr, e, frame);
-            break;
-        }
+        int r = finish_emit(pr, e, frame, depth);
         if (r != OK) return r;
     }
     if (pg->kind == P_STRUCT) return append_validity(&pr->cols[pg->col], 1);
     return OK;
+}
+
+/* The root's values once its fields are read: its direct fields not `seen` take their
+ * null or default, then its other emits run. */
+static HOT int finish_root(Program *pr, const Prog *pg, Slot *frame, uint64_t seen) {
+    for (uint64_t missing = pg->direct_mask & ~seen; missing; missing &= missing - 1) {
+        const Emit *e = pg->direct_emits[__builtin_ctzll(missing)];
+        int r = e->presence ? append_fast_null(e->column, e->fast)
+                            : append_fast(e->column, e->fast, &e->dflt);
+        if (r != OK) return r;
+    }
+    for (int k = 0; k < pg->nrest; k++) {
+        const Emit *e = pg->rest[k];
+        int r = e->op == E_LIST ? list_end(pr, e->col) : finish_emit(pr, e, frame, MAX_DEPTH);
+        if (r != OK) return r;
+    }
+    return append_validity(&pr->cols[pg->col], 1);
 }
 
 /* Kafka's zig-zag varint of the message indexes (at most 5 bytes), as the pure path reads
@@ -1053,13 +1354,23 @@ static int decode_row(Program *pr, const uint8_t *start, Py_ssize_t size, uint8_
     pr->stack_top = 0;
     pr->nentries = 0;
     pr->norder = 0;
-    int r = read_indexes(pr, &p, end, size);
+    int r;
+    if (p < end && *p == 0 && pr->first_message) {
+        p++;  /* [0], the first message: most payloads */
+        r = OK;
+    } else {
+        r = read_indexes(pr, &p, end, size);
+    }
     if (r == OK) {
-        const Prog *root = &pr->progs[pr->root];
-        Slot *frame = push_frame(pr, root->nslots);
-        if (!frame) return NOMEM;
-        r = parse_fields(pr, root, frame, p, end, MAX_DEPTH, NULL);
-        if (r == OK) r = finish(pr, root, frame, MAX_DEPTH);
+        const Prog *root = pr->root_prog;
+        Slot *frame = pr->stack;
+        if (root->clear_frame && !(frame = push_frame(pr, root->nslots))) return NOMEM;
+        if (root->direct) {
+            r = parse_root(pr, root, frame, p, end);
+        } else {
+            r = parse_fields(pr, root, frame, p, end, MAX_DEPTH, NULL);
+            if (r == OK) r = finish(pr, root, frame, MAX_DEPTH);
+        }
         if (r == OK && pr->nmisfits) r = fail(pr, ROW_MISFIT);
     }
     if (r == OK) {
@@ -1089,7 +1400,9 @@ static void free_program(PyObject *capsule) {
                 for (int j = 0; j < pg->nfields; j++) PyMem_Free(pg->fields[j].closed);
             PyMem_Free(pg->fields);
             PyMem_Free(pg->dense);
-            PyMem_Free(pg->quick);
+            PyMem_Free(pg->tags);
+            PyMem_Free(pg->direct_emits);
+            PyMem_Free(pg->rest);
             if (pg->emits)
                 for (int j = 0; j < pg->nemits; j++) PyMem_Free(pg->emits[j].owned);
             PyMem_Free(pg->emits);
@@ -1501,13 +1814,15 @@ static void set_fast(Program *pr, Prog *pg) {
     for (int k = 0; k < pg->nfields; k++) {
         Field *f = &pg->fields[k];
         if (f->number < (uint32_t)pg->dense_n && f->fast) {
-            Quick *q = &pg->quick[f->number];
-            q->fast = (uint8_t)f->fast;
-            q->type = (uint8_t)f->type;
-            q->utf8 = (uint8_t)(f->utf8 != 0);
-            q->target = f->fast == F_SPAN_APPEND ? f->col : f->slot;
+            Tag *t = &pg->tags[f->number << 3 | (uint32_t)wire_type_of(f->type)];
+            t->op = (uint8_t)f->fast;
+            t->type = (uint8_t)f->type;
+            t->utf8 = (uint8_t)(f->utf8 != 0);
+            t->target = f->fast == F_SPAN_APPEND ? f->col : f->slot;
+            t->col = f->fast == F_SPAN_APPEND ? &pr->cols[f->col] : NULL;
         }
     }
+    pg->clear_frame = 1;
     for (int k = 0; k < pg->nemits; k++) {
         Emit *e = &pg->emits[k];
         int kind = pr->cols[e->col].kind, src = e->conv.src;
@@ -1536,6 +1851,122 @@ static void set_fast(Program *pr, Prog *pg) {
     }
 }
 
+/* Whether program `index` is the sub-program of a field or an emit of any program. */
+static int is_sub(Program *pr, int index) {
+    for (int k = 0; k < pr->nprogs; k++) {
+        Prog *pg = &pr->progs[k];
+        for (int j = 0; j < pg->nfields; j++)
+            if (pg->fields[j].type == T_MESSAGE && pg->fields[j].sub == index) return 1;
+        for (int j = 0; j < pg->nemits; j++)
+            if (pg->emits[j].sub == index) return 1;
+    }
+    return 0;
+}
+
+/* The emits of `pg` that read slot `slot`. */
+static int slot_readers(Prog *pg, int slot, Emit **reader) {
+    int count = 0;
+    for (int j = 0; j < pg->nemits; j++) {
+        Emit *e = &pg->emits[j];
+        int reads = 0;
+        switch (e->op) {
+        case E_SLOT: case E_SLOT_LIST: case E_INLINE: case E_INLINE_LIST: case E_MAP:
+            reads = e->slot == slot;
+            break;
+        case E_MICROS:
+            reads = e->slot == slot || e->slot2 == slot;
+            break;
+        }
+        if (reads) {
+            *reader = e;
+            count++;
+        }
+    }
+    return count;
+}
+
+/* The D_* of a field of a common shape whose one emit stores it as it is (X_*). */
+static int direct_op(const Field *f, const Emit *e) {
+    int little = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;  /* wire bytes are the column's */
+    switch (e->fast) {
+    case X_I64:
+        if (f->type == T_INT64) return D_VARINT_I64;
+        if (f->type == T_SFIXED64) return little ? D_FIXED64 : 0;
+        if (f->type == T_SFIXED32 || f->type == T_FIXED32) return D_FIXED32_CONV;
+        return wire_type_of(f->type) == WT_VARINT ? D_VARINT_CONV_I64 : 0;
+    case X_I32:
+        if (f->type == T_SFIXED32) return little ? D_FIXED32 : 0;
+        return wire_type_of(f->type) == WT_VARINT ? D_VARINT_I32 : 0;
+    case X_F64:
+        if (f->type == T_DOUBLE) return little ? D_FIXED64 : 0;
+        return f->type == T_FLOAT ? D_FIXED32_CONV : 0;
+    case X_BOOL:
+        return f->type == T_BOOL ? D_VARINT_BOOL : 0;
+    case X_BYTES:
+        return f->type == T_STRING || f->type == T_BYTES ? D_SPAN : 0;
+    }
+    return 0;
+}
+
+/* The root's program made direct (see Prog), when it is no other's sub-program (its
+ * direct fields are read only as a row's root) and has a field to take. -1: no memory. */
+static int set_direct(Program *pr, Prog *pg, int index) {
+    if (pg->kind != P_STRUCT || is_sub(pr, index)) return 0;
+    pg->direct_emits = PyMem_Calloc(64, sizeof(Emit *));
+    pg->rest = PyMem_Calloc((size_t)(pg->nemits ? pg->nemits : 1), sizeof(Emit *));
+    if (!pg->direct_emits || !pg->rest) { PyErr_NoMemory(); return -1; }
+    int bits = 0;
+    for (int k = 0; k < pg->nfields && bits < 64; k++) {
+        Field *f = &pg->fields[k];
+        if (f->fast < F_VARINT_SLOT || f->fast > F_SPAN_SLOT || f->number >= (uint32_t)pg->dense_n)
+            continue;
+        int shared = 0;
+        for (int j = 0; j < pg->nfields; j++) {
+            Field *g = &pg->fields[j];
+            if (j != k && (g->oneof == f->slot || (g->slot == f->slot && (g->action == A_SLOT
+                           || g->action == A_INLINE || g->action == A_MAP))))
+                shared = 1;
+        }
+        Emit *e = NULL;
+        if (shared || slot_readers(pg, f->slot, &e) != 1 || e->op != E_SLOT || !e->fast
+            || e->conv.src != f->type)
+            continue;
+        int op = direct_op(f, e);
+        if (!op) continue;
+        Tag *t = &pg->tags[f->number << 3 | (uint32_t)wire_type_of(f->type)];
+        t->op = (uint8_t)op;
+        t->mask = (uint64_t)1 << bits;
+        t->target = e->col;
+        t->col = e->column;
+        e->direct = 1;
+        pg->direct_emits[bits] = e;
+        pg->direct_mask |= (uint64_t)1 << bits;
+        bits++;
+    }
+    if (!bits) return 0;
+    pg->direct = 1;
+    /* the frame is read only where a field or an emit that is not direct reads a slot */
+    int reads = 0;
+    for (int k = 0; k < pg->nfields; k++) {
+        Field *f = &pg->fields[k];
+        if (f->oneof >= 0 || f->action == A_INLINE || f->action == A_MAP) reads = 1;
+        if (f->action == A_SLOT) {
+            Tag *t = f->number < (uint32_t)pg->dense_n
+                ? &pg->tags[f->number << 3 | (uint32_t)wire_type_of(f->type)] : NULL;
+            if (!t || t->op < D_VARINT_I64) reads = 1;
+        }
+    }
+    for (int k = 0; k < pg->nemits; k++) {
+        Emit *e = &pg->emits[k];
+        if (e->direct) continue;
+        pg->rest[pg->nrest++] = e;
+        if (e->op != E_LIST && e->op != E_CONST_NULL && e->op != E_CONST && e->op != E_CONST_EMPTY)
+            reads = 1;
+    }
+    pg->clear_frame = reads;
+    return 0;
+}
+
 /* prog: (kind, col, nslots, fields, emits) */
 static int parse_prog(Program *pr, PyObject *obj, Prog *pg) {
     PyObject *fields, *emits;
@@ -1560,8 +1991,9 @@ static int parse_prog(Program *pr, PyObject *obj, Prog *pg) {
     }
     pg->dense_n = highest < 256 ? (int)highest + 1 : 256;
     pg->dense = PyMem_Malloc(sizeof(int32_t) * (size_t)pg->dense_n);
-    pg->quick = PyMem_Calloc((size_t)pg->dense_n, sizeof(Quick));
-    if (!pg->dense || !pg->quick) { PyErr_NoMemory(); return -1; }
+    pg->ntags = pg->dense_n < 16 ? 128 : pg->dense_n * 8;  /* every one-byte tag */
+    pg->tags = PyMem_Calloc((size_t)pg->ntags, sizeof(Tag));
+    if (!pg->dense || !pg->tags) { PyErr_NoMemory(); return -1; }
     for (int k = 0; k < pg->dense_n; k++) pg->dense[k] = -1;
     for (int k = 0; k < pg->nfields; k++)
         if (pg->fields[k].number < (uint32_t)pg->dense_n) pg->dense[pg->fields[k].number] = k;
@@ -1657,6 +2089,7 @@ static PyObject *compile_program(PyObject *self, PyObject *args) {
     if (pr->progs[root].kind != P_STRUCT || pr->progs[root].col != 0)
         REFUSE("the root program fills column 0");
     pr->root = root;
+    if (set_direct(pr, &pr->progs[root], root) < 0) goto fail;
     Py_ssize_t need = frame_need(pr, root, 0);
     if (need < 0) goto fail;
     Py_ssize_t ni = PyTuple_GET_SIZE(indexes);
@@ -1668,6 +2101,8 @@ static PyObject *compile_program(PyObject *self, PyObject *args) {
         if (pr->indexes[k] == -1 && PyErr_Occurred()) goto fail;
     }
     pr->nindexes = (int)ni;
+    pr->first_message = ni == 1 && pr->indexes[0] == 0;
+    pr->root_prog = &pr->progs[root];
     pr->stack_cap = need > 0 ? need : 1;
     pr->stack = PyMem_RawCalloc((size_t)pr->stack_cap, sizeof(Slot));
     if (!pr->stack) { PyErr_NoMemory(); goto fail; }
@@ -1710,25 +2145,28 @@ static int columns_in_step(Program *pr) {
     return 1;
 }
 
-static PyObject *finish_run(Program *pr, Py_ssize_t rows, PyObject *codes, int r) {
+static PyObject *finish_run(Program *pr, Py_ssize_t rows, PyObject *codes, int r, int arrow) {
     PyObject *result = NULL;
     if (r == NOMEM) {
         past_size_limit();
     } else if (r == OK && !columns_in_step(pr)) {
         PyErr_SetString(PyExc_SystemError, "_protobufcolumns: columns out of step");
     } else if (r == OK) {
-        PyObject *columns = column_buffers(pr->cols, pr->ncols, rows);
+        PyObject *columns = arrow ? column_capsule(pr->cols, pr->ncols, rows)
+                                  : column_buffers(pr->cols, pr->ncols, rows);
         if (columns) result = Py_BuildValue("NO", columns, codes);
     }
     free_columns(pr->cols, pr->ncols);
     return result;
 }
 
-/* run(program, payloads) -> ([(length, null_count, validity, values, offsets, data)] per
- * column, bytes: one code per payload) */
+/* run(program, payloads, arrow=False) -> ([(length, null_count, validity, values, offsets,
+ * data)] per column, or with `arrow` a capsule of column 0's ArrowArray (columns.h's
+ * column_capsule); bytes: one code per payload) */
 static PyObject *run_program(PyObject *self, PyObject *args) {
     PyObject *capsule, *payloads;
-    if (!PyArg_ParseTuple(args, "OO", &capsule, &payloads)) return NULL;
+    int arrow = 0;
+    if (!PyArg_ParseTuple(args, "OO|p", &capsule, &payloads, &arrow)) return NULL;
     Program *pr = PyCapsule_GetPointer(capsule, "protobufcolumns.program");
     if (!pr) return NULL;
     PyObject *seq = PySequence_Fast(payloads, "payloads: a sequence of bytes");
@@ -1745,22 +2183,24 @@ static PyObject *run_program(PyObject *self, PyObject *args) {
             free_columns(pr->cols, pr->ncols);
             goto done;
         }
+        pr->limit = (const uint8_t *)view.buf + view.len;
         r = decode_row(pr, view.buf, view.len, code, row);
         PyBuffer_Release(&view);
     }
-    result = finish_run(pr, rows, codes, r);
+    result = finish_run(pr, rows, codes, r, arrow);
 done:
     Py_XDECREF(codes);
     Py_DECREF(seq);
     return result;
 }
 
-/* run_spans(program, data, starts, ends): run's result for the payloads
+/* run_spans(program, data, starts, ends, arrow=False): run's result for the payloads
  * data[starts[i]:ends[i]] (int64 buffers), read in place. */
 static PyObject *run_spans(PyObject *self, PyObject *args) {
     PyObject *capsule, *result = NULL, *codes = NULL;
     Spans in;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*", &capsule, &in.data, &in.starts, &in.ends))
+    int arrow = 0;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*|p", &capsule, &in.data, &in.starts, &in.ends, &arrow))
         return NULL;
     Program *pr = PyCapsule_GetPointer(capsule, "protobufcolumns.program");
     if (!pr) goto done;
@@ -1771,10 +2211,11 @@ static PyObject *run_spans(PyObject *self, PyObject *args) {
     if (!codes || begin_run(pr->cols, pr->ncols, rows) < 0) goto done;
     uint8_t *code = (uint8_t *)PyBytes_AS_STRING(codes);
     int r = OK;
+    pr->limit = (const uint8_t *)in.data.buf + in.data.len;
     for (Py_ssize_t row = 0; row < rows && r == OK; row++)
         r = decode_row(pr, (const uint8_t *)in.data.buf + first[row],
                        (Py_ssize_t)(last[row] - first[row]), code, row);
-    result = finish_run(pr, rows, codes, r);
+    result = finish_run(pr, rows, codes, r, arrow);
 done:
     Py_XDECREF(codes);
     spans_release(&in);
@@ -1785,8 +2226,9 @@ static PyMethodDef methods[] = {
     {"compile", compile_program, METH_VARARGS,
      "compile(columns, enums, programs, root, indexes) -> a program"},
     {"run", run_program, METH_VARARGS,
-     "run(program, payloads) -> (the columns' buffers, a code per payload)"},
-    {"run_spans", run_spans, METH_VARARGS, RUN_SPANS_DOC},
+     "run(program, payloads, arrow=False) -> (the columns' buffers, or with arrow an "
+     "ArrowArray capsule; a code per payload)"},
+    {"run_spans", run_spans, METH_VARARGS, RUN_SPANS_ARROW_DOC},
     {NULL, NULL, 0, NULL},
 };
 

@@ -357,6 +357,10 @@ SHARED PyObject *past_size_limit(void) {
  * and ends: int64 buffers), read in place. */
 #define RUN_SPANS_DOC \
     "run_spans(program, data, starts, ends) -> run's result for data[starts[i]:ends[i]]"
+/* The same, for a decoder that can give its columns as column_capsule's capsule. */
+#define RUN_SPANS_ARROW_DOC \
+    "run_spans(program, data, starts, ends, arrow=False) -> run's result for " \
+    "data[starts[i]:ends[i]] (with arrow: an ArrowArray capsule of the columns)"
 
 /* run_spans's buffers, held from PyArg_ParseTuple's "y*" until spans_release. */
 typedef struct {
@@ -433,22 +437,49 @@ static PyObject *hand_over(Buf *b) {
     return (PyObject *)buffer;
 }
 
-/* Slot bytes (one per slot, non-zero: set) packed into an Arrow bitmap, with the number of
- * zero slots in `unset`. */
-static PyObject *packed_bits(Buf *b, Py_ssize_t length, Py_ssize_t *unset) {
-    Buf bits = {PyMem_RawCalloc((size_t)(length + 7) / 8 + 1, 1), (length + 7) / 8, 0};
-    if (!bits.data) return PyErr_NoMemory();
-    bits.cap = bits.len;
-    uint8_t *out = (uint8_t *)bits.data;
+/* Slot bytes (one per slot, non-zero: set) packed into an Arrow bitmap (PyMem_RawMalloc'ed),
+ * with the number of zero slots in `unset`; NULL when out of memory. Eight slots a step:
+ * a byte's high bit set where it is not zero, then the eight bits gathered by a multiply. */
+static char *pack_bits(const Buf *b, Py_ssize_t length, Py_ssize_t *unset) {
+    uint8_t *out = PyMem_RawCalloc((size_t)(length + 7) / 8 + 1, 1);
+    if (!out) return NULL;
     const uint8_t *bytes = (const uint8_t *)b->data;
-    Py_ssize_t set = 0;
-    for (Py_ssize_t i = 0; i < length; i++) {
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL;
+    Py_ssize_t set = 0, i = 0;
+    for (; i + 8 <= length; i += 8) {
+        uint64_t x;
+        memcpy(&x, bytes + i, 8);
+        uint64_t on = (((x & low7) + low7) | x) & ~low7;  /* 0x80 in each byte not zero */
+        /* byte k's bit (at 8k + 7) to bit k of the top byte; little-endian slot order */
+        out[i >> 3] = (uint8_t)(((on >> 7) * 0x0102040810204080ULL) >> 56);
+        set += (Py_ssize_t)(((on >> 7) * 0x0101010101010101ULL) >> 56);  /* their sum */
+    }
+    for (; i < length; i++) {
         uint8_t on = bytes[i] != 0;
         out[i >> 3] |= (uint8_t)(on << (i & 7));
         set += on;
     }
     *unset = length - set;
-    return hand_over(&bits);
+    return (char *)out;
+}
+
+/* Slot bytes packed into an Arrow bitmap (a ColumnBuffer). */
+static PyObject *packed_bits(Buf *b, Py_ssize_t length, Py_ssize_t *unset) {
+    char *bits = pack_bits(b, length, unset);
+    if (!bits) return PyErr_NoMemory();
+    Buf packed = {bits, (length + 7) / 8, (length + 7) / 8};
+    return hand_over(&packed);
+}
+
+/* Each column's sizes per row, for the next run's reservations. */
+static void keep_rates(Column *cols, int ncols, Py_ssize_t rows) {
+    if (!rows) return;
+    for (int k = 0; k < ncols; k++) {
+        Column *col = &cols[k];
+        col->values_per_row = (double)col->values.len / (double)rows;
+        col->offsets_per_row = (double)col->offsets.len / (double)rows;
+        col->data_per_row = (double)col->data.len / (double)rows;
+    }
 }
 
 /* The columns' buffers once every row is in: [(length, null_count, validity, values,
@@ -457,13 +488,9 @@ static PyObject *packed_bits(Buf *b, Py_ssize_t length, Py_ssize_t *unset) {
 SHARED PyObject *column_buffers(Column *cols, int ncols, Py_ssize_t rows) {
     PyObject *columns = PyList_New(ncols);
     if (!columns) return NULL;
+    keep_rates(cols, ncols, rows);
     for (int k = 0; k < ncols; k++) {
         Column *col = &cols[k];
-        if (rows) {
-            col->values_per_row = (double)col->values.len / (double)rows;
-            col->offsets_per_row = (double)col->offsets.len / (double)rows;
-            col->data_per_row = (double)col->data.len / (double)rows;
-        }
         Py_ssize_t nulls = 0, unused;
         PyObject *validity = NULL;
         if (col->has_validity) {
@@ -492,6 +519,155 @@ SHARED PyObject *column_buffers(Column *cols, int ncols, Py_ssize_t rows) {
 fail:
     Py_DECREF(columns);
     return NULL;
+}
+
+/* ------------------------------------------------------------------ Arrow's C data interface */
+
+/* The columns handed to Arrow in one step, as Arrow's C data interface lays an array out
+ * (a struct of the spec's, defined as the spec asks): column 0 and its children, whose
+ * layout follows their kinds, imported by pyarrow without a Python object per buffer. */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+struct ArrowSchema;
+struct ArrowArray {
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+#endif
+
+/* What the exported arrays own: one allocation for the arrays and their pointers, and
+ * the column buffers (freed with PyMem_RawFree: a release may run without the GIL). */
+typedef struct {
+    int nowned;
+    void **owned;
+    struct ArrowArray *arrays;
+    struct ArrowArray **children;
+    const void **buffers;
+} Exported;
+
+static void exported_free(Exported *x) {
+    for (int k = 0; k < x->nowned; k++) PyMem_RawFree(x->owned[k]);
+    PyMem_RawFree(x->owned);
+    PyMem_RawFree(x->arrays);
+    PyMem_RawFree(x->children);
+    PyMem_RawFree(x->buffers);
+    PyMem_RawFree(x);
+}
+
+/* Children are owned by the root: their release only marks them released. */
+static void release_child(struct ArrowArray *array) { array->release = NULL; }
+
+static void release_root(struct ArrowArray *array) {
+    exported_free(array->private_data);
+    array->release = NULL;
+}
+
+/* The capsule's end: an array never imported is released here. */
+static void arrow_capsule_free(PyObject *capsule) {
+    struct ArrowArray *array = PyCapsule_GetPointer(capsule, "arrow_array");
+    if (!array) return;
+    if (array->release) array->release(array);
+    PyMem_RawFree(array);
+}
+
+static const uint64_t EMPTY_BUFFER[2] = {0, 0};  /* a buffer of no bytes, not NULL */
+
+/* Takes buffer `b` for the exported arrays (an empty one reads as EMPTY_BUFFER). */
+static const void *export_buffer(Exported *x, Buf *b) {
+    const void *data = b->data ? (const void *)b->data : (const void *)EMPTY_BUFFER;
+    if (b->data) x->owned[x->nowned++] = b->data;
+    *b = (Buf){0};
+    return data;
+}
+
+/* The columns (every row in) as a capsule "arrow_array" of column 0's ArrowArray, the
+ * buffers moved into it (the columns are left empty); each column's sizes per row kept
+ * for the next run's reservations. NULL with an exception set. */
+SHARED PyObject *column_capsule(Column *cols, int ncols, Py_ssize_t rows) {
+    keep_rates(cols, ncols, rows);
+    Exported *x = PyMem_RawCalloc(1, sizeof(Exported));
+    struct ArrowArray *root = PyMem_RawCalloc(1, sizeof(struct ArrowArray));
+    if (!x || !root) goto nomem;
+    x->owned = PyMem_RawCalloc((size_t)ncols * 4, sizeof(void *));
+    x->arrays = PyMem_RawCalloc((size_t)ncols, sizeof(struct ArrowArray));
+    Py_ssize_t links = 1;
+    for (int k = 0; k < ncols; k++) links += cols[k].nchildren;
+    x->children = PyMem_RawCalloc((size_t)links, sizeof(struct ArrowArray *));
+    x->buffers = PyMem_RawCalloc((size_t)ncols * 3, sizeof(void *));
+    if (!x->owned || !x->arrays || !x->children || !x->buffers) goto nomem;
+    int nchildren = 0;
+    for (int k = 0; k < ncols; k++) {
+        Column *col = &cols[k];
+        struct ArrowArray *a = &x->arrays[k];
+        const void **buffers = &x->buffers[3 * k];
+        Py_ssize_t nulls = 0, unused;
+        buffers[0] = NULL;
+        if (col->has_validity) {
+            char *bits = pack_bits(&col->validity, col->length, &nulls);
+            if (!bits) goto nomem;
+            x->owned[x->nowned++] = bits;
+            if (nulls) buffers[0] = bits;  /* else its nulls were rolled back */
+        }
+        int n = 1;
+        switch (col->kind) {
+        case COL_BOOL: {
+            char *bits = pack_bits(&col->values, col->length, &unused);
+            if (!bits) goto nomem;
+            x->owned[x->nowned++] = bits;
+            buffers[n++] = bits;
+            break;
+        }
+        case COL_BINARY:
+            buffers[n++] = export_buffer(x, &col->offsets);
+            buffers[n++] = export_buffer(x, &col->data);
+            break;
+        case COL_LIST:
+            buffers[n++] = export_buffer(x, &col->offsets);
+            break;
+        case COL_STRUCT:
+            break;
+        default:
+            if (col->width) {
+                buffers[n++] = export_buffer(x, &col->values);
+            } else {  /* a null column: no buffer at all */
+                n = 0;
+                nulls = col->length;
+            }
+            break;
+        }
+        a->length = col->length;
+        a->null_count = nulls;
+        a->n_buffers = n;
+        a->buffers = buffers;
+        a->n_children = col->nchildren;
+        a->children = &x->children[nchildren];
+        for (int j = 0; j < col->nchildren; j++)
+            x->children[nchildren++] = &x->arrays[col->children[j]];
+        a->release = release_child;
+    }
+    free_columns(cols, ncols);
+    *root = x->arrays[0];
+    root->release = release_root;
+    root->private_data = x;
+    PyObject *capsule = PyCapsule_New(root, "arrow_array", arrow_capsule_free);
+    if (!capsule) {
+        release_root(root);
+        PyMem_RawFree(root);
+    }
+    return capsule;
+nomem:
+    if (x) exported_free(x);
+    PyMem_RawFree(root);
+    free_columns(cols, ncols);
+    return PyErr_NoMemory();
 }
 
 /* ------------------------------------------------------------------ the module */

@@ -48,3 +48,13 @@ def arrow_array(columns, index: int, types, children) -> pa.Array:
         return pa.Array.from_buffers(arrow, length, [validity], nulls, children=[
             arrow_array(columns, child, types, children) for child in children[index]])
     return pa.Array.from_buffers(arrow, length, [validity, pa.py_buffer(values)], nulls)
+
+
+# Whether this pyarrow imports an array from Arrow's C data interface capsules: the
+# decoders that can (columns.h's column_capsule) then hand their columns over in one call.
+ARROW_C = hasattr(pa.Array, "_import_from_c_capsule")
+
+
+def import_columns(capsule, arrow_type: pa.DataType) -> pa.Array:
+    """The array of a decoder's capsule of column 0 (column_capsule), of `arrow_type`."""
+    return pa.Array._import_from_c_capsule(arrow_type.__arrow_c_schema__(), capsule)

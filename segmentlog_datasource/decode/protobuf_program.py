@@ -40,7 +40,8 @@ from ..schemas.protobuf.text import (
     TYPE_INT32, TYPE_INT64, TYPE_MESSAGE, TYPE_SFIXED32, TYPE_SFIXED64, TYPE_SINT32,
     TYPE_SINT64, TYPE_STRING,
 )
-from .compiled_columns import arrow_array, load_value_decoder
+from .compiled_columns import ARROW_C as _ARROW_C
+from .compiled_columns import arrow_array, import_columns, load_value_decoder
 
 # _protobufcolumns.c's enums: column kinds, field actions, program kinds, emits,
 # conversions and row codes.
@@ -112,10 +113,10 @@ class Program:
         read in place) and one code per payload (ROW_OK, or why it failed: ROW_*)."""
         if getattr(payloads, "starts", None) is not None:
             columns, codes = self._module.run_spans(self._compiled, payloads.data,
-                                                    payloads.starts, payloads.ends)
+                                                    payloads.starts, payloads.ends, _ARROW_C)
         else:
-            columns, codes = self._module.run(self._compiled, payloads)
-        array = self._array(columns, 0)
+            columns, codes = self._module.run(self._compiled, payloads, _ARROW_C)
+        array = import_columns(columns, self.arrow_type) if _ARROW_C else self._array(columns, 0)
         array.validate()
         return array, codes
 
@@ -129,6 +130,8 @@ class Program:
         except MemoryError:  # a column past Arrow's 2 GiB offsets: the pure path's lists
             return None
         errors: List[Optional[str]] = [None] * len(array)
+        if codes.count(0) == len(codes):  # every row read: the common case
+            return array, errors
         for row in np.flatnonzero(np.frombuffer(codes, np.uint8)).tolist():
             why = reason(payloads[row])
             if why is None:

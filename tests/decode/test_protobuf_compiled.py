@@ -736,6 +736,60 @@ def test_unknown_fields_of_every_wire_type_are_skipped_and_map_entries_with_one_
     assert rows[2]["states"] == [(5, "UNKNOWN_ENUM_VALUE_Status_7")]
 
 
+def test_the_roots_scalars_read_straight_into_their_columns_keep_the_runtimes_rules():
+    """The root's singular scalars go to their columns as they are read (the compiled
+    decoder's direct fields): a field given again replaces its value, one of another wire
+    type is unknown, varints of every length up to 10 bytes (overlong ones too), tags of
+    two bytes, values that end where the payload ends, absent fields, and rows that fail
+    after some of their values went in."""
+    Root = orders_class()
+    full = Root(order_id=1, customer="first", sku="s1", quantity=2, store=3, created=-4,
+                price=1.5, discount=2.5, note="n1", paid=True, checksum=9, delta=-9,
+                blob=b"b1", tags=["a"]).SerializeToString()
+    again = (Root(order_id=-1, customer="second, and longer than sixteen bytes",
+                  quantity=-2, price=-1.5, delta=7, blob=b"").SerializeToString()
+             + tag(10, 0) + b"\x00"  # paid: false, given
+             + tag(9, 2) + b"\x00")  # note: "", given
+    payloads = [b"\x00" + full + again, b"\x00" + again + full, b"\x00"]
+    for bits in range(0, 64, 7):  # every varint length, and the values around it
+        for value in (2 ** bits - 1, 2 ** bits, -(2 ** bits)):
+            payloads.append(b"\x00" + tag(1, 0) + varint(value) + tag(4, 0) + varint(value)
+                            + tag(6, 0) + varint(value) + tag(5, 0) + varint(value))
+    payloads += [
+        b"\x00" + tag(1, 0) + b"\x81\x80\x80\x80\x80\x80\x80\x80\x80\x00",  # overlong 1
+        b"\x00" + tag(1, 0) + b"\xff" * 9 + b"\x01" + tag(2, 2) + b"\x01x",  # 10 bytes: -1
+        b"\x00" + tag(2, 2) + b"\x03abc" + tag(1, 0) + b"\x80\x80\x01",  # ends the payload
+        b"\x00" + tag(7, 0) + b"\x05" + tag(2, 0) + b"\x01" + tag(20, 0) + b"\x01"  # wire types
+        + tag(22, 2) + b"\x00" + tag(1, 0) + b"\x02",
+        b"\x00" + tag(20, 2) + b"\x02\xff\x00" + tag(22, 5) + b"\xff\xff\xff\xff",  # 2-byte tags
+        b"\x00" + Root(customer="ok").SerializeToString() + tag(2, 2) + b"\x01\xff",  # bad again
+        b"\x00" + tag(2, 2) + b"\x01\xff" + Root(customer="ok").SerializeToString(),
+        b"\x00" + Root(order_id=7, customer="abc", price=1.0).SerializeToString()
+        + tag(3, 2) + b"\x05ab",  # fails after three values went in
+        b"\x00" + full,
+        b"\x00" + Root(order_id=1).SerializeToString() + tag(1, 0) + b"\x80\x80",  # cut short
+    ]
+    out, errors, program = twins(ORDERS, ORDERS, payloads)
+    assert program is not None
+    rows = out.to_pylist()
+    assert rows[0]["order_id"] == -1 and rows[0]["customer"].startswith("second")
+    assert rows[0]["sku"] == "s1" and rows[0]["paid"] is False and rows[0]["note"] == ""
+    assert rows[0]["delta"] == 7 and rows[0]["blob"] == b"b1" and rows[0]["price"] == -1.5
+    assert rows[1]["order_id"] == 1 and rows[1]["customer"] == "first" and rows[1]["note"] == "n1"
+    assert rows[2]["order_id"] == 0 and rows[2]["note"] is None and rows[2]["tags"] == []
+    assert [row["order_id"] for row in rows[3:6]] == [0, 1, -1]
+    tail = len(rows) - 10
+    assert rows[tail]["order_id"] == 1 and rows[tail + 1]["order_id"] == -1
+    assert rows[tail + 2]["order_id"] == 1 << 14 and rows[tail + 2]["customer"] == "abc"
+    assert rows[tail + 3]["order_id"] == 2 and rows[tail + 3]["price"] == 0.0
+    assert rows[tail + 4]["blob"] == b"\xff\x00" and rows[tail + 4]["delta"] == -1
+    assert errors[tail + 5] is not None and errors[tail + 6] is not None
+    assert errors[tail + 7] is not None and rows[tail + 7] is None
+    assert rows[tail + 8]["tags"] == ["a"] and rows[tail + 8]["customer"] == "first"
+    assert errors[tail + 9] is not None
+    assert [error is None for error in errors].count(False) == 4
+
+
 @pytest.mark.parametrize("body, code", [
     (tag(1, 0) + b"\x80", ROW_CORRUPT),  # a varint cut short
     (tag(1, 0) + b"\xff" * 10 + b"\x01", ROW_CORRUPT),  # 11 bytes
@@ -1039,3 +1093,22 @@ def test_a_row_the_twins_disagree_on_sends_the_batch_to_the_pure_path(monkeypatc
         values, errors = reader.decode_columns(schema, held, payloads, compiled=True)
     assert isinstance(values, list) and [v["order_id"] for v in values] == [0, 1, 2]
     assert errors == [None] * 3
+
+
+def test_the_columns_handed_over_through_arrows_c_interface_equal_the_buffers(monkeypatch):
+    """The columns go to pyarrow as one ArrowArray (columns.h's column_capsule) where
+    pyarrow imports it; the buffers, one by one, otherwise: both give the same array."""
+    Root = orders_class()
+    payloads = [b"\x00" + Root(order_id=n, note="n" if n % 2 else None, paid=n % 3 == 0,
+                               tags=["t"] * (n % 4)).SerializeToString() for n in range(50)]
+    payloads[7] = b"\x00\xff"  # a failed row: a null
+    held = SchemaRegistry("t")
+    schema = registered(1, 1, ORDERS)
+    held.register(schema)
+    reader = PROTOBUF.reader(schema, held)
+    program = reader._program(1, reader._writer_schema(schema, held))
+    imported, codes = program.run(as_spans(payloads))
+    monkeypatch.setattr(protobuf_program, "_ARROW_C", False)
+    built, same_codes = program.run(as_spans(payloads))
+    imported.validate(full=True)
+    assert imported.equals(built) and codes == same_codes and imported.null_count == 1
