@@ -9,8 +9,10 @@ the end offset it reports (they have no admission control for Python sources).
 """
 import collections
 import datetime as dt
+import os
 import re
 
+import pyspark
 import pytest
 from pyspark.sql import functions as F
 
@@ -18,7 +20,7 @@ import segmentlog_datasource
 from segmentlog_datasource import offset_range, time_range
 from segmentlog_datasource.errors import SparkReleaseError
 from support.manifest import expected_rows, load_manifest
-from support.releases import batch_rows, spark_release
+from support.releases import batch_rows, is_connect, spark_release
 from support.streams import append
 
 pytestmark = pytest.mark.compat
@@ -33,6 +35,13 @@ def offsets(rows):
     for topic, partition, offset in rows:
         found[(topic, partition)].append(offset)
     return {tp: sorted(found[tp]) for tp in found}
+
+
+def test_the_session_is_the_kind_the_run_asked_for(spark):
+    """A Connect run (.ci/compat, SEGMENTLOG_TEST_REMOTE) runs on a Connect session, not on
+    a classic one started instead."""
+    assert is_connect(spark) == bool(os.environ.get("SEGMENTLOG_TEST_REMOTE"))
+    assert spark.version == pyspark.__version__
 
 
 # ------------------------------------------------------------------ register, pushdown
