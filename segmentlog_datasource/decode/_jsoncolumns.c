@@ -68,6 +68,13 @@ typedef struct {
     Py_ssize_t default_len;
 } Property;
 
+/* A plain property's pattern of at most 16 bytes ("name":) as two words under masks:
+ * what the expected key is compared with first. */
+typedef struct {
+    uint64_t words[2], masks[2];
+    int32_t len, quick;   /* quick: plain, and at most 16 bytes */
+} Key;
+
 struct Step {
     int kind, col, nullable;
     int64_t low, high;    /* integers: the column's range */
@@ -75,7 +82,10 @@ struct Step {
     int nchildren;
     Step **children;      /* array: [items]; map: [values]; object: properties; union: members */
     Property *props;      /* object: one per child */
-    uint8_t *seen;        /* object: which properties a value has given (scratch) */
+    Key *keys;            /* object: one per child */
+    uint64_t *seen;       /* object of more than 64 properties: which a value has given
+                           * (scratch bits; up to 64, a local mask) */
+    Column *column;       /* &cols[col] (the columns never move) */
     int key_col;          /* map: the keys' column */
 };
 
@@ -84,12 +94,12 @@ typedef struct {
     Column *cols;
     Step *root;
     int flags;
-    int extended;         /* long double has a 64-bit mantissa here (x87) */
     PyObject *defer;      /* what a slow converter returns to leave the row to Python */
     int busy;             /* a run is under way (its slow converters run Python code, during
                            * which another thread may call in) */
     Buf scratch;          /* unescaped keys and strings, numbers for strtod */
     Buf keys;             /* a map's duplicate check: its hash table */
+    const uint8_t *limit; /* the end of what the payloads' buffer lets a run read */
 } Program;
 
 typedef struct {
@@ -120,9 +130,10 @@ static HOT int is_ws(uint8_t b) {
     return b == ' ' || b == '\n' || b == '\r' || b == '\t';
 }
 
-/* json.loads's whitespace: space, tab, newline, carriage return. */
+/* json.loads's whitespace: space, tab, newline, carriage return (all at most ' ', which
+ * most bytes after a token are past: one comparison). */
 static HOT void skip_ws(Cursor *c) {
-    while (c->p < c->end && is_ws(*c->p)) c->p++;
+    while (c->p < c->end && *c->p <= ' ' && is_ws(*c->p)) c->p++;
 }
 
 static HOT int is_digit(uint8_t b) {
@@ -337,6 +348,27 @@ static HOT uint64_t eight_value(const uint8_t *p) {
     return (v & 0x0000ffff0000ffffULL) * 42949672960001ULL >> 32;
 }
 
+/* How many of the 8 bytes of v (little-endian: the first byte lowest) are ASCII digits
+ * before the first that is not: 0 to 8. (A byte's + 6 carries only out of a byte past
+ * '9', and only into the bytes after it.) */
+static HOT int leading_digits(uint64_t v) {
+    uint64_t t = (v & 0xf0f0f0f0f0f0f0f0ULL) | (((v + 0x0606060606060606ULL) & 0xf0f0f0f0f0f0f0f0ULL) >> 4);
+    uint64_t other = t ^ 0x3333333333333333ULL;
+    return other ? __builtin_ctzll(other) >> 3 : 8;
+}
+
+static const uint64_t POW10_INT[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                      100000000};
+
+/* The value of the first k (1 to 8) digits of the 8 bytes of v: shifted to the top, the
+ * bytes after them out and zeros before them, then 8 digits' value. */
+static HOT uint64_t digits_value(uint64_t v, int k) {
+    v <<= 8 * (8 - k);
+    v = (v & 0x0f0f0f0f0f0f0f0fULL) * 2561 >> 8;
+    v = (v & 0x00ff00ff00ff00ffULL) * 6553601 >> 16;
+    return (v & 0x0000ffff0000ffffULL) * 42949672960001ULL >> 32;
+}
+
 /* A run of digits at p (before end) taken into w, at most 19 significant ones: *digits
  * counts those in w (leading zeros not counted when `skip_zeros`: *zeros counts them),
  * *dropped those past 19. Returns the end of the run. */
@@ -348,10 +380,15 @@ static HOT const uint8_t *digit_run(const uint8_t *p, const uint8_t *end, uint64
             (*zeros)++;
         }
     }
-    while (end - p >= 8 && *digits <= 11 && eight_digits(p)) {
-        *w = *w * 100000000 + eight_value(p);
-        *digits += 8;
-        p += 8;
+    while (end - p >= 8) {  /* 8 bytes a step: the digits among them, as one number */
+        uint64_t x;
+        memcpy(&x, p, 8);
+        int k = leading_digits(x);
+        if (!k || *digits + k > 19) break;  /* none, or more than 19: the byte loop's */
+        *w = *w * POW10_INT[k] + digits_value(x, k);
+        *digits += k;
+        p += k;
+        if (k < 8) return p;
     }
     while (p < end && is_digit(*p)) {
         if (*digits < 19) {
@@ -428,16 +465,138 @@ static HOT int scan_number(Cursor *c, Num *n) {
 static const double POW10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
                                  1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
                                  1e20, 1e21, 1e22};
-#if LDBL_MANT_DIG == 64
-static const long double POW10L[28] = {
-    1e0L, 1e1L, 1e2L, 1e3L, 1e4L, 1e5L, 1e6L, 1e7L, 1e8L, 1e9L, 1e10L, 1e11L, 1e12L, 1e13L,
-    1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L, 1e20L, 1e21L, 1e22L, 1e23L, 1e24L, 1e25L,
-    1e26L, 1e27L};
-#endif
 
-/* A float literal's value as Python's float() gives it: correctly rounded. Exact
- * shortcuts first (a double or x87 long double operation on exact operands, when its
- * rounding cannot differ from the decimal's), then CPython's own strtod. */
+/* ------------------------------------------------------------------ w * 10^q, rounded */
+
+/* 5^q for q in [POW5_MIN, POW5_MAX] as P * 2^e, P of 128 bits (its top bit set), cut
+ * down: P * 2^e <= 5^q < (P + 1) * 2^e, exactly equal for q in [0, 55]. Computed when the
+ * module loads, from exact big integers (pow5_table). A double's decimal exponents with
+ * up to 19 digits lie within; others go to strtod. */
+#define POW5_MIN (-342)
+#define POW5_MAX 308
+typedef struct {
+    uint64_t hi, lo;
+    int32_t e;
+} Pow5;
+static Pow5 POW5[POW5_MAX - POW5_MIN + 1];
+static int pow5_ready;
+
+/* A big integer of 32 limbs of 32 bits (little-endian): 1024 bits, past 2^1023 / 5^342. */
+#define BIG_LIMBS 32
+
+static int big_bits(const uint32_t *x) {
+    for (int k = BIG_LIMBS - 1; k >= 0; k--)
+        if (x[k]) return 32 * k + 32 - __builtin_clz(x[k]);
+    return 0;
+}
+
+/* The 128 bits of x from bit `from` up (bits past x's top are zero; `from` may be
+ * negative: x shifted left). */
+static void big_take128(const uint32_t *x, int from, uint64_t *hi, uint64_t *lo) {
+    uint64_t words[2] = {0, 0};
+    for (int b = 0; b < 128; b++) {
+        int at = from + b;
+        if (at < 0 || at >= 32 * BIG_LIMBS) continue;
+        if (x[at / 32] >> (at % 32) & 1) words[b / 64] |= (uint64_t)1 << (b % 64);
+    }
+    *lo = words[0];
+    *hi = words[1];
+}
+
+/* POW5, from exact integers: 5^q by multiplying by 5, and for q < 0 floor(2^1023 / 5^n)
+ * by dividing by 5 n times (floors of floors of a quotient by integers are the floor of
+ * the whole quotient), each cut to its top 128 bits. */
+static void pow5_table(void) {
+    uint32_t power[BIG_LIMBS] = {1}, inverse[BIG_LIMBS] = {0};
+    inverse[BIG_LIMBS - 1] = 0x80000000u;  /* 2^1023 */
+    for (int q = 0; q <= POW5_MAX || -q >= POW5_MIN; q++) {
+        if (q) {  /* power *= 5; inverse = floor(inverse / 5) */
+            uint64_t carry = 0;
+            for (int k = 0; k < BIG_LIMBS; k++) {
+                uint64_t v = (uint64_t)power[k] * 5 + carry;
+                power[k] = (uint32_t)v;
+                carry = v >> 32;
+            }
+            uint64_t rest = 0;
+            for (int k = BIG_LIMBS - 1; k >= 0; k--) {
+                uint64_t v = rest << 32 | inverse[k];
+                inverse[k] = (uint32_t)(v / 5);
+                rest = v % 5;
+            }
+        }
+        int bits = big_bits(power);  /* 2^(bits-1) <= 5^q < 2^bits */
+        if (q <= POW5_MAX) {
+            Pow5 *t = &POW5[q - POW5_MIN];
+            big_take128(power, bits - 128, &t->hi, &t->lo);
+            t->e = bits - 128;
+        }
+        if (q && -q >= POW5_MIN) {
+            /* 5^-q = 2^-1023 * (2^1023 / 5^q), whose top bit is bit 1023 - bits, or the
+             * one above it: P = floor(2^(127 + bits) / 5^q) = the 128 bits from bit
+             * 1023 - 127 - bits of floor(2^1023 / 5^q), P in [2^127, 2^128) */
+            Pow5 *t = &POW5[-q - POW5_MIN];
+            int from = 1023 - 127 - bits;
+            big_take128(inverse, from, &t->hi, &t->lo);
+            t->e = from - 1023;
+            if (!(t->hi >> 63)) return;  /* not expected: the fast path stays off */
+        }
+    }
+    pow5_ready = 1;
+}
+
+/* w * 10^q (w > 0, of at most 19 digits) correctly rounded, by one 64 x 128-bit product
+ * with 5^q's table entry: the product's 53 top bits and the rest decide the rounding
+ * unless the value lies within the entry's error of a halfway point; 0 (no value) then,
+ * or past the normal range. */
+static HOT int product_double(uint64_t w, int64_t q, int negative, double *out) {
+#ifdef __SIZEOF_INT128__
+    if (!pow5_ready || q < POW5_MIN || q > POW5_MAX) return 0;
+    const Pow5 *t = &POW5[q - POW5_MIN];
+    int lz = __builtin_clzll(w);
+    uint64_t v = w << lz;
+    unsigned __int128 low = (unsigned __int128)v * t->lo, high = (unsigned __int128)v * t->hi;
+    /* the product, 192 bits: z2:z1:z0 */
+    uint64_t z0 = (uint64_t)low;
+    unsigned __int128 upper = high + (uint64_t)(low >> 64);
+    uint64_t z2 = (uint64_t)(upper >> 64), z1 = (uint64_t)upper;
+    int top = z2 >> 63 ? 191 : 190;  /* the product is in [2^190, 2^192) */
+    int s = top - 52 - 128;           /* z2's bits below the 53 kept */
+    uint64_t m = z2 >> s;
+    /* the rest below the kept bits, in units of 2^64: rest = (z2's s low bits):z1 */
+    unsigned __int128 rest = (unsigned __int128)(z2 & (((uint64_t)1 << s) - 1)) << 64 | z1;
+    unsigned __int128 half = (unsigned __int128)1 << (s + 63);
+    int up;
+    if (q >= 0 && q <= 55) {  /* the entry is 5^q exactly: so is the product */
+        if (rest != half) up = rest > half;
+        else if (z0) up = 1;
+        else up = (int)(m & 1);  /* a tie: to even */
+    } else {
+        /* the value is within [product, product + v), v < 2^64: its rest within
+         * [rest, rest + 2) in units of 2^64 */
+        if (rest + 2 <= half) up = 0;
+        else if (rest > half) up = 1;
+        else return 0;
+    }
+    m += (uint64_t)up;
+    int64_t exponent = top + t->e + q - lz;  /* of the value's top bit */
+    if (m >> 53) {  /* rounded up to the next power of two */
+        m >>= 1;
+        exponent++;
+    }
+    if (exponent < -1022 || exponent > 1023) return 0;  /* subnormal, or past the largest */
+    uint64_t bits = (uint64_t)(exponent + 1023) << 52 | (m & (((uint64_t)1 << 52) - 1));
+    if (negative) bits |= (uint64_t)1 << 63;
+    memcpy(out, &bits, 8);
+    return 1;
+#else
+    (void)w; (void)q; (void)negative; (void)out;
+    return 0;
+#endif
+}
+
+/* A float literal's value as Python's float() gives it: correctly rounded. An exact
+ * shortcut first (one double operation on exact operands: Clinger's), then the product
+ * with a power of 5 (product_double), then CPython's own strtod. */
 static int strtod_double(Program *prog, const Num *n, double *out);
 
 static HOT int num_double(Program *prog, const Num *n, double *out) {
@@ -454,23 +613,7 @@ static HOT int num_double(Program *prog, const Num *n, double *out) {
             *out = n->negative ? -d : d;
             return OK;
         }
-#if LDBL_MANT_DIG == 64
-        if (prog->extended && q >= -27 && q <= 27) {
-            /* w and 10^|q| are exact in 64 bits; the quotient or product is rounded once
-             * to 64 bits, then to 53. The second rounding is right unless the first
-             * landed within one unit of a halfway point between two doubles. */
-            long double x = (long double)w;
-            x = q < 0 ? x / POW10L[-q] : x * POW10L[q];
-            uint64_t mantissa;
-            memcpy(&mantissa, &x, 8);
-            unsigned low = (unsigned)(mantissa & 0x7ff);
-            if (low < 0x3ff || low > 0x401) {
-                double d = (double)x;
-                *out = n->negative ? -d : d;
-                return OK;
-            }
-        }
-#endif
+        if (product_double(w, q, n->negative, out)) return OK;
     }
     return strtod_double(prog, n, out);
 }
@@ -773,8 +916,10 @@ static HOT int parse_string(Program *prog, Column *col, Cursor *c) {
     if (r != OK) return r;
     if (lone) return DEFER;
     if (!escaped) {
-        /* short strings copied in 16-byte moves, where source and buffer have the room */
-        if (n <= 16 && c->end - s >= 16 && buf_reserve(&col->data, 16) == OK) {
+        /* short strings copied in 16-byte moves, where the source (the payloads' buffer,
+         * not only this document) and the column have the room */
+        if (n <= 16 && prog->limit - s >= 16
+            && (col->data.cap - col->data.len >= 16 || buf_reserve(&col->data, 16) == OK)) {
             memcpy(col->data.data + col->data.len, s, 16);
             col->data.len += n;
             if (end_offset(col, col->data.len) != OK) return NOMEM;
@@ -797,9 +942,16 @@ static HOT int parse_integer(Program *prog, Step *step, Cursor *c, int64_t *out)
         if (p < end && *p >= '1' && *p <= '9') {
             const uint8_t *first = p;
             uint64_t v = 0;
-            if (end - p >= 8 && eight_digits(p)) {
-                v = eight_value(p);
-                p += 8;
+            /* 8 bytes a step: the digits among them, as one number (left-aligned: the
+             * bytes after them shifted out, zeros before them) */
+            while (end - p >= 8 && p - first <= 10) {
+                uint64_t x;
+                memcpy(&x, p, 8);
+                int k = leading_digits(x);
+                if (!k) break;
+                v = v * POW10_INT[k] + digits_value(x, k);
+                p += k;
+                if (k < 8) break;
             }
             while (p < end && is_digit(*p) && p - first < 18) v = v * 10 + (uint64_t)(*p++ - '0');
             if (p == end || (!is_digit(*p) && *p != '.' && *p != 'e' && *p != 'E')) {
@@ -837,7 +989,7 @@ static int parse_map(Program *prog, Step *step, Cursor *c, int depth);
  * inlined where values are read. */
 static HOT int parse_scalar(Program *prog, Step *step, Cursor *c) {
     if (c->p >= c->end) return DEFER;
-    Column *col = &prog->cols[step->col];
+    Column *col = step->column;
     uint8_t b = *c->p;
     int r;
     switch (step->kind) {
@@ -888,7 +1040,11 @@ static HOT int parse_slot(Program *prog, Step *step, Cursor *c, int depth) {
         if (!literal(c, "null", 4)) return DEFER;
         return step->nullable ? append_null(prog, step->col) : MISFIT;
     }
-    return is_scalar(step->kind) ? parse_scalar(prog, step, c) : parse_value(prog, step, c, depth);
+    if (is_scalar(step->kind)) return parse_scalar(prog, step, c);
+    Cursor inner = *c;  /* a copy: *c may be a caller's local kept in registers */
+    int r = parse_value(prog, step, &inner, depth);
+    *c = inner;
+    return r;
 }
 
 static int parse_value(Program *prog, Step *step, Cursor *c, int depth) {
@@ -997,10 +1153,20 @@ static HOT int colon(Cursor *c) {
  * past them and the whitespace after): the raw bytes are the name, so the key is. */
 static HOT int key_is(Step *step, Cursor *c, int k) {
     if (k >= step->nchildren) return 0;
-    Property *p = &step->props[k];
-    Py_ssize_t n = p->name_len + 3;
-    if (!p->plain || c->end - c->p < n || !same_bytes(c->p, p->pattern, n)) return 0;
-    c->p += n;
+    const Key *key = &step->keys[k];
+    if (key->quick && c->end - c->p >= 16) {  /* two loads, compared under the masks */
+        uint64_t a, b;
+        memcpy(&a, c->p, 8);
+        memcpy(&b, c->p + 8, 8);
+        if (((a ^ key->words[0]) & key->masks[0]) | ((b ^ key->words[1]) & key->masks[1]))
+            return 0;
+        c->p += key->len;
+    } else {
+        Property *p = &step->props[k];
+        Py_ssize_t n = p->name_len + 3;
+        if (!p->plain || c->end - c->p < n || !same_bytes(c->p, p->pattern, n)) return 0;
+        c->p += n;
+    }
     skip_ws(c);
     return 1;
 }
@@ -1037,7 +1203,8 @@ static HOT int next_member(Cursor *c, uint8_t close) {
 static int misfit_unless_repeated(Program *prog, Step *step, const uint8_t *start,
                                   const uint8_t *end, int depth) {
     Cursor c = {start + 1, end};
-    memset(step->seen, 0, (size_t)step->nchildren);
+    uint64_t local = 0, *seen = step->nchildren > 64 ? step->seen : &local;
+    if (seen != &local) memset(seen, 0, sizeof(uint64_t) * ((size_t)step->nchildren + 63) / 64);
     skip_ws(&c);
     if (c.p < c.end && *c.p == '}') return MISFIT;
     for (;;) {
@@ -1046,8 +1213,8 @@ static int misfit_unless_repeated(Program *prog, Step *step, const uint8_t *star
         if (read_key(prog, &c, &key, &n) != OK) return DEFER;
         int k = property_of(step, key, n, 0);
         if (k >= 0) {
-            if (step->seen[k]) return DEFER;
-            step->seen[k] = 1;
+            if (seen[k >> 6] >> (k & 63) & 1) return DEFER;
+            seen[k >> 6] |= (uint64_t)1 << (k & 63);
         }
         if (skip_value(&c, depth + 1) != OK) return DEFER;
         int closed = next_member(&c, '}');
@@ -1056,11 +1223,21 @@ static int misfit_unless_repeated(Program *prog, Step *step, const uint8_t *star
     }
 }
 
-static int parse_object(Program *prog, Step *step, Cursor *c, int depth) {
+/* An object's properties, read in one pass. The cursor is a local copy (its address goes
+ * only to inlined functions, so it stays in registers: a store to a column would make the
+ * compiler reload it from memory); the functions that are not inlined take copies of it.
+ * Which properties came: bits, a local mask up to 64 properties, else the step's words. */
+static HOT int object_of(Program *prog, Step *step, Cursor *outer, int depth, int many) {
+    Cursor cur = *outer, *c = &cur;
     const uint8_t *start = c->p;
-    Column *col = &prog->cols[step->col];
     int r, hint = 0, given = 0;
-    memset(step->seen, 0, (size_t)step->nchildren);
+    uint64_t mask = 0;
+    if (many) memset(step->seen, 0, sizeof(uint64_t) * ((size_t)step->nchildren + 63) / 64);
+#define SEEN(k) (many ? step->seen[(k) >> 6] >> ((k) & 63) & 1 : mask >> (k) & 1)
+#define MARK(k) do {                                                           \
+        if (many) step->seen[(k) >> 6] |= (uint64_t)1 << ((k) & 63);          \
+        else mask |= (uint64_t)1 << (k);                                       \
+    } while (0)
     c->p++;
     skip_ws(c);
     if (c->p < c->end && *c->p == '}') {
@@ -1077,10 +1254,12 @@ static int parse_object(Program *prog, Step *step, Cursor *c, int depth) {
                 k = property_of(step, key, n, hint);
             }
             if (k < 0) {
-                r = skip_value(c, depth + 1);  /* a property the column lacks: dropped */
+                Cursor skipped = cur;
+                r = skip_value(&skipped, depth + 1);  /* a property the column lacks: dropped */
+                cur = skipped;
             } else {
-                if (step->seen[k]) return DEFER;  /* json.loads keeps the last */
-                step->seen[k] = 1;
+                if (SEEN(k)) return DEFER;  /* json.loads keeps the last */
+                MARK(k);
                 given++;
                 hint = k + 1;
                 r = parse_slot(prog, step->children[k], c, depth + 1);
@@ -1093,12 +1272,15 @@ static int parse_object(Program *prog, Step *step, Cursor *c, int depth) {
         }
     }
     for (int k = 0; given < step->nchildren && k < step->nchildren; k++) {
-        if (step->seen[k]) continue;
+        if (SEEN(k)) continue;
         Property *p = &step->props[k];
         if (p->has_default) {  /* the schema's default, read as a value would be */
             Cursor d = {(const uint8_t *)p->default_text,
                         (const uint8_t *)p->default_text + p->default_len};
+            const uint8_t *limit = prog->limit;
+            prog->limit = d.end;  /* its own text is all a read of it may reach */
             r = parse_slot(prog, step->children[k], &d, depth + 1);
+            prog->limit = limit;
             if (r != OK) return r == MISFIT ? DEFER : r;
             skip_ws(&d);
             if (d.p != d.end) return DEFER;
@@ -1108,7 +1290,17 @@ static int parse_object(Program *prog, Step *step, Cursor *c, int depth) {
             return NOMEM;
         }
     }
-    return append_validity(col, 1);
+#undef SEEN
+#undef MARK
+    *outer = cur;
+    return append_validity(step->column, 1);
+}
+
+/* The two objects' shapes compiled apart: up to 64 properties (a mask in a register),
+ * and more. */
+static int parse_object(Program *prog, Step *step, Cursor *c, int depth) {
+    return step->nchildren <= 64 ? object_of(prog, step, c, depth, 0)
+                                 : object_of(prog, step, c, depth, 1);
 }
 
 static uint64_t hash_bytes(const char *s, Py_ssize_t n) {
@@ -1235,6 +1427,7 @@ static void free_step(Step *step) {
         PyMem_Free(step->props);
     }
     PyMem_Free(step->seen);
+    PyMem_Free(step->keys);
     Py_XDECREF(step->slow);
     PyMem_Free(step);
 }
@@ -1290,6 +1483,7 @@ static Step *build_step(Program *prog, PyObject *obj, int depth, int *filled) {
     if (step->kind < K_STRING || step->kind > K_LAST) REFUSE("step kind");
     if (step->col < 0 || step->col >= prog->ncols) REFUSE("a step's column");
     Column *col = &prog->cols[step->col];
+    step->column = col;
     if (!fits(step->kind, col->kind)) REFUSE("a step fills a column of another kind");
     if (filled[step->col]++) REFUSE("two steps fill one column");
     if (step->nullable && !col->nullable) REFUSE("a step takes null for a column that does not");
@@ -1339,8 +1533,9 @@ static Step *build_step(Program *prog, PyObject *obj, int depth, int *filled) {
         if (!PyTuple_Check(extra) || PyTuple_GET_SIZE(extra) != n)
             REFUSE("properties: a tuple, one per child");
         step->props = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Property));
-        step->seen = PyMem_Calloc((size_t)(n ? n : 1), 1);
-        if (!step->props || !step->seen) {
+        step->seen = PyMem_Calloc((size_t)(n + 63) / 64 + 1, sizeof(uint64_t));
+        step->keys = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Key));
+        if (!step->props || !step->seen || !step->keys) {
             PyErr_NoMemory();
             goto fail;
         }
@@ -1397,6 +1592,16 @@ static Step *build_step(Program *prog, PyObject *obj, int depth, int *filled) {
             memcpy(p->pattern + 1, p->name, (size_t)p->name_len);
             p->pattern[p->name_len + 1] = '"';
             p->pattern[p->name_len + 2] = ':';
+            Key *key = &step->keys[k];
+            if (p->plain && p->name_len + 3 <= 16) {
+                key->len = (int32_t)(p->name_len + 3);
+                uint8_t bytes[16] = {0}, keep[16] = {0};
+                memcpy(bytes, p->pattern, (size_t)p->name_len + 3);
+                memset(keep, 0xff, (size_t)p->name_len + 3);
+                memcpy(key->words, bytes, 16);
+                memcpy(key->masks, keep, 16);
+                key->quick = 1;
+            }
             if (fallback != Py_None) {
                 if (!PyBytes_Check(fallback)) REFUSE("a default: JSON text, or None");
                 if (!(p->default_text = copy_bytes(fallback, &p->default_len))) goto fail;
@@ -1431,12 +1636,6 @@ static PyObject *compile_program(PyObject *self, PyObject *args) {
     int *filled = NULL;
     prog->flags = flags;
     prog->defer = Py_NewRef(defer);
-#if LDBL_MANT_DIG == 64
-    {
-        volatile long double one = 1.0L, tiny = 0x1p-63L;
-        prog->extended = one + tiny != one;  /* the x87 unit rounds to 64 bits */
-    }
-#endif
     Py_ssize_t n = PyList_GET_SIZE(columns);
     if (n < 1 || n > 100000) REFUSE("column count");
     prog->cols = PyMem_Calloc((size_t)n, sizeof(Column));
@@ -1497,11 +1696,13 @@ static int run_failed(int r) {
     return r;
 }
 
-/* run(program, payloads) -> ([(length, null_count, validity, values, offsets, data)] per
- * column, [the rows left to Python]) */
+/* run(program, payloads, arrow=False) -> ([(length, null_count, validity, values, offsets,
+ * data)] per column, or with `arrow` a capsule of column 0's ArrowArray (columns.h's
+ * column_capsule); [the rows left to Python]) */
 static PyObject *run_program(PyObject *self, PyObject *args) {
     PyObject *capsule, *payloads;
-    if (!PyArg_ParseTuple(args, "OO", &capsule, &payloads)) return NULL;
+    int arrow = 0;
+    if (!PyArg_ParseTuple(args, "OO|p", &capsule, &payloads, &arrow)) return NULL;
     Program *prog = PyCapsule_GetPointer(capsule, "jsoncolumns.program");
     if (!prog) return NULL;
     if (prog->busy) {
@@ -1518,6 +1719,7 @@ static PyObject *run_program(PyObject *self, PyObject *args) {
     for (Py_ssize_t row = 0; row < rows; row++) {
         Py_buffer view;
         if (PyObject_GetBuffer(items[row], &view, PyBUF_SIMPLE) < 0) goto done;
+        prog->limit = (const uint8_t *)view.buf + view.len;
         int r = decode_row(prog, view.buf, view.len, row, deferred);
         PyBuffer_Release(&view);
         if (r != OK) {
@@ -1525,7 +1727,8 @@ static PyObject *run_program(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    PyObject *columns = column_buffers(prog->cols, prog->ncols, rows);
+    PyObject *columns = arrow ? column_capsule(prog->cols, prog->ncols, rows)
+                              : column_buffers(prog->cols, prog->ncols, rows);
     if (columns) result = Py_BuildValue("NO", columns, deferred);
 done:
     free_columns(prog->cols, prog->ncols);
@@ -1535,12 +1738,13 @@ done:
     return result;
 }
 
-/* run_spans(program, data, starts, ends): run's result for data[starts[i]:ends[i]]
- * (starts and ends: int64 buffers), read in place. */
+/* run_spans(program, data, starts, ends, arrow=False): run's result for
+ * data[starts[i]:ends[i]] (starts and ends: int64 buffers), read in place. */
 static PyObject *run_spans(PyObject *self, PyObject *args) {
     PyObject *capsule, *result = NULL, *deferred = NULL;
     Spans in;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*", &capsule, &in.data, &in.starts, &in.ends))
+    int arrow = 0;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*|p", &capsule, &in.data, &in.starts, &in.ends, &arrow))
         return NULL;
     Program *prog = PyCapsule_GetPointer(capsule, "jsoncolumns.program");
     if (!prog) goto done;
@@ -1554,6 +1758,7 @@ static PyObject *run_spans(PyObject *self, PyObject *args) {
     if (rows < 0) goto done;
     const int64_t *first = in.starts.buf, *last = in.ends.buf;
     if (!(deferred = PyList_New(0)) || begin_run(prog->cols, prog->ncols, rows) < 0) goto done;
+    prog->limit = (const uint8_t *)in.data.buf + in.data.len;
     for (Py_ssize_t row = 0; row < rows; row++) {
         int r = decode_row(prog, (const uint8_t *)in.data.buf + first[row],
                            (Py_ssize_t)(last[row] - first[row]), row, deferred);
@@ -1562,7 +1767,8 @@ static PyObject *run_spans(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    PyObject *columns = column_buffers(prog->cols, prog->ncols, rows);
+    PyObject *columns = arrow ? column_capsule(prog->cols, prog->ncols, rows)
+                              : column_buffers(prog->cols, prog->ncols, rows);
     if (columns) result = Py_BuildValue("NO", columns, deferred);
 done:
     if (prog) {
@@ -1578,8 +1784,9 @@ static PyMethodDef methods[] = {
     {"compile", compile_program, METH_VARARGS,
      "compile(columns, step, flags, defer) -> a program"},
     {"run", run_program, METH_VARARGS,
-     "run(program, payloads) -> (the columns' buffers, the rows left to Python)"},
-    {"run_spans", run_spans, METH_VARARGS, RUN_SPANS_DOC},
+     "run(program, payloads, arrow=False) -> (the columns' buffers, or with arrow an "
+     "ArrowArray capsule; the rows left to Python)"},
+    {"run_spans", run_spans, METH_VARARGS, RUN_SPANS_ARROW_DOC},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1588,5 +1795,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_jsoncolumns",
                                     methods};
 
 PyMODINIT_FUNC PyInit__jsoncolumns(void) {
+    if (!pow5_ready) pow5_table();
     return create_module(&module);
 }

@@ -23,7 +23,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..schemas.json_schema.mapping import NO_DEFAULT, Misfit, Node
-from .compiled_columns import arrow_array, load_value_decoder
+from .compiled_columns import ARROW_C as _ARROW_C
+from .compiled_columns import arrow_array, import_columns, load_value_decoder
 
 # Column kinds and step kinds: _jsoncolumns.c's enums.
 COL_BOOL, COL_I8, COL_I16, COL_I32, COL_I64, COL_F32, COL_F64, COL_BINARY, COL_LIST, \
@@ -206,8 +207,10 @@ class Program:
         with self._lock:
             columns, deferred = (
                 self._module.run_spans(self._compiled, payloads.data, payloads.starts,
-                                       payloads.ends)
-                if spans else self._module.run(self._compiled, payloads))
+                                       payloads.ends, _ARROW_C)
+                if spans else self._module.run(self._compiled, payloads, _ARROW_C))
+        if _ARROW_C:
+            return import_columns(columns, self.arrow_type), deferred
         return self._array(columns, 0), deferred
 
     def decode(self, payloads, fallback: Callable) -> Tuple[pa.Array, List[Optional[str]]]:

@@ -68,6 +68,7 @@ def test_paired_surrogates_and_timestamps_at_the_edges_decode():
 # ------------------------------------------------------------------ the twin harness
 
 import math  # noqa: E402
+import struct  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
 
@@ -547,6 +548,96 @@ def test_numbers_read_as_pythons_float_and_int_read_them(kind):
         "type": "array", "items": kind}}})
     twins(column, [f'{{"n":{literal},"a":[{literal}, {literal} ]}}'.encode()
                    for literal in literals])
+
+
+def halfway_literals(rng, count):
+    """Decimal literals at, and just off, the halfway points between adjacent doubles (the
+    hardest to round), exactly and cut to 17 and 19 significant digits, across the
+    exponent range."""
+    from decimal import Decimal, localcontext
+
+    literals = []
+    with localcontext() as context:
+        context.prec = 1200
+        while len(literals) < count:
+            low = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(63)))[0]
+            high = math.nextafter(low, math.inf)
+            if not (math.isfinite(low) and math.isfinite(high)) or low == 0:
+                continue
+            middle = (Decimal(low) + Decimal(high)) / 2
+            step = (Decimal(high) - Decimal(low)) / Decimal(10 ** 12)
+            for point in (middle, middle + step, middle - step):
+                literals += [format(point, "e"), format(point, ".18e"), format(point, ".16e")]
+    return literals
+
+
+@compiled_only
+def test_doubles_are_pythons_float_bit_for_bit():
+    """The compiled parser's double of a literal (a shortcut for w * 10^q with w of 15 or
+    fewer digits, then a 64 x 128-bit product with a table power of 5, else CPython's
+    strtod) is float()'s, bit for bit: every digit count up to 19 at every exponent of a
+    double's range, halfway points and their neighbours, the edges of the normal and
+    subnormal ranges, and literals past 19 digits."""
+    rng = random.Random(13)
+    literals = [f"{rng.randrange(1, 10 ** digits)}e{exponent}"
+                for digits in range(1, 20) for exponent in range(-345, 311, 7)]
+    literals += [f"{'-' if rng.random() < 0.3 else ''}{rng.randrange(10 ** 19)}."
+                 f"{rng.randrange(10 ** 6):06d}e{rng.randrange(-340, 300)}"
+                 for _ in range(SWEEP or 4000)]
+    literals += halfway_literals(rng, SWEEP or 6000)
+    literals += [repr(2.0 ** e) for e in range(-1074, 1024, 3)]
+    literals += [repr(math.nextafter(2.0 ** e, 0)) for e in range(-1021, 1024, 5)]
+    literals += ["9007199254740992e3", "9007199254740993e3", "9999999999999999999e-342",
+                 "1e-342", "2.4703282292062327e-324", "2.4703282292062328e-324",
+                 "1.7976931348623157e308", "1.7976931348623158e308", "1.7976931348623159e308",
+                 "2.2250738585072012e-308", "4.9406564584124654e-324", "1e23", "8.5e-1",
+                 "123456789012345678e-5", "1234567890123456789e291", "1844674407370955161e1",
+                 "5e-1", "0.5000000000000001", "7.450580596923828125e-9"]
+    literals = [literal for literal in literals if math.isfinite(float(literal))]
+    column = column_of({"type": "number"})
+    compiled, errors, _ = twins(column, [literal.encode() for literal in literals],
+                                deferred=[])
+    assert errors == [None] * len(literals)
+    got = compiled.to_numpy(zero_copy_only=False)
+    wrong = [(literal, repr(value)) for literal, value in zip(literals, got)
+             if struct.pack("<d", value) != struct.pack("<d", float(literal))]
+    assert not wrong, wrong[:10]
+
+
+@compiled_only
+def test_integers_of_every_length_and_keys_in_any_order():
+    """The integer fast path (8 digits a step) at every length up to 19 digits and past
+    it, signs and bounds; objects whose keys come in the schema's order, out of it,
+    spaced, escaped, repeated or unknown; strings ending where the buffer ends."""
+    rng = random.Random(14)
+    values = [sign * rng.randrange(10 ** (digits - 1), 10 ** digits) for digits in range(1, 20)
+              for sign in (1, -1) for _ in range(20)]
+    values += [10 ** k for k in range(19)] + [10 ** k - 1 for k in range(1, 20)]
+    values += [2 ** 63 - 1, -2 ** 63, 2 ** 63, 10 ** 19, 10 ** 20 + 1]
+    bodies = [str(value).encode() for value in values]
+    bodies += [str(value).encode() + suffix for value in values[:40]
+               for suffix in (b".0", b"e0", b".5", b" ")]
+    compiled, errors, _ = twins(column_of({"type": "integer"}), bodies)
+    assert compiled.to_pylist()[:len(values)] == [
+        value if -2 ** 63 <= value < 2 ** 63 else None for value in values]
+    schema = {"type": "object", "properties": {
+        "alpha": {"type": "integer"}, "b": {"type": "string"},
+        "a_key_longer_than_16_bytes": {"type": "number"}, "c": {"type": "boolean"},
+        "t\u00e9": {"type": "string"}}}
+    keys = ['"alpha":7', '"b":"x"', '"a_key_longer_than_16_bytes":1.5', '"c":true',
+            '"t\\u00e9":"y"']
+    documents = []
+    for _ in range(300):
+        chosen = rng.sample(keys, rng.randrange(len(keys) + 1))
+        if rng.random() < 0.2:
+            chosen.append('"unknown":[1,{"z":2}]')
+        if rng.random() < 0.1 and chosen:
+            chosen.append(rng.choice(chosen).replace("7", "8"))  # a key given again
+        separator = rng.choice([",", ", ", " ,\n"])
+        documents.append(("{" + separator.join(chosen) + "}").encode())
+    documents.append(b'{"b":"end"}')  # a short string with no 16 bytes after it
+    compiled, errors, _ = twins(column_of(schema), documents)
+    assert compiled.to_pylist()[-1]["b"] == "end"
 
 
 @compiled_only
