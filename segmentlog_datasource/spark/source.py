@@ -3,7 +3,7 @@ from pyspark.sql.datasource import DataSource
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from ..errors import InvalidOptionError
+from ..errors import InvalidOptionError, SegmentLogError
 from ..format.arrow import arrow_schema
 from .errors import short_errors
 from .tables import (
@@ -86,16 +86,18 @@ class SegmentLogDataSource(DataSource):
     @short_errors
     def streamReader(self, schema):
         from .compat import has_stream_admission_control
+        from .stream_read import CappedStreamReader, RefusedStreamReader
 
-        options = read_options(self.options, schema)
-        check_user_schema(options, schema)
-        if has_stream_admission_control():  # Spark 4.2+
-            from .stream_limits import AdmissionControlStreamReader
+        try:
+            options = read_options(self.options, schema)
+            check_user_schema(options, schema)
+            if has_stream_admission_control():  # Spark 4.2+
+                from .stream_limits import AdmissionControlStreamReader
 
-            return AdmissionControlStreamReader(options, schema)
-        from .stream_read import CappedStreamReader
-
-        return CappedStreamReader(options, schema)
+                return AdmissionControlStreamReader(options, schema)
+            return CappedStreamReader(options, schema)
+        except SegmentLogError as error:
+            return RefusedStreamReader(error)  # raises it at Spark's first call (see there)
 
     @short_errors
     def streamWriter(self, schema, overwrite: bool):

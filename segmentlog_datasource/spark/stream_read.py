@@ -14,6 +14,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from ..decode import DecodedRead
+from ..errors import SegmentLogError
 from ..read.fragments import scan_fragments, scan_options
 from ..read.stream import (
     LogStream, Offsets, TriggerLimits, offsets_from_json, offsets_to_json,
@@ -104,3 +105,21 @@ class CappedStreamReader(SegmentLogStreamReader):
         self._next_start = offsets_from_json(end, "end offset")
         return planned
 
+
+
+class RefusedStreamReader(DataSourceStreamReader):
+    """A stream reader whose options were refused: it raises that error at Spark's first
+    call. Spark's stream source runner (4.0 to 4.3) makes the reader inside a `try` whose
+    `finally` stops it, and when making it failed, that `finally` fails for want of a
+    reader and is what Spark reports, in place of the error (or, with the traceback
+    hidden, with no word of it). A reader is always made, so the error is the query's."""
+
+    def __init__(self, error: SegmentLogError):
+        self.error = error
+
+    @short_errors
+    def _refuse(self, *args):
+        raise self.error
+
+    initialOffset = latestOffset = getDefaultReadLimit = reportLatestOffset = _refuse
+    partitions = read = commit = prepareForTriggerAvailableNow = _refuse

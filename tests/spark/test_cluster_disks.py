@@ -95,9 +95,11 @@ def test_a_glob_of_the_brokers_reads_as_their_list_in_batch_and_in_sql(spark, sq
 
 
 def segmentlog_error(caught) -> str:
-    """segmentlog's message in Spark's error text (one line)."""
-    lines = [line.split(": ", 1)[1] for line in str(caught.value).splitlines()
-             if re.match(r"segmentlog_datasource\.errors\.\w+: ", line)]
+    """segmentlog's message in Spark's error text (one line: after Spark's header where
+    planning failed, on a line of its own where a task did)."""
+    lines = [re.split(r"segmentlog_datasource\.errors\.\w+: ", line, maxsplit=1)[1]
+             for line in str(caught.value).splitlines()
+             if re.search(r"segmentlog_datasource\.errors\.\w+: ", line)]
     assert len(lines) == 1, str(caught.value)
     return lines[0]
 

@@ -191,6 +191,26 @@ def test_available_now_with_max_offsets_per_trigger(spark, tmp_path):
     assert delivered(spark, out) == {("t", p): list(range(100)) for p in range(3)}
 
 
+def test_a_stream_with_a_refused_option_fails_with_that_error_on_one_line(spark, tmp_path):
+    logdir = str(tmp_path / "logs")
+    append(logdir, "t", 0, 5)
+    with pytest.raises(Exception) as caught:
+        query = start_query(spark, logdir, str(tmp_path / "cp"), str(tmp_path / "out"),
+                            endingOffsets="latest")
+        try:
+            query.processAllAvailable()
+        finally:
+            query.stop()
+    # (a Spark Connect client's error adds the JVM's stack, where Spark repeats it)
+    text = str(caught.value).split("\nJVM stacktrace:")[0]
+    lines = [line for line in text.splitlines()
+             if "segmentlog_datasource.errors.InvalidOptionError: " in line]
+    assert len(lines) == 1 and "option 'endingOffsets' is for batch reads" in lines[0], text
+    # Spark's stream source runner stops a reader it failed to make, in a `finally`: that
+    # failure is not what the query reports (spark/stream_read.py, RefusedStreamReader).
+    assert "UnboundLocalError" not in text and "Traceback" not in text, text
+
+
 # --------------------------------------------------------------------- streams out
 
 def test_a_stream_into_a_log_dir_writes_each_record_once(spark, tmp_path):
