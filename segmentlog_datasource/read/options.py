@@ -125,7 +125,7 @@ def parse_topic_selection(options) -> TopicSelection:
     name = given[0]
     raw = _get(options, name)
     if name == "topic":
-        return TopicSelection(topics=[str(raw).strip()])
+        return TopicSelection(topics=[str(raw).strip()], chosen_by="option 'topic'")
     if name == "subscribe":
         topics = [t.strip() for t in raw.split(",") if t.strip()]
         if not topics:

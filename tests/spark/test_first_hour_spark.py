@@ -432,6 +432,11 @@ def test_a_view_made_for_inserts_reads_back_its_topic(spark, orders_logdir, tmp_
             .option("subscribe", "other").load(copy).count()
     assert "only one of 'subscribe', 'subscribePattern', 'assign' and 'topic'" in \
         sql_error(caught)
+    # A topic that is not there is named as the option that chose it.
+    with pytest.raises(Exception) as caught:
+        spark.read.format("segmentlog").option("topic", "payments").load(copy).count()
+    assert sql_error(caught).startswith(
+        f"option 'topic': no partition directories for topic(s) 'payments' under {copy}")
 
 
 # ---------------------------------------------------- a symbolic link loop
