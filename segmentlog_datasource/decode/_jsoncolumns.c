@@ -2,9 +2,9 @@
  * converters of the column's mapping) for the programs decode/json_program.py compiles:
  * JSON documents parsed straight into Arrow-layout column buffers.
  *
- * compile(columns, step, flags, defer) -> a program (a capsule); run(program, payloads)
- * and run_spans(program, data, starts, ends) -> (the columns' buffers, the rows left to
- * Python).
+ * compile(columns, step, flags, defer) -> a program (a capsule); run(program,
+ * payloads[, arrow]) and run_spans(program, data, starts, ends[, arrow]) -> (the columns'
+ * buffers, or with `arrow` an ArrowArray capsule of them; the rows left to Python).
  *
  * A row this parser accepts has the values the row-by-row path gives it, exactly; it
  * decides nothing else. A document that is not JSON as json.loads reads it, a value that

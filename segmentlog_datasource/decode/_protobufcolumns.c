@@ -18,13 +18,17 @@
  * message's frame (a singular field: the last value wins), parsed into an inline frame
  * (a singular message: occurrences merge), appended to a list's child column (a repeated
  * field), or kept as a map entry (sorted by key when the message ends). When a message
- * ends, its frame's values go to the reader's columns in the reader's field order.
+ * ends, its frame's values go to the reader's columns in the reader's field order. The
+ * root message's singular scalars whose values go to their columns as they are skip the
+ * frame: they are appended as they are read (a second occurrence replaces the value), and
+ * those not seen take their null or default at the end (Prog's `direct`).
  *
  * compile(columns, programs, root, indexes) -> a program (a capsule);
- * run(program, payloads) / run_spans(program, data, starts, ends) -> (the columns'
- * buffers, one code per payload: 0, or why the row failed: ROW_*). A failed row is rolled
- * back to a null; protobuf_program.py takes its error's words from the pure path.
- * Every read is bounds-checked.
+ * run(program, payloads[, arrow]) / run_spans(program, data, starts, ends[, arrow]) ->
+ * (the columns' buffers, or with `arrow` an ArrowArray capsule of them; one code per
+ * payload: 0, or why the row failed: ROW_*). A failed row is rolled back to a null;
+ * protobuf_program.py takes its error's words from the pure path. Every read is
+ * bounds-checked.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
