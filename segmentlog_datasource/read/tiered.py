@@ -37,32 +37,27 @@ from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 from ..errors import CorruptLogError, SegmentLogError
 from ..format import checkpoints
 from ..format.checkpoints import EpochEntry
+from ..format.internal.remote_log_metadata import (
+    PARTITION_DELETE_METADATA, PARTITION_DELETE_STATES, SEGMENT_METADATA,
+    SEGMENT_METADATA_SNAPSHOT, SEGMENT_METADATA_UPDATE, SEGMENT_STATES, TOPIC,
+    decode_remote_log_metadata)
 from ..format.layout import MAX_OFFSET
 from ..format.log import REMOTE_EPOCHS_SUFFIX, PartitionLog, RemotePartitionLog
 from ..format.scan import ScanOptions
 from ..format.tiered import RemoteSegment
 from .fragments import Fragment, scan_fragments
 
-REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
+REMOTE_LOG_METADATA_TOPIC = TOPIC
 
 COPY_SEGMENT_STARTED, COPY_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED, DELETE_SEGMENT_FINISHED = \
-    range(4)
-SEGMENT_STATES = ("COPY_SEGMENT_STARTED", "COPY_SEGMENT_FINISHED", "DELETE_SEGMENT_STARTED",
-                  "DELETE_SEGMENT_FINISHED")
-PARTITION_DELETE_STATES = ("DELETE_PARTITION_MARKED", "DELETE_PARTITION_STARTED",
-                           "DELETE_PARTITION_FINISHED")
-DELETE_PARTITION_FINISHED = 2
+    range(4)  # the codes of SEGMENT_STATES
+DELETE_PARTITION_FINISHED = 2  # of PARTITION_DELETE_STATES
 _ALLOWED = {  # the transitions Kafka's cache applies; any other update is ignored
     COPY_SEGMENT_STARTED: {COPY_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED},
     COPY_SEGMENT_FINISHED: {DELETE_SEGMENT_STARTED},
     DELETE_SEGMENT_STARTED: {DELETE_SEGMENT_FINISHED},
     DELETE_SEGMENT_FINISHED: set(),
 }
-
-SEGMENT_RECORD = "REMOTE_LOG_SEGMENT_METADATA_RECORD"
-UPDATE_RECORD = "REMOTE_LOG_SEGMENT_METADATA_UPDATE_RECORD"
-PARTITION_DELETE_RECORD = "REMOTE_PARTITION_DELETE_METADATA_RECORD"
-SNAPSHOT_RECORD = "REMOTE_LOG_SEGMENT_METADATA_SNAPSHOT_RECORD"
 
 TopicIdPartition = Tuple[str, int]  # topic id, partition
 
@@ -201,7 +196,7 @@ def replay(records: Iterable[Tuple[int, int, str, dict]]) -> Dict[TopicIdPartiti
 
     for metadata_partition, offset, record_type, record in records:
         where = (metadata_partition, offset)
-        if record_type == SEGMENT_RECORD:
+        if record_type == SEGMENT_METADATA:
             segment_key = record["remoteLogSegmentId"]
             state = state_of(segment_key["topicIdPartition"])
             if record["remoteLogSegmentState"] != COPY_SEGMENT_STARTED:
@@ -219,7 +214,7 @@ def replay(records: Iterable[Tuple[int, int, str, dict]]) -> Dict[TopicIdPartiti
                 broker_id=record["brokerId"], max_timestamp_ms=record["maxTimestampMs"],
                 size_in_bytes=record["segmentSizeInBytes"],
                 state=COPY_SEGMENT_STARTED), where)
-        elif record_type == UPDATE_RECORD:
+        elif record_type == SEGMENT_METADATA_UPDATE:
             segment_key = record["remoteLogSegmentId"]
             state = state_of(segment_key["topicIdPartition"])
             if segment_key["id"] not in state.segments:
@@ -230,15 +225,15 @@ def replay(records: Iterable[Tuple[int, int, str, dict]]) -> Dict[TopicIdPartiti
                     f"{segment_key['id']} of {state.topic}-{state.partition}")
                 continue
             state.updated(segment_key["id"], record["remoteLogSegmentState"], where)
-        elif record_type == PARTITION_DELETE_RECORD:
+        elif record_type == PARTITION_DELETE_METADATA:
             state = state_of(record["topicIdPartition"])
             delete_state = record["remotePartitionDeleteState"]
-            state.delete_states.append(PARTITION_DELETE_STATES[delete_state]
-                                       if 0 <= delete_state < 3 else str(delete_state))
+            state.delete_states.append(PARTITION_DELETE_STATES.get(delete_state,
+                                                                   str(delete_state)))
             if delete_state == DELETE_PARTITION_FINISHED:
                 forgotten[(state.topic_id, state.partition)] = states.pop(
                     (state.topic_id, state.partition))
-        elif record_type == SNAPSHOT_RECORD:
+        elif record_type == SEGMENT_METADATA_SNAPSHOT:
             raise SegmentLogError(
                 f"{_metadata_name(metadata_partition)} offset {offset}: a remote log segment "
                 f"metadata snapshot record, which Kafka keeps in the metadata manager's own "
@@ -261,7 +256,7 @@ class OrphanRemoteUpdateWarning(RuntimeWarning):
 
 
 def _state_name(state: int) -> str:
-    return SEGMENT_STATES[state] if 0 <= state < len(SEGMENT_STATES) else f"state {state}"
+    return SEGMENT_STATES.get(state, f"state {state}")
 
 
 def _metadata_name(partition: int) -> str:
@@ -272,8 +267,6 @@ def metadata_records(logs: List[PartitionLog]) -> Iterator[Tuple[int, int, str, 
     """(metadata partition, offset, record type, record) of every record of the
     `__remote_log_metadata` partitions `logs`, each partition in offset order, up to its
     high watermark where a checkpoint gives it."""
-    from ..format.internal.remote_log_metadata import decode_remote_log_metadata
-
     for log in sorted(logs, key=lambda log: log.partition):
         end = log.high_watermark
         end = log.end_offset() if end is None else min(end, log.end_offset())
