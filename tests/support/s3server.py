@@ -59,7 +59,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 REGION = "us-east-1"
 DEFAULT_ACCESS_KEY = "testing"
@@ -469,6 +469,7 @@ class S3Server:
         self.access_key = DEFAULT_ACCESS_KEY
         self.secret_key = DEFAULT_SECRET_KEY
         self.region = REGION
+        self._enforce = enforce_auth
         try:
             self._start_moto(startup_timeout)
             self._start_proxy()
@@ -645,9 +646,6 @@ class S3Server:
     def upload_tree(self, local_dir, bucket: str, prefix: str = "") -> list[str]:
         """Uploads every file under local_dir as prefix/relative/path; returns the keys.
         Several at a time: a log of a thousand segments is thousands of small objects."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        s3 = self.client()  # boto3 clients are safe to share between threads
         uploads = []
         for root, dirs, files in os.walk(local_dir):
             dirs.sort()
@@ -657,11 +655,43 @@ class S3Server:
                 key = f"{prefix.strip('/')}/{relative}" if prefix.strip("/") else relative
                 uploads.append((path, key))
 
-        def put(item):
-            path, key = item
+        def body(path):
             with open(path, "rb") as handle:
-                s3.put_object(Bucket=bucket, Key=key, Body=handle.read())
+                return handle.read()
+
+        self.put_objects(bucket, ((key, lambda path=path: body(path)) for path, key in uploads))
+        return [key for _, key in uploads]
+
+    def put_objects(self, bucket: str, objects) -> None:
+        """PUTs (key, body) pairs to moto directly, eight at a time; a body may be a
+        function that returns the bytes. Without enforce_auth, moto checks no signature:
+        the requests then go out as plain HTTP with a placeholder one, which halves the
+        time of a thousand small uploads (boto3 spends as much CPU on each request as
+        moto does); with it, through boto3."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        local = threading.local()
+        s3 = self.client() if self._enforce else None  # boto3 clients are thread-safe
+        headers = {"Authorization": "AWS4-HMAC-SHA256 Credential=" + self.access_key +
+                   f"/20000101/{self.region}/s3/aws4_request, SignedHeaders=host, "
+                   "Signature=0", "x-amz-content-sha256": "UNSIGNED-PAYLOAD",
+                   "x-amz-date": "20000101T000000Z"}
+
+        def put(item):
+            key, data = item
+            data = data() if callable(data) else data
+            if s3 is not None:
+                s3.put_object(Bucket=bucket, Key=key, Body=data)
+                return
+            conn = getattr(local, "conn", None)
+            if conn is None:
+                conn = local.conn = http.client.HTTPConnection(
+                    "127.0.0.1", self.moto_port, timeout=60)
+            conn.request("PUT", "/%s/%s" % (bucket, quote(key)), body=data, headers=headers)
+            response = conn.getresponse()
+            answer = response.read()
+            if response.status != 200:
+                raise RuntimeError(f"PUT {bucket}/{key}: {response.status} {answer[:500]!r}")
 
         with ThreadPoolExecutor(max_workers=8) as pool:
-            list(pool.map(put, uploads))
-        return [key for _, key in uploads]
+            list(pool.map(put, objects))
