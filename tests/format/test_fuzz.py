@@ -5,8 +5,15 @@ tests/fuzz_segments.py is the longer run.
 
 Hypothesis draws the cases derandomized, so every run tries the same ones; each case
 runs in a worker process (support.fuzzing.CaseRunner), so a crash or a hang fails the
-case with its reproducer instead of killing pytest.
+case with its reproducer instead of killing pytest. The test run draws 100 cases (8 s;
+300 took 24 s), nearly all of them damage to a `.log`, and then a seeded set of 24 cases of
+damage to an index (`.index`, `.timeindex`, `.txnindex`, eight each, drawn by the same
+model), which Hypothesis' first few hundred draws barely reach (the 300 drew no
+`.txnindex`). SEGMENTLOG_FUZZ_EXAMPLES=N draws N cases instead of 100:
+`SEGMENTLOG_FUZZ_EXAMPLES=1000 pytest tests/format/test_fuzz.py` is the longer sweep
+beside tests/fuzz_segments.py.
 """
+import json
 import os
 import shutil
 import signal
@@ -17,12 +24,14 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, Phase, given, settings, strategies  # noqa: E402
 
 from support.fuzzing import (  # noqa: E402
-    CaseRunner, Fixtures, HypothesisChooser, damaged_copy, draw_case, judge, reproducer,
+    CaseRunner, Fixtures, HypothesisChooser, RandomChooser, damaged_copy, draw_case, judge, reproducer,
     run_case, visible_rows,
 )
 from support.manifest import expected_rows  # noqa: E402
 
-CI_EXAMPLES = 300  # CI time; tests/fuzz_segments.py runs for as long as it is given
+# the test run's; tests/fuzz_segments.py runs for as long as it is given
+CI_EXAMPLES = int(os.environ.get("SEGMENTLOG_FUZZ_EXAMPLES", "100"))
+INDEX_CASES_EACH = 8  # damaged .index, .timeindex and .txnindex cases, seeded
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +56,31 @@ def test_damaged_logs_read_right_or_fail_naming_file_and_position(fixtures, runn
     result = runner.run(case)
     assert result["status"] == "ok", (
         f"{result['status']}: {result['detail']}\n{reproducer(case)}")
+
+
+def index_damage_cases():
+    """The first INDEX_CASES_EACH cases of each index file type that the model draws
+    from seeds 0, 1, 2, ...: the same cases every run."""
+    fixtures = Fixtures()
+    wanted = {suffix: [] for suffix in (".index", ".timeindex", ".txnindex")}
+    seed = 0
+    while any(len(cases) < INDEX_CASES_EACH for cases in wanted.values()):
+        case = draw_case(RandomChooser(seed), fixtures)
+        suffix = os.path.splitext(case["edits"][0]["file"])[1]
+        if len(wanted.get(suffix, [None] * INDEX_CASES_EACH)) < INDEX_CASES_EACH:
+            wanted[suffix].append(case)
+        seed += 1
+        assert seed < 100_000, {suffix: len(cases) for suffix, cases in wanted.items()}
+    return [case for cases in wanted.values() for case in cases]
+
+
+def test_damaged_indexes_read_right_or_fail_naming_file_and_position(runner):
+    cases = index_damage_cases()
+    assert len({json.dumps(case, sort_keys=True) for case in cases}) == len(cases)
+    for case in cases:
+        result = runner.run(case)
+        assert result["status"] == "ok", (
+            f"{result['status']}: {result['detail']}\n{reproducer(case)}")
 
 
 # ------------------------------------------------- the oracle and the runner themselves
