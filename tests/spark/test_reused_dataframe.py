@@ -24,18 +24,18 @@ from segmentlog_datasource.writer import write_log
 # checked by hand. A series missing here is probed and reported (see the pin test).
 KNOWN_LEAK = {"4.1": True, "4.2": True, "4.3": True}  # 4.0: no pushdown
 
+# Each kind of action, unfiltered right after a filtered one (what a leaked pushed-down
+# read would answer wrongly) and filtered after unfiltered. Every query costs a Spark job
+# and a planning worker (about 0.8 s), so the list is short: a point lookup, a range, a
+# time bound and an empty filter, each action once filtered and once not.
 QUERIES = [
     ("count", None),
-    ("count", "partition = 1 AND offset = 200"),
-    ("count", None),
-    ("collect", None),
     ("collect", "topic IN ('plain', 'txn') AND offset BETWEEN 150 AND 170"),
-    ("sum", None),
-    ("collect", "offset IN (3, 77, 150, 504, 700)"),
-    ("count", "topic = 'plain'"),
-    ("collect", "timestamp >= timestamp'2023-11-14 22:13:30'"),
-    ("sum", "partition = 0 AND offset > 100"),
+    ("count", None),
+    ("count", "partition = 1 AND offset = 200"),
     ("collect", None),
+    ("sum", "timestamp >= timestamp'2023-11-14 22:13:30'"),
+    ("sum", None),
     ("count", "topic = 'nothing-here'"),
     ("count", None),
 ]
