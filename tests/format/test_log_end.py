@@ -84,27 +84,40 @@ def _batches(path):
     return found
 
 
-@pytest.fixture(params=["kafka-live", "generated"])
-def partition(request, kafka_logdir_copy, tmp_path):
-    """(partition directory, [(offset, value)] of the undamaged log): Kafka's live-0 (a
-    torn tail, preallocated indexes) or a generated log of several segments."""
-    if request.param == "kafka-live":
-        directory = os.path.join(kafka_logdir_copy, "live-0")
-        for name in os.listdir(kafka_logdir_copy):  # only this partition
-            if name != "live-0":
-                path = os.path.join(kafka_logdir_copy, name)
-                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
-        manifest = load_manifest(request.getfixturevalue("kafka_logdir"), "live-0")
-        rows = [(r["offset"], b64(r["value"])) for _, b, r in iter_records(manifest)
-                if not b["is_control"]]
-        return directory, rows
-    logdir = str(tmp_path / "generated")
+@pytest.fixture(scope="module")
+def generated_log(tmp_path_factory):
+    """A generated log of several segments and its [(offset, value)], written once: each
+    test damages a copy of it."""
+    logdir = str(tmp_path_factory.mktemp("log-end") / "generated")
     write_log(logdir, pa.table({"value": [b"v%05d" % i + b"y" * 150 for i in range(3000)]}),
               topic="g", num_partitions=1, batch_size=20, segment_bytes=200_000,
               index_interval_bytes=2048)
     directory = os.path.join(logdir, "g-0")
-    rows = [(r[0], r[4]) for r in decode_partition(directory)]
-    return directory, rows
+    return directory, [(r[0], r[4]) for r in decode_partition(directory)]
+
+
+def _writable_copy(source, target):
+    shutil.copytree(source, target)
+    os.chmod(target, 0o755)
+    for name in os.listdir(target):
+        os.chmod(os.path.join(target, name), 0o644)
+    return target
+
+
+@pytest.fixture(params=["kafka-live", "generated"])
+def partition(request, kafka_logdir, tmp_path):
+    """(partition directory, [(offset, value)] of the undamaged log), a copy of its own
+    in a log dir of its own: Kafka's live-0 (a torn tail, preallocated indexes) or a
+    generated log of several segments."""
+    if request.param == "kafka-live":
+        directory = _writable_copy(os.path.join(kafka_logdir, "live-0"),
+                                   str(tmp_path / "logdir" / "live-0"))
+        manifest = load_manifest(kafka_logdir, "live-0")
+        rows = [(r["offset"], b64(r["value"])) for _, b, r in iter_records(manifest)
+                if not b["is_control"]]
+        return directory, rows
+    source, rows = request.getfixturevalue("generated_log")
+    return _writable_copy(source, str(tmp_path / "generated" / "g-0")), rows
 
 
 def _last_log(directory):
