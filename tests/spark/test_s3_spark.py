@@ -141,11 +141,19 @@ PUSHED = [
 ]
 
 
+# Splits small enough that the larger partitions of the fixtures plan several (79 splits
+# for a whole read, 32 for the time bound, 16 for the offset range), so that the store's
+# index lookups decide where they start. Each split is a task that fetches its range from
+# the store: 4096 planned 165, and 57 for the time bound, twice the tasks for the same check.
+MAX_PARTITION_BYTES = "16384"
+
+
 @pytest.fixture(scope="module")
 def unpushed_partitions(utc_spark, store_options, fixtures_uri):
     """Input partitions of a whole read of the fixtures in the store: what nothing pushed
     plans, the same for every condition below."""
-    return utc_spark.read.format("segmentlog").options(maxPartitionBytes="4096", **store_options) \
+    return utc_spark.read.format("segmentlog") \
+        .options(maxPartitionBytes=MAX_PARTITION_BYTES, **store_options) \
         .load(fixtures_uri).rdd.getNumPartitions()
 
 
@@ -156,8 +164,8 @@ def test_pushdown_plans_the_same_partitions_as_on_local_disk(utc_spark, pushdown
     pushdown(True)
 
     def layout(path, **options):  # a new DataFrame per query: Spark 4.3 reuses pushed reads
-        df = utc_spark.read.format("segmentlog").options(maxPartitionBytes="4096", **options) \
-            .load(path).where(condition)
+        df = utc_spark.read.format("segmentlog") \
+            .options(maxPartitionBytes=MAX_PARTITION_BYTES, **options).load(path).where(condition)
         return partition_layout(df)
 
     local = layout(kafka_logdir)
