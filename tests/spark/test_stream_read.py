@@ -61,13 +61,16 @@ def run_available_now(spark, path, checkpoint, sink, **options):
 
 def test_available_now_rate_limited_over_the_fixtures_delivers_every_record_once(
         spark, kafka_logdir, tmp_path):
+    # A limit that cuts the fixtures' 5,065 records into a few micro-batches (each costs a
+    # Spark job and a planning round trip; 400 made 13 of them for the same check).
+    limit = 1000
     sink = Collected()
     query = run_available_now(spark, kafka_logdir, str(tmp_path / "cp"), sink,
-                              maxOffsetsPerTrigger="400")
+                              maxOffsetsPerTrigger=str(limit))
     assert len(sink.batches) >= 5
     assert [b for b, _ in sink.batches] == list(range(len(sink.batches)))
     for _, rows in sink.batches:
-        assert len(rows) <= 400 + len({(t, p) for t, p, _ in rows})
+        assert len(rows) <= limit + len({(t, p) for t, p, _ in rows})
     got = sink.by_partition()
     for name in partition_names(kafka_logdir):
         topic, partition = name.rsplit("-", 1)
@@ -85,15 +88,15 @@ def test_restart_from_the_checkpoint_continues_exactly_once(spark, tmp_path):
     logdir = str(tmp_path / "logs")
     checkpoint = str(tmp_path / "cp")
     append(logdir, "t", 0, 300, partitions=3)
-    sink = Collected()
-    query = start_query(spark, logdir, checkpoint, sink, maxOffsetsPerTrigger="100")
+    sink = Collected()  # 150 offsets a micro-batch: two, one, and one after the restart
+    query = start_query(spark, logdir, checkpoint, sink, maxOffsetsPerTrigger="150")
     query.processAllAvailable()
     append(logdir, "t", 300, 150, partitions=3)
     query.processAllAvailable()
     query.stop()
     append(logdir, "t", 450, 150, partitions=3)  # while no query runs
     restarted = Collected()
-    query = start_query(spark, logdir, checkpoint, restarted, maxOffsetsPerTrigger="100",
+    query = start_query(spark, logdir, checkpoint, restarted, maxOffsetsPerTrigger="150",
                         startingOffsets="latest")  # ignored: the checkpoint decides
     query.processAllAvailable()
     query.stop()
@@ -139,7 +142,7 @@ def test_max_bytes_per_trigger_bounds_each_micro_batch(spark, tmp_path):
     for p in (0, 1):
         for batch in read_batches(last_segment(os.path.join(logdir, f"t-{p}"))):
             sizes[(p, batch["base_offset"], batch["last_offset"])] = batch["size"]
-    budget = 20_000
+    budget = 60_000  # a third of the log: a few micro-batches, each of many record batches
     sink = Collected()
     run_available_now(spark, logdir, str(tmp_path / "cp"), sink,
                       maxBytesPerTrigger=str(budget))
