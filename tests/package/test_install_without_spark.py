@@ -62,8 +62,8 @@ def start_plain_install(request):
 pytestmark = pytest.mark.background(starter=start_plain_install)
 
 
-@pytest.fixture(scope="module")
-def plain_install(background):
+@pytest.fixture  # not module-scoped: after the autouse fixture that starts the programs,
+def plain_install(background):  # which `-m "not spark"` leaves to this file's first test
     python, installed = background.result(start_plain_install)
     assert installed.returncode == 0, installed.stderr[-3000:]
     return python
