@@ -156,6 +156,17 @@ typedef struct {
     uint64_t mask;       /* D_*: the field's bit of the row's direct fields */
 } Tag;
 
+/* A step of the root's expected order: a field the parse takes without its tag's lookup
+ * when its tag comes where every serializer writes it (fields by number). */
+typedef struct {
+    uint16_t tag;        /* its one-byte tag; the last step's 0x100 matches no byte */
+    uint8_t op;          /* its Tag's D_*, or F_SPAN_APPEND (repeated: the step stays) */
+    uint8_t type, utf8;
+    uint64_t mask;       /* its direct bit (none when repeated) */
+    uint64_t before;     /* the direct bits of the steps before it */
+    Column *col;
+} Step;
+
 typedef struct {
     int kind, col, nslots;
     int nfields;
@@ -179,6 +190,8 @@ typedef struct {
     Emit **direct_emits; /* by bit */
     int nrest;
     Emit **rest;         /* the emits of the other fields, in order */
+    Step *steps;         /* the expected order: its one-byte direct and repeated-string
+                          * fields by number, then a step that ends it (NULL: none) */
     int clear_frame;     /* a slot of the frame is read: zeroed per row */
 } Prog;
 
@@ -215,6 +228,12 @@ typedef struct {
 #define PUT_FIXED(b, v, width) do {                                              \
         if ((b)->cap - (b)->len < (width) && buf_reserve((b), (width)) != OK)   \
             return NOMEM;                                                       \
+        memcpy((b)->data + (b)->len, (v), (width));                             \
+        (b)->len += (width);                                                    \
+    } while (0)
+
+/* A value of a constant width into room reserved for it (reserve_direct). */
+#define PUT_RESERVED(b, v, width) do {                                           \
         memcpy((b)->data + (b)->len, (v), (width));                             \
         (b)->len += (width);                                                    \
     } while (0)
@@ -843,21 +862,31 @@ static HOT int append_span(Column *col, const uint8_t *s, Py_ssize_t n, const ui
     return direct_end(col);
 }
 
+/* The high bits of a string's bytes (n <= 16) within its 16-byte load, by n: where any
+ * is set, it is not ASCII. */
+static const uint64_t HIGH_BITS[17][2] = {
+    {0x0ULL, 0x0ULL}, {0x80ULL, 0x0ULL},
+    {0x8080ULL, 0x0ULL}, {0x808080ULL, 0x0ULL},
+    {0x80808080ULL, 0x0ULL}, {0x8080808080ULL, 0x0ULL},
+    {0x808080808080ULL, 0x0ULL}, {0x80808080808080ULL, 0x0ULL},
+    {0x8080808080808080ULL, 0x0ULL}, {0x8080808080808080ULL, 0x80ULL},
+    {0x8080808080808080ULL, 0x8080ULL}, {0x8080808080808080ULL, 0x808080ULL},
+    {0x8080808080808080ULL, 0x80808080ULL}, {0x8080808080808080ULL, 0x8080808080ULL},
+    {0x8080808080808080ULL, 0x808080808080ULL}, {0x8080808080808080ULL, 0x80808080808080ULL},
+    {0x8080808080808080ULL, 0x8080808080808080ULL}
+};
+
 /* A string's bytes appended as append_span does, checked as UTF-8 first when `check`:
- * a short one is loaded once, its high bits tested (ASCII) as it is copied. FAIL: not
- * UTF-8 (nothing appended). */
+ * a short one is loaded once, its high bits tested (ASCII) as it is copied. With
+ * `reserved`, its offset goes to room reserve_direct made. FAIL: not UTF-8 (nothing
+ * appended). */
 static HOT int append_text(Column *col, const uint8_t *s, Py_ssize_t n, const uint8_t *limit,
-                           int check) {
+                           int check, int reserved) {
     Buf *b = &col->data;
     if (n <= 16 && limit - s >= 16 && b->cap - b->len >= 16) {
         uint64_t lo = load64(s), hi = load64(s + 8);
-        if (check) {
-            /* the high bits of the string's own bytes: none, ASCII */
-            uint64_t keep_lo = n >= 8 ? ~(uint64_t)0 : ((uint64_t)1 << (8 * n)) - 1;
-            uint64_t keep_hi = n >= 16 ? ~(uint64_t)0 : n > 8 ? ((uint64_t)1 << (8 * (n - 8))) - 1 : 0;
-            if (((lo & keep_lo) | (hi & keep_hi)) & 0x8080808080808080ULL) {
-                if (!strict_utf8(s, n)) return FAIL;
-            }
+        if (check && ((lo & HIGH_BITS[n][0]) | (hi & HIGH_BITS[n][1]))) {
+            if (!strict_utf8(s, n)) return FAIL;  /* not ASCII */
         }
         memcpy(b->data + b->len, &lo, 8);
         memcpy(b->data + b->len + 8, &hi, 8);
@@ -866,7 +895,13 @@ static HOT int append_text(Column *col, const uint8_t *s, Py_ssize_t n, const ui
         if (check && !strict_utf8(s, n)) return FAIL;
         if (buf_put(b, s, n) != OK) return NOMEM;
     }
-    if (end_offset(col, b->len) != OK) return NOMEM;
+    if (reserved) {
+        if (b->len > INT32_MAX) return NOMEM;  /* past Arrow's int32 offsets */
+        int32_t offset = (int32_t)b->len;
+        PUT_RESERVED(&col->offsets, &offset, 4);
+    } else if (end_offset(col, b->len) != OK) {
+        return NOMEM;
+    }
     return direct_end(col);
 }
 
@@ -974,6 +1009,7 @@ static int parse_fields(Program *pr, const Prog *pg, Slot *frame, const uint8_t 
 }
 
 static HOT int finish_root(Program *pr, const Prog *pg, Slot *frame, uint64_t seen);
+static int read_indexes(Program *pr, const uint8_t **pp, const uint8_t *end, Py_ssize_t size);
 
 /* A field of the root that is not direct (kept out of parse_root's loop). */
 static __attribute__((noinline)) int root_field(Program *pr, const Prog *pg, Slot *frame,
@@ -982,11 +1018,21 @@ static __attribute__((noinline)) int root_field(Program *pr, const Prog *pg, Slo
     return field_at(pr, pg, frame, tag, pp, end, pr->limit, MAX_DEPTH, NULL);
 }
 
-/* The root message of a row: its direct fields appended as they come (their bits in
- * the row's `seen`), repeated strings appended, the others read by root_field, then the
- * row's other values (finish_root). Dispatched by a table of labels (GCC's computed goto): one indirect jump per field, no range checks. */
-static int parse_root(Program *pr, const Prog *pg, Slot *frame, const uint8_t *p,
-                      const uint8_t *end) {
+/* The rows of a direct root (Prog's `direct`), row `row` and the `count` - 1 after it,
+ * payload k at data[first[k]:last[k]], one code each in `codes` (a failed row rolled
+ * back to a null), in one loop: OK, or NOMEM, which stops the run. A row's message
+ * indexes, then its fields: the direct ones appended as they come (their bits in the
+ * row's `seen`), repeated strings appended, the others read by root_field; then the
+ * row's other values (finish_root). Dispatched by a table of labels (GCC's computed
+ * goto): one indirect jump per field, no range checks.
+ *
+ * A row is read first in the expected order (Prog's steps): while each tag is the next
+ * step's (or a later one's: the fields between are absent), its value goes to its column
+ * with no lookup, no `seen` bit and no room to check (reserve_direct). Any other tag
+ * leaves the order for the lookup by tag, for the rest of the row, with `seen` the steps
+ * passed that were there. */
+static int parse_rows(Program *pr, const uint8_t *data, const int64_t *first,
+                      const int64_t *last, Py_ssize_t row, Py_ssize_t count, uint8_t *codes) {
     static const void *const ops[16] = {
         [0] = &&other, [F_VARINT_SLOT] = &&other, [F_I64_SLOT] = &&other,
         [F_I32_SLOT] = &&other, [F_SPAN_SLOT] = &&other, [F_SPAN_APPEND] = &&span_append,
@@ -994,11 +1040,23 @@ static int parse_root(Program *pr, const Prog *pg, Slot *frame, const uint8_t *p
         [D_VARINT_I32] = &&varint_conv, [D_VARINT_BOOL] = &&varint_bool,
         [D_FIXED64] = &&fixed64, [D_FIXED32] = &&fixed32, [D_FIXED32_CONV] = &&fixed32_conv,
         [D_SPAN] = &&span, [D_SPAN + 1 ... 15] = &&other};
-    uint64_t seen = 0;
+    static const void *const order_ops[16] = {
+        [0 ... 15] = &&order_left, [F_SPAN_APPEND] = &&order_span_append,
+        [D_VARINT_I64] = &&order_varint_i64, [D_VARINT_CONV_I64] = &&order_varint_conv,
+        [D_VARINT_I32] = &&order_varint_conv, [D_VARINT_BOOL] = &&order_varint_bool,
+        [D_FIXED64] = &&order_fixed64, [D_FIXED32] = &&order_fixed32,
+        [D_FIXED32_CONV] = &&order_fixed32_conv, [D_SPAN] = &&order_span};
+    const Prog *pg = pr->root_prog;
+    Slot *frame = pr->stack;
+    const uint8_t *p, *end;
+    Py_ssize_t k = 0;
+    int r;
+    uint64_t seen, absent;
+    const Step *step;
     const uint8_t *limit = pr->limit;
-    const Tag *tags = pg->tags, *t;
-    const uint32_t ntags = (uint32_t)pg->ntags;
-    uint32_t tag;
+    const Tag *tags = pg->tags, *t = tags;  /* set before use: the order's labels share */
+    const uint32_t ntags = (uint32_t)pg->ntags;  /* the computed gotos' targets */
+    uint32_t tag = 0;
     Column *col;
     const uint8_t *s;
     Py_ssize_t n;
@@ -1014,34 +1072,142 @@ static int parse_root(Program *pr, const Prog *pg, Slot *frame, const uint8_t *p
         col = t->col;                                                          \
         goto *ops[t->op & 15];                                                 \
     } while (0)
+    /* the next field in the expected order: the step's tag, its value's label */
+#define ORDER_NEXT() do {                                                       \
+        if (p >= end) goto order_done;                                         \
+        if (*p != step->tag) goto order_miss;                                  \
+        p++;                                                                   \
+        col = step->col;                                                       \
+        goto *order_ops[step->op & 15];                                        \
+    } while (0)
+    /* a row fails: its code kept, the columns cut back, and a null in its place */
+#define ROW_FAILS(why) do { pr->code = (why); goto row_failed; } while (0)
+
+next_row:
+    if (k == count) return OK;
+    p = data + first[k];
+    end = data + last[k];
+    pr->nmisfits = 0;
+    pr->stack_top = 0;
+    pr->nentries = 0;
+    pr->norder = 0;
+    if (p < end && *p == 0 && pr->first_message) {
+        p++;  /* [0], the first message: most payloads */
+    } else if (read_indexes(pr, &p, end, end - p) != OK) {
+        goto row_failed;
+    }
+    if (pg->clear_frame) {
+        memset(frame, 0, sizeof(Slot) * (size_t)pg->nslots);
+        pr->stack_top = pg->nslots;  /* `need` sizes the stack */
+    }
+    seen = absent = 0;
+    step = pg->steps;
+    ORDER_NEXT();
+
+order_miss: {
+        unsigned byte = *p;
+        while (step->tag < byte) {  /* the steps before it: fields the row does not hold */
+            absent |= step->mask;
+            step++;
+        }
+        if (step->tag == byte) {
+            p++;
+            col = step->col;
+            goto *order_ops[step->op & 15];
+        }
+    }
+order_left:  /* a tag out of the order: the rest of the row by the lookup */
+    seen = step->before & ~absent;
     NEXT();
+order_done:
+    seen = step->before & ~absent;
+    goto done;
+order_varint_i64:
+    if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);
+    PUT_RESERVED(&col->values, &raw, 8);
+    goto order_appended;
+order_varint_conv: {
+        if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);
+        Slot v;
+        scalar_value(step->type, raw, &v);
+        if (step->op == D_VARINT_I32) {
+            int32_t x = (int32_t)v.v.i;
+            PUT_RESERVED(&col->values, &x, 4);
+        } else {
+            PUT_RESERVED(&col->values, &v.v.i, 8);
+        }
+        goto order_appended;
+    }
+order_varint_bool:
+    if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);
+    col->values.data[col->values.len++] = raw != 0;
+    goto order_appended;
+order_fixed64:
+    if (end - p < 8) ROW_FAILS(ROW_CORRUPT);
+    PUT_RESERVED(&col->values, p, 8);
+    p += 8;
+    goto order_appended;
+order_fixed32:
+    if (end - p < 4) ROW_FAILS(ROW_CORRUPT);
+    PUT_RESERVED(&col->values, p, 4);
+    p += 4;
+    goto order_appended;
+order_fixed32_conv: {
+        if (end - p < 4) ROW_FAILS(ROW_CORRUPT);
+        Slot v;
+        scalar_value(step->type, load32(p), &v);
+        p += 4;
+        PUT_RESERVED(&col->values, &v.v, 8);
+        goto order_appended;
+    }
+order_span: {
+        if (!(p = span_at(p, end, &s, &n))) ROW_FAILS(ROW_CORRUPT);
+        r = append_text(col, s, n, limit, step->utf8, 1);
+        if (r == FAIL) ROW_FAILS(ROW_UTF8);
+        if (r != OK) return r;
+        step++;
+        ORDER_NEXT();
+    }
+order_span_append: {  /* a repeated string: the step stays for its next element */
+        if (!(p = span_at(p, end, &s, &n))) ROW_FAILS(ROW_CORRUPT);
+        r = append_text(col, s, n, limit, step->utf8, 0);
+        if (r == FAIL) ROW_FAILS(ROW_UTF8);
+        if (r != OK) return r;
+        ORDER_NEXT();
+    }
+order_appended:
+    if (direct_end(col) != OK) return NOMEM;
+    step++;
+    ORDER_NEXT();
 
 wide:
-    if (tag_at(pr, &p, end, &tag) != OK) return FAIL;
+    if (tag_at(pr, &p, end, &tag) != OK) goto row_failed;
     t = tag < ntags ? &tags[tag] : tags;
     col = t->col;
     goto *ops[t->op & 15];
 
 other: {
         const uint8_t *at = p;  /* p itself stays in a register */
-        int r = root_field(pr, pg, frame, tag, &at, end);
+        r = root_field(pr, pg, frame, tag, &at, end);
+        if (r == FAIL) goto row_failed;
         if (r != OK) return r;
         p = at;
         NEXT();
     }
 span_append: {
-        if (!(p = span_at(p, end, &s, &n))) return corrupt(pr);
-        int r = append_text(col, s, n, limit, t->utf8);
-        if (r != OK) return r == FAIL ? fail(pr, ROW_UTF8) : r;
+        if (!(p = span_at(p, end, &s, &n))) ROW_FAILS(ROW_CORRUPT);
+        r = append_text(col, s, n, limit, t->utf8, 0);
+        if (r == FAIL) ROW_FAILS(ROW_UTF8);
+        if (r != OK) return r;
         NEXT();
     }
 varint_i64:
-    if (!(p = read_varint_at(p, end, &raw))) return corrupt(pr);
+    if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);
     DIRECT_SLOT(t);
     PUT_FIXED(&col->values, &raw, 8);
     goto appended;
 varint_conv: {
-        if (!(p = read_varint_at(p, end, &raw))) return corrupt(pr);
+        if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);
         DIRECT_SLOT(t);
         Slot v;
         scalar_value(t->type, raw, &v);
@@ -1054,24 +1220,24 @@ varint_conv: {
         goto appended;
     }
 varint_bool:
-    if (!(p = read_varint_at(p, end, &raw))) return corrupt(pr);
+    if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);
     DIRECT_SLOT(t);
     if (buf_byte(&col->values, raw != 0) != OK) return NOMEM;
     goto appended;
 fixed64:
-    if (end - p < 8) return corrupt(pr);
+    if (end - p < 8) ROW_FAILS(ROW_CORRUPT);
     DIRECT_SLOT(t);
     PUT_FIXED(&col->values, p, 8);
     p += 8;
     goto appended;
 fixed32:
-    if (end - p < 4) return corrupt(pr);
+    if (end - p < 4) ROW_FAILS(ROW_CORRUPT);
     DIRECT_SLOT(t);
     PUT_FIXED(&col->values, p, 4);
     p += 4;
     goto appended;
 fixed32_conv: {  /* to 8 bytes: float to double, 32-bit ints widened */
-        if (end - p < 4) return corrupt(pr);
+        if (end - p < 4) ROW_FAILS(ROW_CORRUPT);
         DIRECT_SLOT(t);
         Slot v;
         scalar_value(t->type, load32(p), &v);
@@ -1080,22 +1246,36 @@ fixed32_conv: {  /* to 8 bytes: float to double, 32-bit ints widened */
         goto appended;
     }
 span: {
-        if (!(p = span_at(p, end, &s, &n))) return corrupt(pr);
+        if (!(p = span_at(p, end, &s, &n))) ROW_FAILS(ROW_CORRUPT);
         if (seen & t->mask) {  /* a value again: checked before the first is dropped */
-            if (t->utf8 && !utf8_within(s, n, limit)) return fail(pr, ROW_UTF8);
+            if (t->utf8 && !utf8_within(s, n, limit)) ROW_FAILS(ROW_UTF8);
             drop_last(pr, t);
         }
         seen |= t->mask;
-        int r = append_text(col, s, n, limit, t->utf8);
-        if (r != OK) return r == FAIL ? fail(pr, ROW_UTF8) : r;
+        r = append_text(col, s, n, limit, t->utf8, 0);
+        if (r == FAIL) ROW_FAILS(ROW_UTF8);
+        if (r != OK) return r;
         NEXT();
     }
 appended:
     if (direct_end(col) != OK) return NOMEM;
     NEXT();
 done:
-    return finish_root(pr, pg, frame, seen);
+    r = finish_root(pr, pg, frame, seen);
+    if (r == OK && pr->nmisfits) ROW_FAILS(ROW_MISFIT);
+    if (r == FAIL) goto row_failed;
+    if (r != OK) return r;
+    codes[row + k++] = ROW_OK;
+    goto next_row;
+row_failed:
+    codes[row + k] = (uint8_t)pr->code;
+    roll_back(pr->cols, 0, row + k);
+    if (append_null(pr, 0) != OK) return NOMEM;
+    k++;
+    goto next_row;
 #undef NEXT
+#undef ORDER_NEXT
+#undef ROW_FAILS
 }
 
 static int compare_keys(int type, const Entry *a, const Entry *b) {
@@ -1348,8 +1528,9 @@ static int read_indexes(Program *pr, const uint8_t **pp, const uint8_t *end, Py_
 
 /* ------------------------------------------------------------------ rolling back */
 
-/* One payload decoded as row `row`: OK with its code in codes[row] (a failed row rolled
- * back to a null); NOMEM stops the run. */
+/* One payload decoded as row `row` of a root that is not direct (else parse_rows): OK
+ * with its code in codes[row] (a failed row rolled back to a null); NOMEM stops the
+ * run. */
 static int decode_row(Program *pr, const uint8_t *start, Py_ssize_t size, uint8_t *codes,
                       Py_ssize_t row) {
     const uint8_t *p = start, *end = start + size;
@@ -1369,12 +1550,8 @@ static int decode_row(Program *pr, const uint8_t *start, Py_ssize_t size, uint8_
         const Prog *root = pr->root_prog;
         Slot *frame = pr->stack;
         if (root->clear_frame && !(frame = push_frame(pr, root->nslots))) return NOMEM;
-        if (root->direct) {
-            r = parse_root(pr, root, frame, p, end);
-        } else {
-            r = parse_fields(pr, root, frame, p, end, MAX_DEPTH, NULL);
-            if (r == OK) r = finish(pr, root, frame, MAX_DEPTH);
-        }
+        r = parse_fields(pr, root, frame, p, end, MAX_DEPTH, NULL);
+        if (r == OK) r = finish(pr, root, frame, MAX_DEPTH);
         if (r == OK && pr->nmisfits) r = fail(pr, ROW_MISFIT);
     }
     if (r == OK) {
@@ -1407,6 +1584,7 @@ static void free_program(PyObject *capsule) {
             PyMem_Free(pg->tags);
             PyMem_Free(pg->direct_emits);
             PyMem_Free(pg->rest);
+            PyMem_Free(pg->steps);
             if (pg->emits)
                 for (int j = 0; j < pg->nemits; j++) PyMem_Free(pg->emits[j].owned);
             PyMem_Free(pg->emits);
@@ -1912,6 +2090,41 @@ static int direct_op(const Field *f, const Emit *e) {
     return 0;
 }
 
+/* Whether the root's field of one-byte tag `tag` is a step of its expected order. */
+static int is_step(const Prog *pg, const Field *f, uint32_t *tag) {
+    if (f->number >= 16) return 0;
+    *tag = f->number << 3 | (uint32_t)wire_type_of(f->type);
+    int op = pg->tags[*tag].op;
+    return op >= D_VARINT_I64 || op == F_SPAN_APPEND;
+}
+
+/* The root's expected order (Prog's steps), its direct fields' tags set. -1: no memory. */
+static int set_steps(Prog *pg) {
+    int nsteps = 0;
+    uint32_t tag;
+    for (int k = 0; k < pg->nfields; k++) nsteps += is_step(pg, &pg->fields[k], &tag);
+    pg->steps = PyMem_Calloc((size_t)nsteps + 1, sizeof(Step));
+    if (!pg->steps) { PyErr_NoMemory(); return -1; }
+    Step *step = pg->steps;
+    uint64_t before = 0;
+    for (int k = 0; k < pg->nfields; k++) {
+        if (!is_step(pg, &pg->fields[k], &tag)) continue;
+        const Tag *t = &pg->tags[tag];
+        step->tag = (uint16_t)tag;
+        step->op = t->op;
+        step->type = t->type;
+        step->utf8 = t->utf8;
+        step->mask = t->op == F_SPAN_APPEND ? 0 : t->mask;
+        step->before = before;
+        step->col = t->col;
+        before |= step->mask;
+        step++;
+    }
+    step->tag = 0x100;
+    step->before = before;
+    return 0;
+}
+
 /* The root's program made direct (see Prog), when it is no other's sub-program (its
  * direct fields are read only as a row's root) and has a field to take. -1: no memory. */
 static int set_direct(Program *pr, Prog *pg, int index) {
@@ -1949,6 +2162,7 @@ static int set_direct(Program *pr, Prog *pg, int index) {
     }
     if (!bits) return 0;
     pg->direct = 1;
+    if (set_steps(pg) < 0) return -1;
     /* the frame is read only where a field or an emit that is not direct reads a slot */
     int reads = 0;
     for (int k = 0; k < pg->nfields; k++) {
@@ -2149,6 +2363,25 @@ static int columns_in_step(Program *pr) {
     return 1;
 }
 
+/* The room of the root's direct columns reserved for a run of `rows`: each holds a value
+ * a row at any time (a value read again replaces the one before, a failed row is cut back
+ * before its null), so that the expected order's appends check no room. */
+static int reserve_direct(Program *pr, Py_ssize_t rows) {
+    const Prog *pg = pr->root_prog;
+    if (!pg->direct) return OK;
+    if (rows > PY_SSIZE_T_MAX / 16) return NOMEM;
+    for (uint64_t bits = pg->direct_mask; bits; bits &= bits - 1) {
+        const Emit *e = pg->direct_emits[__builtin_ctzll(bits)];
+        Column *col = e->column;
+        int binary = col->kind == COL_BINARY;
+        Py_ssize_t width = binary ? 4 : col->kind == COL_BOOL ? 1 : col->width;
+        if (buf_reserve(binary ? &col->offsets : &col->values, rows * width) != OK)
+            return NOMEM;
+        if (e->presence && buf_reserve(&col->validity, rows) != OK) return NOMEM;
+    }
+    return OK;
+}
+
 static PyObject *finish_run(Program *pr, Py_ssize_t rows, PyObject *codes, int r, int arrow) {
     PyObject *result = NULL;
     if (r == NOMEM) {
@@ -2181,6 +2414,7 @@ static PyObject *run_program(PyObject *self, PyObject *args) {
     int r = OK;
     if (!codes || begin_run(pr->cols, pr->ncols, rows) < 0) goto done;
     uint8_t *code = (uint8_t *)PyBytes_AS_STRING(codes);
+    r = reserve_direct(pr, rows);
     for (Py_ssize_t row = 0; row < rows && r == OK; row++) {
         Py_buffer view;
         if (PyObject_GetBuffer(items[row], &view, PyBUF_SIMPLE) < 0) {
@@ -2188,7 +2422,12 @@ static PyObject *run_program(PyObject *self, PyObject *args) {
             goto done;
         }
         pr->limit = (const uint8_t *)view.buf + view.len;
-        r = decode_row(pr, view.buf, view.len, code, row);
+        if (pr->root_prog->direct) {
+            const int64_t start = 0, stop = view.len;
+            r = parse_rows(pr, view.buf, &start, &stop, row, 1, code);
+        } else {
+            r = decode_row(pr, view.buf, view.len, code, row);
+        }
         PyBuffer_Release(&view);
     }
     result = finish_run(pr, rows, codes, r, arrow);
@@ -2214,9 +2453,11 @@ static PyObject *run_spans(PyObject *self, PyObject *args) {
     codes = PyBytes_FromStringAndSize(NULL, rows);
     if (!codes || begin_run(pr->cols, pr->ncols, rows) < 0) goto done;
     uint8_t *code = (uint8_t *)PyBytes_AS_STRING(codes);
-    int r = OK;
+    int r = reserve_direct(pr, rows);
     pr->limit = (const uint8_t *)in.data.buf + in.data.len;
-    for (Py_ssize_t row = 0; row < rows && r == OK; row++)
+    if (r == OK && pr->root_prog->direct)
+        r = parse_rows(pr, in.data.buf, first, last, 0, rows, code);
+    for (Py_ssize_t row = 0; row < rows && r == OK && !pr->root_prog->direct; row++)
         r = decode_row(pr, (const uint8_t *)in.data.buf + first[row],
                        (Py_ssize_t)(last[row] - first[row]), code, row);
     result = finish_run(pr, rows, codes, r, arrow);
