@@ -135,6 +135,7 @@ typedef struct {
     int fast;            /* X_*: an E_SLOT whose value goes to its column as it is */
     int direct;          /* its field is appended as it is read (D_*) */
     Column *column;      /* &cols[col] (the columns never move) */
+    Column *child;       /* a list's: &cols[its child] */
 } Emit;
 
 /* E_SLOT's common shapes: no range to check, no text to check, no name to look up. */
@@ -165,6 +166,8 @@ typedef struct {
     uint64_t mask;       /* its direct bit (none when repeated) */
     uint64_t before;     /* the direct bits of the steps before it */
     Column *col;
+    const void *label;   /* parse_rows's label of its op (set by parse_rows itself) */
+    const Emit *emit;    /* its value's: a null or default when it is absent */
 } Step;
 
 typedef struct {
@@ -1010,6 +1013,7 @@ static int parse_fields(Program *pr, const Prog *pg, Slot *frame, const uint8_t 
 
 static HOT int finish_root(Program *pr, const Prog *pg, Slot *frame, uint64_t seen);
 static int read_indexes(Program *pr, const uint8_t **pp, const uint8_t *end, Py_ssize_t size);
+static int append_absent(const Emit *e);
 
 /* A field of the root that is not direct (kept out of parse_root's loop). */
 static __attribute__((noinline)) int root_field(Program *pr, const Prog *pg, Slot *frame,
@@ -1051,7 +1055,7 @@ static int parse_rows(Program *pr, const uint8_t *data, const int64_t *first,
     const uint8_t *p, *end;
     Py_ssize_t k = 0;
     int r;
-    uint64_t seen, absent;
+    uint64_t seen = 0;  /* set as the order is left: the labels share the computed gotos */
     const Step *step;
     const uint8_t *limit = pr->limit;
     const Tag *tags = pg->tags, *t = tags;  /* set before use: the order's labels share */
@@ -1078,11 +1082,16 @@ static int parse_rows(Program *pr, const uint8_t *data, const int64_t *first,
         if (*p != step->tag) goto order_miss;                                  \
         p++;                                                                   \
         col = step->col;                                                       \
-        goto *order_ops[step->op & 15];                                        \
+        goto *step->label;                                                     \
     } while (0)
     /* a row fails: its code kept, the columns cut back, and a null in its place */
 #define ROW_FAILS(why) do { pr->code = (why); goto row_failed; } while (0)
 
+    if (!data) {  /* the program's compile: each step's label, jumped to with no table */
+        for (Step *each = pg->steps; each->tag != 0x100; each++)
+            each->label = order_ops[each->op & 15];
+        return OK;
+    }
 next_row:
     if (k == count) return OK;
     p = data + first[k];
@@ -1100,27 +1109,26 @@ next_row:
         memset(frame, 0, sizeof(Slot) * (size_t)pg->nslots);
         pr->stack_top = pg->nslots;  /* `need` sizes the stack */
     }
-    seen = absent = 0;
     step = pg->steps;
     ORDER_NEXT();
 
 order_miss: {
         unsigned byte = *p;
-        while (step->tag < byte) {  /* the steps before it: fields the row does not hold */
-            absent |= step->mask;
-            step++;
-        }
+        /* the steps before it: fields the row does not hold, their null or default now
+         * (one given later, out of the order, replaces it as a value given again) */
+        for (; step->tag < byte; step++)
+            if (step->emit && (r = append_absent(step->emit)) != OK) return r;
         if (step->tag == byte) {
             p++;
             col = step->col;
-            goto *order_ops[step->op & 15];
+            goto *step->label;
         }
     }
 order_left:  /* a tag out of the order: the rest of the row by the lookup */
-    seen = step->before & ~absent;
+    seen = step->before;
     NEXT();
 order_done:
-    seen = step->before & ~absent;
+    seen = step->before;
     goto done;
 order_varint_i64:
     if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);
@@ -1426,6 +1434,12 @@ static HOT int append_fast_null(Column *col, int fast) {
     return append_validity(col, 0);
 }
 
+/* A direct field's value when the row does not hold it: its null or default. */
+static __attribute__((noinline)) int append_absent(const Emit *e) {
+    return e->presence ? append_fast_null(e->column, e->fast)
+                       : append_fast(e->column, e->fast, &e->dflt);
+}
+
 static int finish_emit(Program *pr, const Emit *e, Slot *frame, int depth) {
     int r = OK;
     switch (e->op) {
@@ -1477,18 +1491,26 @@ static int finish(Program *pr, const Prog *pg, Slot *frame, int depth) {
     return OK;
 }
 
+/* A list of the root's repeated field ended (E_LIST), its offset in room reserve_direct
+ * made. */
+static HOT int list_end_reserved(Column *col, const Column *child) {
+    if (child->length > INT32_MAX) return NOMEM;  /* past Arrow's int32 offsets */
+    int32_t offset = (int32_t)child->length;
+    PUT_RESERVED(&col->offsets, &offset, 4);
+    return append_validity(col, 1);
+}
+
 /* The root's values once its fields are read: its direct fields not `seen` take their
  * null or default, then its other emits run. */
 static HOT int finish_root(Program *pr, const Prog *pg, Slot *frame, uint64_t seen) {
     for (uint64_t missing = pg->direct_mask & ~seen; missing; missing &= missing - 1) {
-        const Emit *e = pg->direct_emits[__builtin_ctzll(missing)];
-        int r = e->presence ? append_fast_null(e->column, e->fast)
-                            : append_fast(e->column, e->fast, &e->dflt);
+        int r = append_absent(pg->direct_emits[__builtin_ctzll(missing)]);
         if (r != OK) return r;
     }
     for (int k = 0; k < pg->nrest; k++) {
         const Emit *e = pg->rest[k];
-        int r = e->op == E_LIST ? list_end(pr, e->col) : finish_emit(pr, e, frame, MAX_DEPTH);
+        int r = e->op == E_LIST ? list_end_reserved(e->column, e->child)
+                                : finish_emit(pr, e, frame, MAX_DEPTH);
         if (r != OK) return r;
     }
     return append_validity(&pr->cols[pg->col], 1);
@@ -2009,6 +2031,7 @@ static void set_fast(Program *pr, Prog *pg) {
         Emit *e = &pg->emits[k];
         int kind = pr->cols[e->col].kind, src = e->conv.src;
         e->column = &pr->cols[e->col];
+        e->child = kind == COL_LIST ? &pr->cols[e->column->children[0]] : NULL;
         e->fast = X_GENERAL;
         if (e->op != E_SLOT) continue;
         switch (e->conv.code) {
@@ -2117,6 +2140,7 @@ static int set_steps(Prog *pg) {
         step->mask = t->op == F_SPAN_APPEND ? 0 : t->mask;
         step->before = before;
         step->col = t->col;
+        step->emit = step->mask ? pg->direct_emits[__builtin_ctzll(step->mask)] : NULL;
         before |= step->mask;
         step++;
     }
@@ -2321,6 +2345,7 @@ static PyObject *compile_program(PyObject *self, PyObject *args) {
     pr->nindexes = (int)ni;
     pr->first_message = ni == 1 && pr->indexes[0] == 0;
     pr->root_prog = &pr->progs[root];
+    if (pr->root_prog->direct) parse_rows(pr, NULL, NULL, NULL, 0, 0, NULL);  /* its labels */
     pr->stack_cap = need > 0 ? need : 1;
     pr->stack = PyMem_RawCalloc((size_t)pr->stack_cap, sizeof(Slot));
     if (!pr->stack) { PyErr_NoMemory(); goto fail; }
@@ -2363,9 +2388,10 @@ static int columns_in_step(Program *pr) {
     return 1;
 }
 
-/* The room of the root's direct columns reserved for a run of `rows`: each holds a value
- * a row at any time (a value read again replaces the one before, a failed row is cut back
- * before its null), so that the expected order's appends check no room. */
+/* The room of the root's direct columns, and of the offsets of its other lists, reserved
+ * for a run of `rows`: each holds a value a row at any time (a value read again replaces
+ * the one before, a failed row is cut back before its null), so that the expected order's
+ * appends, and finish_root's lists, check no room. */
 static int reserve_direct(Program *pr, Py_ssize_t rows) {
     const Prog *pg = pr->root_prog;
     if (!pg->direct) return OK;
@@ -2379,6 +2405,9 @@ static int reserve_direct(Program *pr, Py_ssize_t rows) {
             return NOMEM;
         if (e->presence && buf_reserve(&col->validity, rows) != OK) return NOMEM;
     }
+    for (int k = 0; k < pg->nrest; k++)  /* an offset a row: finish_root's lists */
+        if (pg->rest[k]->op == E_LIST && buf_reserve(&pg->rest[k]->column->offsets, rows * 4) != OK)
+            return NOMEM;
     return OK;
 }
 
