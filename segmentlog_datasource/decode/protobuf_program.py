@@ -130,9 +130,10 @@ class Program:
         except MemoryError:  # a column past Arrow's 2 GiB offsets: the pure path's lists
             return None
         errors: List[Optional[str]] = [None] * len(array)
-        if codes.count(0) == len(codes):  # every row read: the common case
+        failed = np.frombuffer(codes, np.uint8)
+        if not failed.any():  # every row read: the common case (a vector test, not a count)
             return array, errors
-        for row in np.flatnonzero(np.frombuffer(codes, np.uint8)).tolist():
+        for row in np.flatnonzero(failed).tolist():
             why = reason(payloads[row])
             if why is None:
                 warnings.warn(f"the compiled Protobuf decoder refused payload {row} of a "
