@@ -1414,30 +1414,36 @@ static HOT int append_fast(Column *col, int fast, const Slot *v) {
     return append_validity(col, 1);
 }
 
-/* A null of an X_* column: an empty value, not valid. */
-static HOT int append_fast_null(Column *col, int fast) {
-    static const uint64_t zero = 0;
-    switch (fast) {
-    case X_I64: case X_F64:
-        PUT_FIXED(&col->values, &zero, 8);
+/* A direct field's value when the row does not hold it: its null (an empty value, not
+ * valid) or its default, in room reserve_direct made (a default string's bytes aside). */
+static __attribute__((noinline)) int append_absent(const Emit *e) {
+    static const Slot empty;
+    Column *col = e->column;
+    const Slot *v = e->presence ? &empty : &e->dflt;
+    switch (e->fast) {
+    case X_I64:
+        PUT_RESERVED(&col->values, &v->v.i, 8);
         break;
-    case X_I32:
-        PUT_FIXED(&col->values, &zero, 4);
+    case X_F64:
+        PUT_RESERVED(&col->values, &v->v.d, 8);
         break;
-    case X_BOOL:
-        if (buf_byte(&col->values, 0) != OK) return NOMEM;
-        break;
-    case X_BYTES:
-        if (end_offset(col, col->data.len) != OK) return NOMEM;
+    case X_I32: {
+        int32_t x = (int32_t)v->v.i;
+        PUT_RESERVED(&col->values, &x, 4);
         break;
     }
-    return append_validity(col, 0);
-}
-
-/* A direct field's value when the row does not hold it: its null or default. */
-static __attribute__((noinline)) int append_absent(const Emit *e) {
-    return e->presence ? append_fast_null(e->column, e->fast)
-                       : append_fast(e->column, e->fast, &e->dflt);
+    case X_BOOL:
+        col->values.data[col->values.len++] = v->v.i != 0;
+        break;
+    case X_BYTES: {
+        if (v->v.s.n && buf_put(&col->data, v->v.s.p, v->v.s.n) != OK) return NOMEM;
+        if (col->data.len > INT32_MAX) return NOMEM;  /* past Arrow's int32 offsets */
+        int32_t offset = (int32_t)col->data.len;
+        PUT_RESERVED(&col->offsets, &offset, 4);
+        break;
+    }
+    }
+    return e->presence ? append_validity(col, 0) : direct_end(col);
 }
 
 static int finish_emit(Program *pr, const Emit *e, Slot *frame, int depth) {
