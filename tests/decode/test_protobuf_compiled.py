@@ -790,6 +790,104 @@ def test_the_roots_scalars_read_straight_into_their_columns_keep_the_runtimes_ru
     assert [error is None for error in errors].count(False) == 4
 
 
+# The benchmark's message (every field a step of the root's expected order), with a field
+# of a two-byte tag after them.
+IN_ORDER = """syntax = "proto3";
+package fz;
+
+message Root {
+  int64 order_id = 1;
+  string customer = 2;
+  string sku = 3;
+  int32 quantity = 4;
+  int64 created_at = 5;
+  double price = 6;
+  double discount = 7;
+  optional string note = 8;
+  bool paid = 9;
+  repeated string tags = 10;
+  sint32 far = 20;
+}
+"""
+
+
+def runtime_row(cls, body):
+    """The runtime's own reading of `body` (an independent twin of both paths): the row
+    as the reader's column holds it, or None when the runtime refuses the bytes."""
+    try:
+        message = cls.FromString(body)
+    except Exception:  # the runtime's DecodeError
+        return None
+    row = {field.name: getattr(message, field.name) for field in message.DESCRIPTOR.fields}
+    row["note"] = message.note if message.HasField("note") else None
+    row["tags"] = list(message.tags)
+    return row
+
+
+def test_the_roots_expected_order_and_every_way_out_of_it_read_as_the_runtime_does():
+    """The root's fields read in the order serializers write them (fields by number, no
+    lookup per tag), and every way out of that order: a field absent, given out of the
+    order or twice (the last wins), unknown fields and fields of another wire type between
+    known ones, a repeated field interleaved with others, a tag of two bytes, and each
+    payload cut short at every byte. The compiled rows equal the pure path's and the
+    runtime's own."""
+    Root = writer_class(IN_ORDER)
+    first = Root(order_id=10_000_001, customer="customer-1", sku="SKU00001", quantity=3,
+                 created_at=1_700_000_000_017, price=12.5, discount=0.25, note="gift wrap",
+                 paid=True, tags=["t1", "t22"])
+    second = Root(order_id=-7, customer="another customer, past sixteen bytes", sku="",
+                  quantity=-2 ** 31, created_at=2 ** 62, price=-0.0, discount=1e300,
+                  note="", paid=True, tags=["x"], far=-5)
+    pieces = [Root(**{name: value}).SerializeToString() if name != "tags" else
+              b"".join(tag(10, 2) + varint(len(item)) + item.encode() for item in value)
+              for name, value in [("order_id", first.order_id), ("customer", first.customer),
+                                  ("sku", first.sku), ("quantity", first.quantity),
+                                  ("created_at", first.created_at), ("price", first.price),
+                                  ("discount", first.discount), ("note", first.note),
+                                  ("paid", first.paid), ("tags", list(first.tags))]]
+    assert b"".join(pieces) == first.SerializeToString()  # the runtime writes by number
+    bodies = [first.SerializeToString(), second.SerializeToString(), b""]
+    bodies += [b"".join(pieces[:k] + pieces[k + 1:]) for k in range(len(pieces))]  # absent
+    bodies += [b"".join(pieces[k:] + pieces[:k]) for k in range(1, len(pieces))]  # rotated
+    bodies.append(b"".join(reversed(pieces)))
+    bodies += [b"".join(pieces[:k] + [pieces[k + 1], pieces[k]] + pieces[k + 2:])
+               for k in range(len(pieces) - 1)]  # two neighbours swapped
+    again = [Root(**{name: getattr(second, name)}).SerializeToString()
+             for name in ("order_id", "customer", "sku", "quantity", "created_at", "price",
+                          "discount", "note", "paid")]
+    bodies += [b"".join(pieces[:k + 1] + [again[k]] + pieces[k + 1:])  # twice: last wins
+               for k in range(len(again))]
+    bodies += [first.SerializeToString() + piece for piece in again]  # again, after all
+    unknowns = [tag(30, 0) + varint(2 ** 40), tag(31, 1) + bytes(8), tag(32, 2) + b"\x02ab",
+                tag(33, 5) + bytes(4), tag(34, 3) + tag(1, 0) + b"\x01" + tag(34, 4),
+                tag(1, 2) + b"\x01z", tag(2, 0) + b"\x05", tag(6, 5) + bytes(4),
+                tag(9, 1) + bytes(8), tag(20, 0) + varint(9)]
+    for k in range(len(pieces) + 1):  # between known ones, of every wire type
+        bodies.append(b"".join(pieces[:k]) + unknowns[k % len(unknowns)] + b"".join(pieces[k:]))
+    bodies += [pieces[9] + b"".join(pieces[:9]),  # the repeated field first
+               b"".join(pieces[:8]) + tag(10, 2) + b"\x01a" + pieces[8] + pieces[9],
+               b"".join(pieces) + tag(20, 0) + varint(7) + tag(10, 2) + b"\x01z",
+               tag(20, 0) + varint(3) + b"".join(pieces),
+               b"".join(pieces[:5]) + tag(20, 0) + varint(3) + b"".join(pieces[5:])]
+    whole = second.SerializeToString()
+    cuts = [body[:k] for body in (first.SerializeToString(), whole) for k in range(len(body))]
+    bad = [pieces[0] + tag(2, 2) + b"\x02\xc3\x28" + b"".join(pieces[2:]),  # not UTF-8
+           b"".join(pieces[:3]) + tag(10, 2) + b"\x01\xff"]
+    bodies += cuts + bad
+    payloads = [b"\x00" + body for body in bodies]
+    out, errors, program = twins(IN_ORDER, IN_ORDER, payloads)
+    assert program is not None
+    rows = out.to_pylist()
+    for body, row, error in zip(bodies, rows, errors):
+        expected = runtime_row(Root, body)
+        assert (error is None) == (expected is not None), (body, error)
+        if expected is not None:
+            assert row == expected, body
+    assert rows[0]["note"] == "gift wrap" and rows[1]["note"] == "" and rows[2]["note"] is None
+    assert errors[-2] is not None and errors[-1] is not None
+    assert sum(error is not None for error in errors[-len(cuts) - 2:-2]) > len(cuts) // 3
+
+
 @pytest.mark.parametrize("body, code", [
     (tag(1, 0) + b"\x80", ROW_CORRUPT),  # a varint cut short
     (tag(1, 0) + b"\xff" * 10 + b"\x01", ROW_CORRUPT),  # 11 bytes
