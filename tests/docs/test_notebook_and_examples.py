@@ -70,10 +70,10 @@ def scratch_env(directory):
     return env
 
 
-def run_script_example(name, directory):
+def run_script_example(name, directory, env=None):
     return subprocess.run([sys.executable, os.path.join(EXAMPLES_DIR, name),
                            *EXAMPLE_ARGUMENTS.get(name, [])], cwd=str(directory),
-                          env=scratch_env(directory), capture_output=True, text=True,
+                          env=env or scratch_env(directory), capture_output=True, text=True,
                           timeout=900)
 
 
@@ -102,8 +102,13 @@ def start_demo(request):
     (first on the path of Spark's Python workers) holds the package's source and no
     compiled module, as a checkout does where the package was installed with pip."""
     directory = request.getfixturevalue("tmp_path_factory").mktemp("demo")
-    copy_checkout_source(directory)
-    return lambda: (directory, run_script_example("demo.py", directory))
+    env = scratch_env(directory)  # taken in the main thread, where no test changes it
+
+    def program():  # the copy too runs in the background thread
+        copy_checkout_source(directory)
+        return directory, run_script_example("demo.py", directory, env)
+
+    return program
 
 
 @pytest.mark.background(starter=start_demo)

@@ -98,40 +98,49 @@ def start_cluster_run(request):
     kafka_logdir = request.getfixturevalue("kafka_logdir")
     work = request.getfixturevalue("tmp_path_factory").mktemp("cluster-job")
     stream_logdir = work / "logdir"
-    shutil.copytree(kafka_logdir, stream_logdir)
-    for root, dirs, files in os.walk(stream_logdir):
-        for name in dirs + files:
-            os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
-    s3_server = S3Server()
-    request.session.config.add_cleanup(s3_server.close)
-    s3_server.make_bucket(BUCKET)
-    s3_server.upload_tree(kafka_logdir, BUCKET, "batch")
-    s3_server.upload_tree(kafka_logdir, BUCKET, "stream")
-    store = s3_server.store_options()
-    spec = {"phases": [
-        {"name": "batch", "run": "batch", "logdir": kafka_logdir},
-        {"name": "stream", "run": "stream", "logdir": str(stream_logdir),
-         "checkpoint": str(work / "checkpoint"),
-         "stream_options": {"maxOffsetsPerTrigger": str(MAX_OFFSETS_PER_TRIGGER),
-                            "minPartitions": STREAM_MIN_PARTITIONS}},
-        {"name": "s3-batch", "run": "batch", "logdir": f"s3://{BUCKET}/batch",
-         "read_options": store},
-        {"name": "s3-stream", "run": "stream", "logdir": f"s3://{BUCKET}/stream",
-         "checkpoint": str(work / "s3-checkpoint"), "read_options": store,
-         "stream_options": {"maxOffsetsPerTrigger": str(S3_MAX_OFFSETS_PER_TRIGGER),
-                            "minPartitions": STREAM_MIN_PARTITIONS}},
-        {"name": "s3-write", "run": "write", "write_path": f"s3://{BUCKET}/out",
-         "write_rows": WRITE_ROWS, "read_options": store,
-         "write_options": {"topic": WRITE_TOPIC, "numPartitions": "3",
-                           "segment.bytes": "16384"}},
-    ]}
+    environ = dict(os.environ)  # taken here: a test may change os.environ while it runs
+    s3_dir = work / "s3"
+    s3_dir.mkdir()
+    # The copy, the S3 server and the uploads are the program's (the background thread's).
+
+    def phases(store):
+        return [
+            {"name": "batch", "run": "batch", "logdir": kafka_logdir},
+            {"name": "stream", "run": "stream", "logdir": str(stream_logdir),
+             "checkpoint": str(work / "checkpoint"),
+             "stream_options": {"maxOffsetsPerTrigger": str(MAX_OFFSETS_PER_TRIGGER),
+                                "minPartitions": STREAM_MIN_PARTITIONS}},
+            {"name": "s3-batch", "run": "batch", "logdir": f"s3://{BUCKET}/batch",
+             "read_options": store},
+            {"name": "s3-stream", "run": "stream", "logdir": f"s3://{BUCKET}/stream",
+             "checkpoint": str(work / "s3-checkpoint"), "read_options": store,
+             "stream_options": {"maxOffsetsPerTrigger": str(S3_MAX_OFFSETS_PER_TRIGGER),
+                                "minPartitions": STREAM_MIN_PARTITIONS}},
+            {"name": "s3-write", "run": "write", "write_path": f"s3://{BUCKET}/out",
+             "write_rows": WRITE_ROWS, "read_options": store,
+             "write_options": {"topic": WRITE_TOPIC, "numPartitions": "3",
+                               "segment.bytes": "16384"}},
+        ]
 
     def program():
-        with StandaloneCluster(workers=2, cores=1, memory="1g", parent=str(work)) as cluster:
-            s3_server.reset_counts()
-            result = run_job(cluster, spec, work, timeout=JOB_TIMEOUT + 150)
-        result["requests"] = s3_server.requests()
-        s3_server.close()
+        shutil.copytree(kafka_logdir, stream_logdir)
+        for root, dirs, files in os.walk(stream_logdir):
+            for name in dirs + files:
+                os.chmod(os.path.join(root, name), 0o755 if name in dirs else 0o644)
+        s3_server = S3Server(parent=str(s3_dir), environ=environ)
+        try:
+            s3_server.make_bucket(BUCKET)
+            s3_server.upload_tree(kafka_logdir, BUCKET, "batch")
+            s3_server.upload_tree(kafka_logdir, BUCKET, "stream")
+            store = s3_server.store_options()
+            spec = {"phases": phases(store)}
+            with StandaloneCluster(workers=2, cores=1, memory="1g",
+                                   parent=str(work)) as cluster:
+                s3_server.reset_counts()
+                result = run_job(cluster, spec, work, timeout=JOB_TIMEOUT + 150)
+            result["requests"] = s3_server.requests()
+        finally:
+            s3_server.close()
         result["secret"] = store["store.secretAccessKey"]
         return result
 

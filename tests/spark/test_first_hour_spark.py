@@ -28,11 +28,11 @@ spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "fal
 """
 
 
-def python_without_segmentlog(directory):
+def python_without_segmentlog(directory, env):
     """A bin directory whose `python3` is a fresh virtualenv's, without segmentlog."""
     venv = directory / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
-                   timeout=300)
+                   timeout=300, env=env)
     return str(venv / "bin")
 
 
@@ -40,12 +40,16 @@ def script_run(request, script, path_first=None, **env):
     """A starter's program (support/background.py): `script` (or script(directory)) run by
     this Python in a directory of its own, with `path_first` ahead on PATH ("bare": a virtualenv's bin
     without segmentlog) and the given variables; PYSPARK_PYTHON and
-    PYSPARK_DRIVER_PYTHON unset."""
+    PYSPARK_DRIVER_PYTHON unset. The virtualenv and the script run in the program (the
+    background thread); the environment is taken here, in the main thread, where no test is
+    changing it."""
     directory = request.getfixturevalue("tmp_path_factory").mktemp("first-hour")
     environment = {k: v for k, v in os.environ.items()
                    if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
-    if path_first == "bare":
-        path_first = python_without_segmentlog(directory)
+    make_venv = path_first == "bare"
+    venv_env = dict(environment)
+    if make_venv:
+        path_first = str(directory / "venv" / "bin")  # made by the program
     if path_first:
         environment["PATH"] = path_first + os.pathsep + environment["PATH"]
     environment.update({k: v(directory) if callable(v) else v for k, v in env.items()})
@@ -53,6 +57,8 @@ def script_run(request, script, path_first=None, **env):
         script = script(directory)
 
     def program():
+        if make_venv:
+            python_without_segmentlog(directory, venv_env)  # the bin dir path_first names
         done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)],
                               capture_output=True, text=True, timeout=600, cwd=str(directory),
                               env=environment)

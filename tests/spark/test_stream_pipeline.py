@@ -59,10 +59,10 @@ def start_killed_pipeline(request):
     work = request.getfixturevalue("tmp_path_factory").mktemp("killed-pipeline")
     input_dir, output_dir = str(work / "in"), str(work / "out")
     checkpoint = str(work / "cp")
-    append(input_dir, "orders", 0, 600, partitions=PARTITIONS)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
 
     def program():
+        append(input_dir, "orders", 0, 600, partitions=PARTITIONS)  # in the background thread
         job = subprocess.Popen([sys.executable, JOB, input_dir, checkpoint, output_dir],
                                cwd=str(work), env=env, start_new_session=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -458,14 +458,20 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
 class S3Server:
     """moto's S3 in a subprocess and a counting proxy in front of it; see the module docstring."""
 
-    def __init__(self, enforce_auth: bool = False, startup_timeout: float = 60.0):
+    def __init__(self, enforce_auth: bool = False, startup_timeout: float = 60.0,
+                 parent: str | None = None, environ: dict | None = None):
+        """`parent`: the directory of its working files (else tempfile's default one);
+        `environ`: the environment moto runs in (else this process's, as it is now). A
+        server started off the main thread takes both from the thread that made them
+        (support/background.py)."""
         self._requests: list[Request] = []
         self._lock = threading.Lock()
         self._recorded = threading.Condition(self._lock)
         self._in_flight = 0
         self._process = None
         self._proxy = None
-        self._workdir = tempfile.mkdtemp(prefix="segmentlog-s3-")
+        self._workdir = tempfile.mkdtemp(prefix="segmentlog-s3-", dir=parent)
+        self._environ = dict(os.environ if environ is None else environ)
         self.access_key = DEFAULT_ACCESS_KEY
         self.secret_key = DEFAULT_SECRET_KEY
         self.region = REGION
@@ -486,7 +492,7 @@ class S3Server:
         self.moto_port = free_port()
         self.direct_endpoint = f"http://127.0.0.1:{self.moto_port}"
         self._log_path = os.path.join(self._workdir, "moto.log")
-        env = dict(os.environ)
+        env = dict(self._environ)
         env.pop("INITIAL_NO_AUTH_ACTION_COUNT", None)  # enforce_auth decides, not the caller's env
         with open(self._log_path, "wb") as log:  # werkzeug logs every request: a pipe would fill
             self._process = subprocess.Popen(
