@@ -144,7 +144,15 @@ def delivered(spark, out):
     return offsets(tuple(r) for r in spark.read.parquet(out).collect())
 
 
+def committed_batches(checkpoint):
+    """The micro-batches Spark recorded as committed in a query's checkpoint."""
+    commits = os.path.join(checkpoint, "commits")
+    return sorted(int(n) for n in os.listdir(commits) if n.isdigit())
+
+
 def test_max_offsets_per_trigger_bounds_every_micro_batch_across_a_restart(spark, tmp_path):
+    """Also the restart from a checkpoint: its batch ids go on from the first run's, and
+    startingOffsets is ignored there (the checkpoint decides)."""
     logdir, checkpoint, out = str(tmp_path / "logs"), str(tmp_path / "cp"), str(tmp_path / "out")
     append(logdir, "t", 0, 300, partitions=3)
     query = start_query(spark, logdir, checkpoint, out, maxOffsetsPerTrigger="100")
@@ -155,13 +163,19 @@ def test_max_offsets_per_trigger_bounds_every_micro_batch_across_a_restart(spark
     finally:
         query.stop()
     first = [n for n in batch_rows(query.recentProgress) if n]
+    first_commits = committed_batches(checkpoint)
     append(logdir, "t", 450, 60, partitions=3)  # while no query runs
-    query = start_query(spark, logdir, checkpoint, out, maxOffsetsPerTrigger="100")
+    query = start_query(spark, logdir, checkpoint, out, maxOffsetsPerTrigger="100",
+                        startingOffsets="latest")  # ignored: the checkpoint decides
     try:
         query.processAllAvailable()
     finally:
         query.stop()
     again = [n for n in batch_rows(query.recentProgress) if n]
+    commits = committed_batches(checkpoint)
+    assert commits == list(range(len(commits))) and len(commits) > len(first_commits) and \
+        commits[:len(first_commits)] == first_commits, \
+        f"the restart's batch ids do not go on from the first run's: {first_commits} {commits}"
     # Every micro-batch within the limit (give or take one offset a partition, as Spark's
     # Kafka source prorates it), and every record once, across the restart.
     assert len(first) >= 5 and all(n <= 100 + 3 for n in first + again), (first, again)

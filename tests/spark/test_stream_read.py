@@ -84,28 +84,6 @@ def test_available_now_rate_limited_over_the_fixtures_delivers_every_record_once
     assert json.loads(source["latestOffset"]) == end
 
 
-def test_restart_from_the_checkpoint_continues_exactly_once(spark, tmp_path):
-    logdir = str(tmp_path / "logs")
-    checkpoint = str(tmp_path / "cp")
-    append(logdir, "t", 0, 300, partitions=3)
-    sink = Collected()  # 150 offsets a micro-batch: two, one, and one after the restart
-    query = start_query(spark, logdir, checkpoint, sink, maxOffsetsPerTrigger="150")
-    query.processAllAvailable()
-    append(logdir, "t", 300, 150, partitions=3)
-    query.processAllAvailable()
-    query.stop()
-    append(logdir, "t", 450, 150, partitions=3)  # while no query runs
-    restarted = Collected()
-    query = start_query(spark, logdir, checkpoint, restarted, maxOffsetsPerTrigger="150",
-                        startingOffsets="latest")  # ignored: the checkpoint decides
-    query.processAllAvailable()
-    query.stop()
-    first_ids = [b for b, _ in sink.batches]
-    assert [b for b, _ in restarted.batches][0] == first_ids[-1] + 1
-    got = offsets_by_partition(sink.rows() + restarted.rows())
-    assert got == {("t", p): list(range(200)) for p in range(3)}
-
-
 def test_processing_time_trigger_while_another_thread_appends(spark, tmp_path):
     logdir = str(tmp_path / "logs")
     append(logdir, "t", 0, 10, partitions=2)
@@ -191,15 +169,18 @@ def test_new_partitions_and_topics_matching_the_pattern_are_picked_up(spark, tmp
                                    ("orders-eu", 0): list(range(6))}
 
 
-@pytest.mark.parametrize("fail", [True, False])
-def test_data_loss_fails_the_query_or_continues_from_the_earliest(spark, tmp_path, fail):
+def test_data_loss_fails_the_query_or_continues_from_the_earliest(spark, tmp_path):
+    """One checkpoint, three queries: a first run, then (retention having removed offsets
+    it had not read) a run with failOnDataLoss=true that fails naming the loss and delivers
+    nothing, then one with failOnDataLoss=false from the same checkpoint that continues
+    from the earliest offset kept."""
     logdir = str(tmp_path / "logs")
     append(logdir, "t", 0, 300, segment_bytes=4096, batch_size=1024)
     checkpoint = str(tmp_path / "cp")
     sink = Collected()
     # Several micro-batches, not thirty: the loss is found where the next one would start.
     run_available_now(spark, logdir, checkpoint, sink, maxOffsetsPerTrigger="100",
-                      failOnDataLoss=str(fail).lower())
+                      failOnDataLoss="false")
     assert len(sink.rows()) == 300 and len(sink.batches) > 1
     # Retention removes offsets the query has not read yet; then the query runs again.
     append(logdir, "t", 300, 300, segment_bytes=4096, batch_size=1024)
@@ -207,20 +188,22 @@ def test_data_loss_fails_the_query_or_continues_from_the_earliest(spark, tmp_pat
     first_kept = 0
     while first_kept <= 300:
         first_kept = drop_oldest_segment(directory)
+    failed = Collected()
+    query = start_query(spark, logdir, checkpoint, failed, trigger={"availableNow": True},
+                        failOnDataLoss="true")
+    with pytest.raises(Exception) as error:
+        query.awaitTermination(300)
+    assert f"data loss in t-0: offsets [300, {first_kept}) can no longer be read" in str(
+        error.value), "failOnDataLoss=true: the query did not fail naming the lost offsets"
+    assert "failOnDataLoss=false" in str(error.value)
+    assert failed.rows() == [], "failOnDataLoss=true: rows delivered past the loss"
     later = Collected()
     query = start_query(spark, logdir, checkpoint, later, trigger={"availableNow": True},
-                        failOnDataLoss=str(fail).lower())
-    if fail:
-        with pytest.raises(Exception) as error:
-            query.awaitTermination(300)
-        assert f"data loss in t-0: offsets [300, {first_kept}) can no longer be read" in str(
-            error.value)
-        assert "failOnDataLoss=false" in str(error.value)
-        assert later.rows() == []
-    else:
-        assert query.awaitTermination(300)
-        assert query.exception() is None
-        assert later.by_partition() == {("t", 0): list(range(first_kept, 600))}
+                        failOnDataLoss="false")
+    assert query.awaitTermination(300)
+    assert query.exception() is None, "failOnDataLoss=false: the query failed"
+    assert later.by_partition() == {("t", 0): list(range(first_kept, 600))}, \
+        "failOnDataLoss=false: not continued from the earliest offset kept"
 
 
 def test_read_committed_waits_for_an_open_transaction(spark, kafka_logdir, kafka_logdir_copy,
@@ -264,9 +247,8 @@ def test_stream_options_errors_name_the_option(spark, tmp_path):
     logdir = str(tmp_path / "logs")
     append(logdir, "t", 0, 5)
     sink = Collected()
-    with pytest.raises(Exception, match="option 'endingOffsets' is for batch reads"):
-        query = start_query(spark, logdir, str(tmp_path / "cp1"), sink, endingOffsets="latest")
-        query.processAllAvailable()
+    # A batch-only option (endingOffsets) refused by a stream: test_spark_releases.py's
+    # test_a_stream_with_a_refused_option_fails_with_that_error_on_one_line.
     missing = str(tmp_path / "missing")
     query = start_query(spark, missing, str(tmp_path / "cp2"), sink)
     with pytest.raises(Exception, match=f"{missing}: no such directory"):
