@@ -78,6 +78,8 @@ def only_record(logdir):
 
 
 def test_process_all_available_and_restart_without_duplicates(spark, tmp_path):
+    """A processAllAvailable run, then a restart from its checkpoint as an AvailableNow
+    query (what test_available_now_completes_and_stops checked on its own query)."""
     input_dir, checkpoint, logdir = (str(tmp_path / n) for n in ("in", "checkpoint", "log"))
     written = [row for n in range(3) for row in add_file(input_dir, n)]
     query = start_query(spark, "segmentlog", input_dir, checkpoint, logdir)
@@ -91,11 +93,17 @@ def test_process_all_available_and_restart_without_duplicates(spark, tmp_path):
         assert record["query_id"] == json.load(handle)["id"] == query.id
     assert record["committed_batch"] == committed_by_spark(checkpoint)[-1] == 2
     assert leftovers(logdir) == []
-    # the same checkpoint again, with more input: batches 3 and 4, nothing twice
+    # the same checkpoint again, with more input, as an AvailableNow query writing lz4:
+    # batches 3 and 4, nothing twice, and the query stops by itself when done
     written += [row for n in range(3, 5) for row in add_file(input_dir, n)]
-    query = start_query(spark, "segmentlog", input_dir, checkpoint, logdir)
+    frame = spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", 1).json(input_dir)
+    query = (frame.writeStream.format("segmentlog").trigger(availableNow=True)
+             .option("checkpointLocation", checkpoint).option("topic", TOPIC)
+             .option("numPartitions", PARTITIONS).option("compression.type", "lz4")
+             .outputMode("append").start(logdir))
     try:
-        query.processAllAvailable()
+        assert query.awaitTermination(300), "the AvailableNow query did not stop"
+        assert query.exception() is None
     finally:
         query.stop()
     check_exactly_once(spark, logdir, written)
@@ -104,21 +112,6 @@ def test_process_all_available_and_restart_without_duplicates(spark, tmp_path):
         [f".segmentlog-sink-{query.id}.json"] + [f"{TOPIC}-{p}" for p in range(PARTITIONS)] +
         [".segmentlog-publishing", "log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
          "replication-offset-checkpoint"])
-
-
-def test_available_now_completes_and_stops(spark, tmp_path):
-    input_dir, checkpoint, logdir = (str(tmp_path / n) for n in ("in", "checkpoint", "log"))
-    written = [row for n in range(4) for row in add_file(input_dir, n, rows=25)]
-    frame = spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", 1).json(input_dir)
-    query = (frame.writeStream.format("segmentlog").trigger(availableNow=True)
-             .option("checkpointLocation", checkpoint).option("topic", TOPIC)
-             .option("numPartitions", PARTITIONS).option("compression.type", "lz4")
-             .outputMode("append").start(logdir))
-    assert query.awaitTermination(300)
-    assert query.exception() is None
-    check_exactly_once(spark, logdir, written)
-    assert only_record(logdir)["committed_batch"] == 3 == committed_by_spark(checkpoint)[-1]
-    assert leftovers(logdir) == []
 
 
 def test_a_failing_micro_batch_leaves_nothing(spark, tmp_path):
@@ -198,13 +191,14 @@ def start_killed_driver(request):
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     meeting = work / "meeting"
     meeting.mkdir()
-    queries = {}
-    for step in KILL_STEPS:
-        input_dir, checkpoint, logdir = (str(work / step / n) for n in ("in", "checkpoint", "log"))
-        written = [row for n in range(3) for row in add_file(input_dir, n, rows=40)]
-        queries[step] = input_dir, checkpoint, logdir, written
 
     def program():
+        queries = {}  # the input is written here, in the background thread
+        for step in KILL_STEPS:
+            input_dir, checkpoint, logdir = (str(work / step / n)
+                                             for n in ("in", "checkpoint", "log"))
+            written = [row for n in range(3) for row in add_file(input_dir, n, rows=40)]
+            queries[step] = input_dir, checkpoint, logdir, written
         process = subprocess.Popen(
             [sys.executable, script, "1", str(meeting)]
             + [f"{step}={','.join(paths[:3])}" for step, paths in queries.items()],
