@@ -22,6 +22,11 @@
  * only once the whole object is known to hold no key twice (json.loads keeps the last of
  * duplicates, which may fit).
  *
+ * An object in the shape most producers write (every property, in the schema's order,
+ * compact) is read by a fast path (fast_object): its keys compared whole, its values
+ * read by a routine per column kind. At anything else the object is rolled back and read
+ * again the general way, so the fast path decides nothing of its own.
+ *
  * Every read is bounds-checked against the payload: hostile bytes give deferred rows.
  */
 #define PY_SSIZE_T_CLEAN
@@ -30,6 +35,9 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* Column kinds: the Arrow layouts (json_program.py's COL_*). */
 enum { COL_BOOL = 1, COL_I8, COL_I16, COL_I32, COL_I64, COL_F32, COL_F64, COL_BINARY, COL_LIST,
@@ -52,10 +60,11 @@ enum { F_Z = 1, F_SPACE = 2, F_MILLIS = 4, F_MICROS = 8, F_OFFSET = 16 };
 #include "columns.h"
 
 /* Beside columns.h's OK, NOMEM and ERROR: MISFIT, the value does not fit the step (a
- * union tries its next member); DEFER, the row is left to Python. */
-enum { MISFIT = 1, DEFER = 2 };
-
-typedef struct Step Step;
+ * union tries its next member); DEFER, the row is left to Python. The fast path of
+ * objects (fast_object) says BAIL when an object is not in the shape it reads (what it
+ * appended is rolled back, and the general path reads the object again), NOT_FAST when
+ * it bailed before appending anything. */
+enum { MISFIT = 1, DEFER = 2, BAIL = 3, NOT_FAST = 4 };
 
 typedef struct {
     char *name;
@@ -75,6 +84,26 @@ typedef struct {
     int32_t len, quick;   /* quick: plain, and at most 16 bytes */
 } Key;
 
+/* How the fast path of objects reads a property's value: with a routine of its kind, or
+ * (FAST_OTHER) the general way. */
+enum { FAST_OTHER = 0, FAST_STRING, FAST_INT, FAST_MILLIS, FAST_NUMBER, FAST_BOOL, FAST_ARRAY };
+
+/* A property as the fast path expects it: the byte before its key ('{' before the first,
+ * ',' before the others), the key as it stands, the colon. Up to 16 bytes, compared as
+ * one chunk under a mask of the pattern's bytes; longer, byte by byte. */
+typedef struct Step Step;
+typedef struct {
+    uint8_t chunk[16] __attribute__((aligned(16)));  /* the pattern, zero padded */
+    uint64_t masks[2];    /* 0xff for each byte of the pattern among the 16 */
+    uint32_t mask;        /* a bit for each */
+    int32_t len;
+    int32_t kind;         /* FAST_ */
+    int32_t item_kind;    /* FAST_ARRAY: its items' (a scalar FAST_ kind) */
+    Step *step;           /* the property's */
+    Column *column;
+    char *bytes;          /* the whole pattern */
+} FastKey;
+
 struct Step {
     int kind, col, nullable;
     int64_t low, high;    /* integers: the column's range */
@@ -83,6 +112,7 @@ struct Step {
     Step **children;      /* array: [items]; map: [values]; object: properties; union: members */
     Property *props;      /* object: one per child */
     Key *keys;            /* object: one per child */
+    FastKey *fast;        /* object: one per child, when every name is plain (else NULL) */
     uint64_t *seen;       /* object of more than 64 properties: which a value has given
                            * (scratch bits; up to 64, a local mask) */
     Column *column;       /* &cols[col] (the columns never move) */
@@ -1296,9 +1326,269 @@ static HOT int object_of(Program *prog, Step *step, Cursor *outer, int depth, in
     return append_validity(step->column, 1);
 }
 
+/* ------------------------------------------------------------------ the fast path */
+
+/* Most producers write an object one way: every property, in the schema's order, compact
+ * JSON (no whitespace), each key as it stands. fast_object reads that shape alone, each
+ * key compared whole (with the byte before it) and each value read by a routine of its
+ * column's kind; at anything else it bails, and the general path (object_of) reads the
+ * object again and decides it. What it accepts, it reads as the general path would. */
+
+/* The index of the first of the 16 bytes at p that is a quote, a backslash, a control
+ * character or not ASCII; 16 for none. */
+static HOT int first_special16(const uint8_t *p) {
+#if defined(__SSE2__)
+    __m128i v = _mm_loadu_si128((const __m128i *)p);
+    /* as signed bytes, those below 0x20 are the control characters and those past 0x7f */
+    __m128i found = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                              _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                                 _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+    int bits = _mm_movemask_epi8(found);
+    return bits ? __builtin_ctz((unsigned)bits) : 16;
+#else
+    uint64_t a, b;
+    memcpy(&a, p, 8);
+    memcpy(&b, p + 8, 8);
+    uint64_t found = special8(a);
+    if (found) return __builtin_ctzll(found) >> 3;
+    found = special8(b);
+    return found ? 8 + (__builtin_ctzll(found) >> 3) : 16;
+#endif
+}
+
+/* A string value (c->p at its quote) into a binary column: plain ASCII without escapes
+ * found 16 bytes a step; any other string read by parse_string. */
+static HOT int fast_string(Program *prog, Column *col, Cursor *c) {
+    const uint8_t *s = c->p + 1, *p = s;
+    while (prog->limit - p >= 16) {
+        int at = first_special16(p);
+        if (at == 16) {
+            p += 16;
+            continue;
+        }
+        p += at;
+        if (*p != '"' || p >= c->end) break;
+        Py_ssize_t n = p - s;
+        if (n <= 16) {  /* one 16-byte move: the loop saw 16 bytes at s */
+            if (col->data.cap - col->data.len < 16 && buf_reserve(&col->data, 16) != OK)
+                return NOMEM;
+            memcpy(col->data.data + col->data.len, s, 16);
+            col->data.len += n;
+        } else if (buf_put(&col->data, s, n) != OK) {
+            return NOMEM;
+        }
+        c->p = p + 1;
+        if (end_offset(col, col->data.len) != OK) return NOMEM;
+        return append_validity(col, 1);
+    }
+    int r = parse_string(prog, col, c);
+    return r == DEFER ? BAIL : r;
+}
+
+/* An int literal of 1 to 15 digits in the step's range; BAIL for any other. What follows
+ * it is the caller's to check (a ',', '}' or ']': a fraction or exponent bails there). */
+static HOT int fast_integer(const Step *step, Cursor *c, const uint8_t *limit, int64_t *out) {
+    const uint8_t *p = c->p;
+    int negative = *p == '-';
+    p += negative;
+    if (limit - p < 16) return BAIL;
+    uint64_t x, v;
+    memcpy(&x, p, 8);
+    int k = leading_digits(x);
+    if (!k || (k > 1 && (uint8_t)x == '0')) return BAIL;  /* no digit, or a leading zero */
+    if (k < 8) {
+        v = digits_value(x, k);
+    } else {
+        uint64_t y;
+        memcpy(&y, p + 8, 8);
+        int more = leading_digits(y);
+        if (more == 8) return BAIL;
+        v = digits_value(x, 8);
+        if (more) v = v * POW10_INT[more] + digits_value(y, more);
+        k += more;
+    }
+    if (c->end - p < k) return BAIL;  /* digits past the document's end */
+    int64_t value = negative ? -(int64_t)v : (int64_t)v;
+    if (value < step->low || value > step->high) return BAIL;
+    c->p = p + k;
+    *out = value;
+    return OK;
+}
+
+/* A number literal without exponent, of at most 19 digits and fewer than 8 before its
+ * point, as Python's float() gives it (an int literal: float(int)); BAIL for others. */
+static HOT int fast_double(Cursor *c, const uint8_t *limit, double *out) {
+    const uint8_t *p = c->p;
+    int negative = *p == '-';
+    p += negative;
+    if (limit - p < 40) return BAIL;  /* the reads below stay within 40 bytes */
+    uint64_t x;
+    memcpy(&x, p, 8);
+    int k = leading_digits(x);
+    if (!k || k == 8 || (k > 1 && (uint8_t)x == '0')) return BAIL;
+    uint64_t w = digits_value(x, k);
+    int digits = k;
+    int64_t q = 0;
+    p += k;
+    if (*p == '.') {
+        p++;
+        for (;;) {
+            memcpy(&x, p, 8);
+            int more = leading_digits(x);
+            if (!more) break;
+            if (digits + more > 19) return BAIL;
+            w = w * POW10_INT[more] + digits_value(x, more);
+            digits += more;
+            q -= more;
+            p += more;
+            if (more < 8) break;
+        }
+        if (!q) return BAIL;  /* a point with no digit after it: not JSON */
+    }
+    if (*p == 'e' || *p == 'E' || p > c->end) return BAIL;
+    double d;
+    if (!q) {
+        d = (double)(negative ? -(int64_t)w : (int64_t)w);  /* float(int): -0 gives 0.0 */
+    } else if (!w) {
+        d = negative ? -0.0 : 0.0;
+    } else if (w <= (1ULL << 53) && q >= -22) {  /* Clinger's: one rounding */
+        d = (double)w / POW10[-q];
+        if (negative) d = -d;
+    } else if (!product_double(w, q, negative, &d)) {
+        return BAIL;
+    }
+    c->p = p;
+    *out = d;
+    return OK;
+}
+
+/* The null at c->p of a step that takes one; BAIL for anything else. The routines below
+ * look for it only where their value's first byte did not come. */
+static int fast_null(Program *prog, Step *step, Cursor *c) {
+    if (!step->nullable || c->p >= c->end || *c->p != 'n' || !literal(c, "null", 4))
+        return BAIL;
+    return append_null(prog, step->col);
+}
+
+/* A value of a scalar step, `kind` its FAST_ kind, or its null where the step takes one. */
+static HOT int fast_scalar(Program *prog, Step *step, Column *col, int kind, Cursor *c) {
+    int64_t v;
+    double d;
+    int r;
+    switch (kind) {
+    case FAST_STRING:
+        if (c->p < c->end && *c->p == '"') return fast_string(prog, col, c);
+        break;
+    case FAST_INT:
+        if ((r = fast_integer(step, c, prog->limit, &v)) == OK) return append_int(col, v);
+        break;
+    case FAST_MILLIS:
+        if ((r = fast_integer(step, c, prog->limit, &v)) == OK) {
+            if (__builtin_mul_overflow(v, (int64_t)1000, &v)) return BAIL;
+            return append_int(col, v);
+        }
+        break;
+    case FAST_NUMBER:
+        if ((r = fast_double(c, prog->limit, &d)) == OK) return append_real(col, d);
+        break;
+    default:  /* FAST_BOOL */
+        if (literal(c, "true", 4)) r = buf_byte(&col->values, 1);
+        else if (literal(c, "false", 5)) r = buf_byte(&col->values, 0);
+        else break;
+        return r != OK ? r : append_validity(col, 1);
+    }
+    return fast_null(prog, step, c);
+}
+
+/* An array of scalars (c->p at its '['), compact, each item read by its kind's routine. */
+static HOT int fast_array(Program *prog, Step *step, int item_kind, Cursor *c) {
+    Step *item = step->children[0];
+    Column *items = item->column;
+    int r;
+    c->p++;
+    if (c->p < c->end && *c->p == ']') {
+        c->p++;
+    } else {
+        for (;;) {
+            if ((r = fast_scalar(prog, item, items, item_kind, c)) != OK) return r;
+            if (c->p >= c->end) return BAIL;
+            uint8_t b = *c->p++;
+            if (b == ']') break;
+            if (b != ',') return BAIL;
+        }
+    }
+    if (end_offset(step->column, items->length) != OK) return NOMEM;
+    return append_validity(step->column, 1);
+}
+
+/* Whether the bytes at p are the key's pattern. They may lie past the document's end
+ * (not past `limit`): the value after them is then past it too, and its routine bails. */
+static HOT int fast_key_is(const FastKey *key, const uint8_t *p, const uint8_t *limit) {
+    if (key->len <= 16 && limit - p >= 16) {
+#if defined(__SSE2__)
+        __m128i same = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)p),
+                                      _mm_load_si128((const __m128i *)key->chunk));
+        return !(~(uint32_t)_mm_movemask_epi8(same) & key->mask);
+#else
+        uint64_t a, b, x, y;
+        memcpy(&a, p, 8);
+        memcpy(&b, p + 8, 8);
+        memcpy(&x, key->chunk, 8);
+        memcpy(&y, key->chunk + 8, 8);
+        return !(((a ^ x) & key->masks[0]) | ((b ^ y) & key->masks[1]));
+#endif
+    }
+    return same_bytes(p, key->bytes, key->len);
+}
+
+/* The object at c->p ('{') in the common shape: OK with its values in; NOT_FAST (nothing
+ * appended) or BAIL (values appended) when it is not in that shape; NOMEM, ERROR. */
+static HOT int fast_object(Program *prog, Step *step, Cursor *outer, int depth) {
+    Cursor cur = *outer, *c = &cur;
+    const uint8_t *limit = prog->limit;
+    const FastKey *key = step->fast, *last = key + step->nchildren;
+    int r;
+    if (!fast_key_is(key, c->p, limit)) return NOT_FAST;
+    for (;;) {
+        c->p += key->len;
+        switch (key->kind) {
+        case FAST_STRING:
+            r = c->p < c->end && *c->p == '"' ? fast_string(prog, key->column, c)
+                                               : fast_null(prog, key->step, c);
+            break;
+        case FAST_ARRAY:
+            if (c->p < c->end && *c->p == '[') {
+                r = fast_array(prog, key->step, key->item_kind, c);
+                break;
+            }
+            /* fall through: null, or not an array */
+        case FAST_OTHER:
+            r = parse_slot(prog, key->step, c, depth + 1);
+            break;
+        default:
+            r = fast_scalar(prog, key->step, key->column, key->kind, c);
+            break;
+        }
+        if (r != OK) return r == MISFIT || r == DEFER ? BAIL : r;
+        if (++key == last) break;
+        if (!fast_key_is(key, c->p, limit)) return BAIL;
+    }
+    if (c->p >= c->end || *c->p != '}') return BAIL;
+    c->p++;
+    *outer = cur;
+    return append_validity(step->column, 1);
+}
+
 /* The two objects' shapes compiled apart: up to 64 properties (a mask in a register),
- * and more. */
+ * and more; the fast path first where the step has one and the object's values lie
+ * within MAX_DEPTH (deeper, the general path decides: it defers). */
 static int parse_object(Program *prog, Step *step, Cursor *c, int depth) {
+    if (step->fast && depth < MAX_DEPTH) {
+        Py_ssize_t length = step->column->length;
+        int r = fast_object(prog, step, c, depth);
+        if (r != BAIL && r != NOT_FAST) return r;
+        if (r == BAIL) roll_back(prog->cols, step->col, length);
+    }
     return step->nchildren <= 64 ? object_of(prog, step, c, depth, 0)
                                  : object_of(prog, step, c, depth, 1);
 }
@@ -1428,6 +1718,10 @@ static void free_step(Step *step) {
     }
     PyMem_Free(step->seen);
     PyMem_Free(step->keys);
+    if (step->fast) {
+        for (int k = 0; k < step->nchildren; k++) PyMem_Free(step->fast[k].bytes);
+        PyMem_Free(step->fast);
+    }
     Py_XDECREF(step->slow);
     PyMem_Free(step);
 }
@@ -1443,6 +1737,59 @@ static void free_program(PyObject *capsule) {
     PyMem_RawFree(prog->keys.data);
     Py_XDECREF(prog->defer);
     PyMem_Free(prog);
+}
+
+/* The FAST_ kind of a scalar step; FAST_OTHER for the other kinds. */
+static int fast_scalar_kind(const Step *step) {
+    switch (step->kind) {
+    case K_STRING: return FAST_STRING;
+    case K_INTEGER: case K_CONNECT_DAYS: return FAST_INT;
+    case K_CONNECT_MILLIS: return FAST_MILLIS;
+    case K_NUMBER: return FAST_NUMBER;
+    case K_BOOLEAN: return FAST_BOOL;
+    }
+    return FAST_OTHER;
+}
+
+/* An object step's fast path (step->fast), when all its properties' names are plain:
+ * each property's pattern and how its value is read. 0, or -1 with an exception set. */
+static int fast_keys(Step *step) {
+    int n = step->nchildren;
+    if (n < 1) return 0;
+    for (int k = 0; k < n; k++)
+        if (!step->props[k].plain) return 0;
+    if (!(step->fast = PyMem_Calloc((size_t)n, sizeof(FastKey)))) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int k = 0; k < n; k++) {
+        Property *p = &step->props[k];
+        FastKey *key = &step->fast[k];
+        Py_ssize_t len = p->name_len + 4;
+        if (len > INT32_MAX || !(key->bytes = PyMem_Malloc((size_t)len))) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        key->bytes[0] = k ? ',' : '{';
+        memcpy(key->bytes + 1, p->pattern, (size_t)p->name_len + 3);
+        key->len = (int32_t)len;
+        if (len <= 16) {
+            uint8_t keep[16] = {0};
+            memset(keep, 0xff, (size_t)len);
+            memcpy(key->masks, keep, 16);
+            memcpy(key->chunk, key->bytes, (size_t)len);
+            key->mask = ((uint32_t)1 << len) - 1;
+        }
+        Step *child = step->children[k];
+        key->step = child;
+        key->column = child->column;
+        key->kind = fast_scalar_kind(child);
+        if (child->kind == K_ARRAY && fast_scalar_kind(child->children[0]) != FAST_OTHER) {
+            key->kind = FAST_ARRAY;
+            key->item_kind = fast_scalar_kind(child->children[0]);
+        }
+    }
+    return 0;
 }
 
 /* The column kinds a step kind fills. */
@@ -1610,6 +1957,7 @@ static Step *build_step(Program *prog, PyObject *obj, int depth, int *filled) {
                 REFUSE("a property that may be absent has a nullable column");
             }
         }
+        if (fast_keys(step) < 0) goto fail;
     }
     return step;
 fail:

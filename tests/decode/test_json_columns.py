@@ -840,3 +840,253 @@ def test_a_build_of_other_source_is_not_loaded_and_the_warning_says_so(tmp_path,
     assert decoded == "list [1, None] invalid JSON after the sch"
     assert warned == "['JsonCompiledUnavailableWarning']"
     assert "built from other source" in message or "not built" in message
+
+
+# ------------------------------------------- objects in the common shape (the fast path)
+
+# _jsoncolumns.c reads an object whose properties all come in the schema's order, compact,
+# with a routine per column kind (fast_object); at anything else it rolls the object back
+# and reads it again the general way. These documents are that shape and every way out of
+# it, checked against the row-by-row path and against json.loads read by hand (FAST_KINDS).
+FAST_SHAPE = {
+    "type": "object", "additionalProperties": False,
+    "required": ["order_id", "customer", "quantity", "created_at", "price", "ratio",
+                 "a_key_longer_than_sixteen_bytes", "tags", "scores", "at"],
+    "properties": {
+        "order_id": {"type": "integer"},
+        "customer": {"type": "string"},
+        "quantity": {"type": "integer", "connect.type": "int32"},
+        "created_at": {"type": "integer"},
+        "price": {"type": "number"},
+        "ratio": {"type": "number", "connect.type": "float32"},
+        "flag": {"type": "boolean"},
+        "note": {"oneOf": [{"type": "null"}, {"type": "string"}]},
+        "a_key_longer_than_sixteen_bytes": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "scores": {"type": "array", "items": {"type": ["integer", "null"]}},
+        "at": {"type": "integer", "title": "org.apache.kafka.connect.data.Timestamp"},
+        "inner": {"type": "object", "required": ["x"], "properties": {
+            "x": {"type": "integer"}, "y": {"type": "string"}}},
+    },
+}
+FAST_KINDS = {"order_id": "int64", "customer": "string", "quantity": "int32",
+              "created_at": "int64", "price": "double", "ratio": "float", "flag": "bool",
+              "note": "string?", "a_key_longer_than_sixteen_bytes": "string",
+              "tags": "strings", "scores": "ints?", "at": "millis", "inner": "inner"}
+FAST_VARIANTS = {
+    "number": ["0", "-0", "7", "-7", "1.0", "-1.5", "1e2", "1E-2", "01", "-01", "-", "1.",
+               ".5", "+1", "0.0", "-0.0", "9223372036854775807", "9223372036854775808",
+               "-9223372036854775808", "-9223372036854775809", "123456789012345",
+               "1234567890123456", "123456789012345678", "12345678901234567890123",
+               "0.1234567890123456789", "0.12345678901234567891", "12345678.5",
+               "0.000000000000000000000000001", "1e400", "true", "null", '"7"', "[]",
+               "2147483647", "2147483648", "-2147483649", "17.000000000000000001",
+               "9007199254740993", "9007199254740993.0", "1.7976931348623157e308",
+               "3.4e39", "0.30000000000000004"],
+    "string": ['"plain"', '""', '"' + "x" * 15 + '"', '"' + "x" * 16 + '"',
+               '"' + "y" * 40 + '"', '"with \\"quote\\""', '"caf\\u00e9"', '"caf\u00e9"',
+               '"tab\\t"', '"\\ud800"', '"\\ud83d\\ude00"', '"a\x01b"', '"a\x7fb"', "7",
+               "null", "true", '"\xff"', '"unterminated'],
+    "bool": ["true", "false", "tru", "1", "null", '"true"'],
+    "array": ["[]", '["a"]', '["a","b"]', '[ "a"]', '["a" ,"b"]', '["a",]', "[1]", "null",
+              '["a"', "[null]", "[1,null,-3]", "[1.0]", '[""]', "[[]]", "{}"],
+    "object": ['{"x":1}', '{"x":1,"y":"z"}', '{"y":"z","x":1}', '{ "x":1}', '{"x":1,"x":2}',
+               "{}", "null", '{"x":"1"}', '{"x":1,"w":[]}', "[]"],
+}
+FAST_VARIANT_OF = {"int64": "number", "int32": "number", "double": "number",
+                   "float": "number", "millis": "number", "bool": "bool", "string": "string",
+                   "string?": "string", "strings": "array", "ints?": "array",
+                   "inner": "object"}
+
+
+class Misfits(Exception):
+    pass
+
+
+def fast_field(kind, value, optional):
+    """A property's value as FAST_SHAPE's column holds it, from json.loads's value (an
+    independent reading: the mapping's rules written out again). An optional property
+    takes null."""
+    def integer(v, low, high):
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+            raise Misfits(kind)
+        return v
+
+    def string(v):
+        if not isinstance(v, str) or any(0xd800 <= ord(ch) <= 0xdfff for ch in v):
+            raise Misfits(kind)
+        return v
+
+    def number(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise Misfits(kind)
+        try:
+            v = float(v)
+        except OverflowError:
+            raise Misfits(kind) from None
+        if math.isinf(v):
+            raise Misfits(kind)
+        return v
+
+    if value is None and (optional or kind == "string?"):
+        return None
+    if kind == "int64":
+        return integer(value, -2 ** 63, 2 ** 63 - 1)
+    if kind == "int32":
+        return integer(value, -2 ** 31, 2 ** 31 - 1)
+    if kind == "millis":
+        return integer(integer(value, -2 ** 63, 2 ** 63 - 1) * 1000, -2 ** 63, 2 ** 63 - 1)
+    if kind == "double":
+        return number(value)
+    if kind == "float":  # as a cast to float32 rounds it (past its range: infinity)
+        with np.errstate(over="ignore"):
+            return float(np.float32(number(value)))
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise Misfits(kind)
+        return value
+    if kind in ("string", "string?"):
+        return string(value)
+    if not isinstance(value, (list, dict)):
+        raise Misfits(kind)
+    if kind == "strings":
+        if not isinstance(value, list):
+            raise Misfits(kind)
+        return [string(item) for item in value]
+    if kind == "ints?":
+        if not isinstance(value, list):
+            raise Misfits(kind)
+        return [None if item is None else integer(item, -2 ** 63, 2 ** 63 - 1)
+                for item in value]
+    if not isinstance(value, dict) or "x" not in value:  # inner
+        raise Misfits(kind)
+    return {"x": integer(value["x"], -2 ** 63, 2 ** 63 - 1),
+            "y": None if "y" not in value else string(value["y"])}
+
+
+def fast_expected(body):
+    """The row FAST_SHAPE's column holds for `body`, read by json.loads; Misfits (or
+    json's ValueError) where the row is an error."""
+    document = json.loads(body)
+    if document is None:
+        return None
+    if not isinstance(document, dict):
+        raise Misfits("not an object")
+    row = {}
+    for name, kind in FAST_KINDS.items():
+        if name not in document:
+            if name in FAST_SHAPE["required"]:
+                raise Misfits(name)
+            row[name] = None
+            continue
+        row[name] = fast_field(kind, document[name], name not in FAST_SHAPE["required"])
+    return row
+
+
+def fast_record(rng) -> list:
+    """(key, JSON text of its value) pairs of a FAST_SHAPE record, in the schema's order."""
+    tags = [f"t{rng.randrange(100)}" for _ in range(rng.randrange(4))]
+    values = {"order_id": rng.randrange(-2 ** 63, 2 ** 63) if rng.random() < 0.3
+              else 10_000_000 + rng.randrange(10 ** 6),
+              "customer": f"customer-{rng.randrange(10 ** 5)}", "quantity": rng.randrange(100),
+              "created_at": 1_700_000_000_000 + rng.randrange(10 ** 6),
+              "price": round(rng.uniform(0, 100), rng.randrange(1, 15)),
+              "ratio": rng.random(), "flag": rng.random() < 0.5,
+              "note": rng.choice([None, "gift wrap", "caf\u00e9"]),
+              "a_key_longer_than_sixteen_bytes": "v" * rng.randrange(30), "tags": tags,
+              "scores": [rng.choice([None, rng.randrange(-99, 99)])
+                         for _ in range(rng.randrange(3))],
+              "at": 1_700_000_000_000 + rng.randrange(10 ** 6),
+              "inner": rng.choice([None, {"x": 1, "y": "z"}, {"x": -5}])}
+    return [(key, json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+            for key, value in values.items()]
+
+
+def rendered(pairs, open_="{", colon=":", comma=",", close="}") -> bytes:
+    return (open_ + comma.join(f'"{key}"{colon}{value}' if not key.startswith("\\raw")
+                               else key[4:] + colon + value for key, value in pairs)
+            + close).encode()
+
+
+def fast_bodies(rng, pairs) -> list:
+    """A record in the common shape, then every way out of it."""
+    out = [rendered(pairs)]
+    for at in range(len(pairs) - 1):  # two keys in the other order
+        swapped = list(pairs)
+        swapped[at], swapped[at + 1] = swapped[at + 1], swapped[at]
+        out.append(rendered(swapped))
+    for space in (" ", "\n", "\t", "\r"):  # whitespace at each place the grammar has one
+        out += [rendered(pairs, open_="{" + space), rendered(pairs, colon=space + ":"),
+                rendered(pairs, colon=":" + space), rendered(pairs, comma=space + ","),
+                rendered(pairs, comma="," + space), rendered(pairs, close=space + "}"),
+                space.encode() + rendered(pairs), rendered(pairs) + space.encode()]
+        at = rng.randrange(len(pairs))
+        out.append(rendered(pairs[:at] + [(pairs[at][0], space + pairs[at][1])]
+                            + pairs[at + 1:]))
+    for at in range(len(pairs) + 1):
+        # an unknown key between known ones; a key left out; a key escaped; one repeated
+        out.append(rendered(pairs[:at] + [("zz_unknown", '[1,{"a":2}]')] + pairs[at:]))
+        if at < len(pairs):
+            key, value = pairs[at]
+            out.append(rendered(pairs[:at] + pairs[at + 1:]))
+            out.append(rendered(pairs[:at] + [("\\raw" + '"\\u%04x%s"' % (ord(key[0]), key[1:]),
+                                               value)] + pairs[at + 1:]))
+            out.append(rendered(pairs[:at + 1] + [(key, value)] + pairs[at + 1:]))
+            out.append(rendered(pairs + [(key, rng.choice(
+                FAST_VARIANTS[FAST_VARIANT_OF[FAST_KINDS[key]]]))]))
+            for variant in FAST_VARIANTS[FAST_VARIANT_OF[FAST_KINDS[key]]]:
+                out.append(rendered(pairs[:at] + [(key, variant)] + pairs[at + 1:]))
+    out += [b"null", b"{}", b"[]", b'{"order_id":1}', rendered(pairs)[:-1] + b",}"]
+    return out
+
+
+@compiled_only
+def test_objects_in_the_common_shape_and_every_way_out_of_it_decode_alike():
+    rng = random.Random(42)
+    column = column_of(FAST_SHAPE)
+    records = [fast_record(rng) for _ in range(12)]
+    common = [rendered(pairs) for pairs in records]
+    bodies = [body for pairs in records for body in fast_bodies(rng, pairs)]
+    compiled, errors, _ = twins(column, bodies)
+    plain_type = storage(column.type)
+    rows = compiled.cast(plain_type).to_pylist()
+    for body, row, error in zip(bodies, rows, errors):
+        try:
+            expected = fast_expected(body)
+        except (Misfits, ValueError, UnicodeDecodeError):
+            assert error is not None, body
+            continue
+        assert error is None, (body, error)
+        assert exact(row) == exact(expected), body
+    # every kind of row is there, and the common shape is read in C, none left to Python
+    assert 0.3 < errors.count(None) / len(errors) < 0.9
+    _, common_errors, deferred = twins(column, common, deferred=[])
+    assert common_errors == [None] * len(common)
+
+
+@compiled_only
+def test_documents_cut_short_in_the_common_shape_read_nothing_past_their_end():
+    """Each record cut at every byte, its span in a buffer that holds the whole record
+    (what follows the cut is the rest of a valid document): every cut is an error, as
+    json.loads says, and the compiled rows are the row-by-row path's."""
+    rng = random.Random(43)
+    column = column_of(FAST_SHAPE)
+    whole = [rendered(fast_record(rng)) for _ in range(6)]
+    data = b"".join(whole)
+    starts, ends, offset = [], [], 0
+    for body in whole:
+        for cut in range(len(body) + 1):
+            starts.append(offset)
+            ends.append(offset + cut)
+        offset += len(body)
+    payloads = Payloads(data, np.array(starts), np.array(ends))
+    bodies = list(payloads)
+    compiled, errors = column.decode_bodies(payloads, compiled=True)
+    pure_values, pure_errors = column.decode_bodies(bodies, compiled=False)
+    assert errors == pure_errors
+    same_arrays(compiled, pa.array(pure_values, column.type))
+    for body, error in zip(bodies, errors):
+        complete = any(body == record for record in whole)
+        assert (error is None) == complete, body
