@@ -86,7 +86,8 @@ typedef struct {
 
 /* How the fast path of objects reads a property's value: with a routine of its kind, or
  * (FAST_OTHER) the general way. */
-enum { FAST_OTHER = 0, FAST_STRING, FAST_INT, FAST_MILLIS, FAST_NUMBER, FAST_BOOL, FAST_ARRAY };
+enum { FAST_OTHER = 0, FAST_STRING, FAST_I8, FAST_I16, FAST_I32, FAST_I64, FAST_MILLIS,
+       FAST_NUMBER, FAST_BOOL, FAST_ARRAY };
 
 /* A property as the fast path expects it: the byte before its key ('{' before the first,
  * ',' before the others), the key as it stands, the colon. Up to 16 bytes, compared as
@@ -129,6 +130,7 @@ typedef struct {
                            * which another thread may call in) */
     Buf scratch;          /* unescaped keys and strings, numbers for strtod */
     Buf keys;             /* a map's duplicate check: its hash table */
+    Buf padded;           /* run's payload copied with FAST_ROOM bytes after it */
     const uint8_t *limit; /* the end of what the payloads' buffer lets a run read */
 } Program;
 
@@ -1332,7 +1334,13 @@ static HOT int object_of(Program *prog, Step *step, Cursor *outer, int depth, in
  * JSON (no whitespace), each key as it stands. fast_object reads that shape alone, each
  * key compared whole (with the byte before it) and each value read by a routine of its
  * column's kind; at anything else it bails, and the general path (object_of) reads the
- * object again and decides it. What it accepts, it reads as the general path would. */
+ * object again and decides it. What it accepts, it reads as the general path would.
+ *
+ * It runs only where the payloads' buffer holds FAST_ROOM bytes past the document's end:
+ * its routines read whole chunks without checking each against the buffer, less than
+ * FAST_ROOM bytes past the document's end (a key matched up to 16 bytes past it, then a
+ * value's chunks), and check what they take against the document's end. */
+#define FAST_ROOM 64
 
 /* The index of the first of the 16 bytes at p that is a quote, a backslash, a control
  * character or not ASCII; 16 for none. */
@@ -1360,7 +1368,7 @@ static HOT int first_special16(const uint8_t *p) {
  * found 16 bytes a step; any other string read by parse_string. */
 static HOT int fast_string(Program *prog, Column *col, Cursor *c) {
     const uint8_t *s = c->p + 1, *p = s;
-    while (prog->limit - p >= 16) {
+    while (p < c->end) {
         int at = first_special16(p);
         if (at == 16) {
             p += 16;
@@ -1369,7 +1377,7 @@ static HOT int fast_string(Program *prog, Column *col, Cursor *c) {
         p += at;
         if (*p != '"' || p >= c->end) break;
         Py_ssize_t n = p - s;
-        if (n <= 16) {  /* one 16-byte move: the loop saw 16 bytes at s */
+        if (n <= 16) {  /* one 16-byte move */
             if (col->data.cap - col->data.len < 16 && buf_reserve(&col->data, 16) != OK)
                 return NOMEM;
             memcpy(col->data.data + col->data.len, s, 16);
@@ -1387,11 +1395,10 @@ static HOT int fast_string(Program *prog, Column *col, Cursor *c) {
 
 /* An int literal of 1 to 15 digits in the step's range; BAIL for any other. What follows
  * it is the caller's to check (a ',', '}' or ']': a fraction or exponent bails there). */
-static HOT int fast_integer(const Step *step, Cursor *c, const uint8_t *limit, int64_t *out) {
+static HOT int fast_integer(const Step *step, Cursor *c, int64_t *out) {
     const uint8_t *p = c->p;
     int negative = *p == '-';
     p += negative;
-    if (limit - p < 16) return BAIL;
     uint64_t x, v;
     memcpy(&x, p, 8);
     int k = leading_digits(x);
@@ -1417,11 +1424,11 @@ static HOT int fast_integer(const Step *step, Cursor *c, const uint8_t *limit, i
 
 /* A number literal without exponent, of at most 19 digits and fewer than 8 before its
  * point, as Python's float() gives it (an int literal: float(int)); BAIL for others. */
-static HOT int fast_double(Cursor *c, const uint8_t *limit, double *out) {
+static HOT int fast_double(Cursor *c, double *out) {
     const uint8_t *p = c->p;
     int negative = *p == '-';
     p += negative;
-    if (limit - p < 40) return BAIL;  /* the reads below stay within 40 bytes */
+    /* the reads below stay within 32 bytes of p */
     uint64_t x;
     memcpy(&x, p, 8);
     int k = leading_digits(x);
@@ -1464,9 +1471,14 @@ static HOT int fast_double(Cursor *c, const uint8_t *limit, double *out) {
 
 /* The null at c->p of a step that takes one; BAIL for anything else. The routines below
  * look for it only where their value's first byte did not come. */
-static int fast_null(Program *prog, Step *step, Cursor *c) {
+static HOT int fast_null(Program *prog, Step *step, Cursor *c) {
     if (!step->nullable || c->p >= c->end || *c->p != 'n' || !literal(c, "null", 4))
         return BAIL;
+    Column *col = step->column;
+    if (col->kind == COL_BINARY) {  /* most nulls: a string's, an empty slot in place */
+        if (end_offset(col, col->data.len) != OK) return NOMEM;
+        return append_validity(col, 0);
+    }
     return append_null(prog, step->col);
 }
 
@@ -1479,17 +1491,26 @@ static HOT int fast_scalar(Program *prog, Step *step, Column *col, int kind, Cur
     case FAST_STRING:
         if (c->p < c->end && *c->p == '"') return fast_string(prog, col, c);
         break;
-    case FAST_INT:
-        if ((r = fast_integer(step, c, prog->limit, &v)) == OK) return append_int(col, v);
+    case FAST_I8: case FAST_I16: case FAST_I32: case FAST_I64:
+        if ((r = fast_integer(step, c, &v)) == OK) {
+            int8_t v8 = (int8_t)v;
+            int16_t v16 = (int16_t)v;
+            int32_t v32 = (int32_t)v;
+            r = kind == FAST_I64 ? buf_put(&col->values, &v, 8)
+                : kind == FAST_I32 ? buf_put(&col->values, &v32, 4)
+                : kind == FAST_I16 ? buf_put(&col->values, &v16, 2)
+                : buf_put(&col->values, &v8, 1);
+            return r != OK ? r : append_validity(col, 1);
+        }
         break;
     case FAST_MILLIS:
-        if ((r = fast_integer(step, c, prog->limit, &v)) == OK) {
+        if ((r = fast_integer(step, c, &v)) == OK) {
             if (__builtin_mul_overflow(v, (int64_t)1000, &v)) return BAIL;
             return append_int(col, v);
         }
         break;
     case FAST_NUMBER:
-        if ((r = fast_double(c, prog->limit, &d)) == OK) return append_real(col, d);
+        if ((r = fast_double(c, &d)) == OK) return append_real(col, d);
         break;
     default:  /* FAST_BOOL */
         if (literal(c, "true", 4)) r = buf_byte(&col->values, 1);
@@ -1521,10 +1542,11 @@ static HOT int fast_array(Program *prog, Step *step, int item_kind, Cursor *c) {
     return append_validity(step->column, 1);
 }
 
-/* Whether the bytes at p are the key's pattern. They may lie past the document's end
- * (not past `limit`): the value after them is then past it too, and its routine bails. */
-static HOT int fast_key_is(const FastKey *key, const uint8_t *p, const uint8_t *limit) {
-    if (key->len <= 16 && limit - p >= 16) {
+/* Whether the bytes at p (at most the document's end) are the key's pattern. A short
+ * one may match bytes past the end: the value after it is then past it too, and its
+ * routine bails. */
+static HOT int fast_key_is(const FastKey *key, const uint8_t *p, const uint8_t *end) {
+    if (key->len <= 16) {
 #if defined(__SSE2__)
         __m128i same = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)p),
                                       _mm_load_si128((const __m128i *)key->chunk));
@@ -1538,17 +1560,16 @@ static HOT int fast_key_is(const FastKey *key, const uint8_t *p, const uint8_t *
         return !(((a ^ x) & key->masks[0]) | ((b ^ y) & key->masks[1]));
 #endif
     }
-    return same_bytes(p, key->bytes, key->len);
+    return end - p >= key->len && same_bytes(p, key->bytes, key->len);
 }
 
 /* The object at c->p ('{') in the common shape: OK with its values in; NOT_FAST (nothing
  * appended) or BAIL (values appended) when it is not in that shape; NOMEM, ERROR. */
 static HOT int fast_object(Program *prog, Step *step, Cursor *outer, int depth) {
     Cursor cur = *outer, *c = &cur;
-    const uint8_t *limit = prog->limit;
     const FastKey *key = step->fast, *last = key + step->nchildren;
     int r;
-    if (!fast_key_is(key, c->p, limit)) return NOT_FAST;
+    if (!fast_key_is(key, c->p, c->end)) return NOT_FAST;
     for (;;) {
         c->p += key->len;
         switch (key->kind) {
@@ -1571,7 +1592,7 @@ static HOT int fast_object(Program *prog, Step *step, Cursor *outer, int depth) 
         }
         if (r != OK) return r == MISFIT || r == DEFER ? BAIL : r;
         if (++key == last) break;
-        if (!fast_key_is(key, c->p, limit)) return BAIL;
+        if (!fast_key_is(key, c->p, c->end)) return BAIL;
     }
     if (c->p >= c->end || *c->p != '}') return BAIL;
     c->p++;
@@ -1580,17 +1601,24 @@ static HOT int fast_object(Program *prog, Step *step, Cursor *outer, int depth) 
 }
 
 /* The two objects' shapes compiled apart: up to 64 properties (a mask in a register),
- * and more; the fast path first where the step has one and the object's values lie
- * within MAX_DEPTH (deeper, the general path decides: it defers). */
+ * and more. */
+static __attribute__((noinline)) int parse_object_general(Program *prog, Step *step,
+                                                          Cursor *c, int depth) {
+    return step->nchildren <= 64 ? object_of(prog, step, c, depth, 0)
+                                 : object_of(prog, step, c, depth, 1);
+}
+
+/* An object: by the fast path where the step has one, the object's values lie within
+ * MAX_DEPTH (deeper, the general path defers) and the buffer has the room past the
+ * document; else, or where it bails, the general way. */
 static int parse_object(Program *prog, Step *step, Cursor *c, int depth) {
-    if (step->fast && depth < MAX_DEPTH) {
+    if (step->fast && depth < MAX_DEPTH && prog->limit - c->end >= FAST_ROOM) {
         Py_ssize_t length = step->column->length;
         int r = fast_object(prog, step, c, depth);
         if (r != BAIL && r != NOT_FAST) return r;
         if (r == BAIL) roll_back(prog->cols, step->col, length);
     }
-    return step->nchildren <= 64 ? object_of(prog, step, c, depth, 0)
-                                 : object_of(prog, step, c, depth, 1);
+    return parse_object_general(prog, step, c, depth);
 }
 
 static uint64_t hash_bytes(const char *s, Py_ssize_t n) {
@@ -1735,6 +1763,7 @@ static void free_program(PyObject *capsule) {
     free_step(prog->root);
     PyMem_RawFree(prog->scratch.data);
     PyMem_RawFree(prog->keys.data);
+    PyMem_RawFree(prog->padded.data);
     Py_XDECREF(prog->defer);
     PyMem_Free(prog);
 }
@@ -1743,7 +1772,9 @@ static void free_program(PyObject *capsule) {
 static int fast_scalar_kind(const Step *step) {
     switch (step->kind) {
     case K_STRING: return FAST_STRING;
-    case K_INTEGER: case K_CONNECT_DAYS: return FAST_INT;
+    case K_INTEGER: case K_CONNECT_DAYS:  /* by the column's width */
+        return step->column->kind == COL_I8 ? FAST_I8 : step->column->kind == COL_I16 ? FAST_I16
+             : step->column->kind == COL_I32 ? FAST_I32 : FAST_I64;
     case K_CONNECT_MILLIS: return FAST_MILLIS;
     case K_NUMBER: return FAST_NUMBER;
     case K_BOOLEAN: return FAST_BOOL;
@@ -2022,8 +2053,18 @@ fail:
 static int decode_row(Program *prog, const uint8_t *start, Py_ssize_t size, Py_ssize_t row,
                       PyObject *deferred) {
     Cursor c = {start, start + size};
-    skip_ws(&c);
-    int r = parse_slot(prog, prog->root, &c, 0);
+    Step *root = prog->root;
+    int r;
+    if (root->fast && size && *start == '{' && prog->limit - c.end >= FAST_ROOM) {
+        /* an object in the common shape; else the general path, as parse_slot would go
+         * (without a second try of the fast path) */
+        r = fast_object(prog, root, &c, 0);
+        if (r == BAIL) roll_back(prog->cols, 0, row);
+        if (r == BAIL || r == NOT_FAST) r = parse_object_general(prog, root, &c, 0);
+    } else {
+        skip_ws(&c);
+        r = parse_slot(prog, root, &c, 0);
+    }
     if (r == OK) {
         skip_ws(&c);
         if (c.p == c.end) return OK;
@@ -2067,8 +2108,16 @@ static PyObject *run_program(PyObject *self, PyObject *args) {
     for (Py_ssize_t row = 0; row < rows; row++) {
         Py_buffer view;
         if (PyObject_GetBuffer(items[row], &view, PyBUF_SIMPLE) < 0) goto done;
-        prog->limit = (const uint8_t *)view.buf + view.len;
-        int r = decode_row(prog, view.buf, view.len, row, deferred);
+        const uint8_t *doc = view.buf;
+        prog->limit = doc + view.len;
+        /* a bytes object has no room past its end for the fast path: a copy that has */
+        if (view.len <= 65536 && buf_reserve(&prog->padded, view.len + FAST_ROOM) == OK) {
+            memcpy(prog->padded.data, doc, (size_t)view.len);
+            memset(prog->padded.data + view.len, 0, FAST_ROOM);
+            doc = (const uint8_t *)prog->padded.data;
+            prog->limit = doc + view.len + FAST_ROOM;
+        }
+        int r = decode_row(prog, doc, view.len, row, deferred);
         PyBuffer_Release(&view);
         if (r != OK) {
             run_failed(r);
