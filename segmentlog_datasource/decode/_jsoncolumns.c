@@ -1340,7 +1340,7 @@ static HOT int object_of(Program *prog, Step *step, Cursor *outer, int depth, in
  * its routines read whole chunks without checking each against the buffer, less than
  * FAST_ROOM bytes past the document's end (a key matched up to 16 bytes past it, then a
  * value's chunks), and check what they take against the document's end. */
-#define FAST_ROOM 64
+#define FAST_ROOM 96
 
 /* The index of the first of the 16 bytes at p that is a quote, a backslash, a control
  * character or not ASCII; 16 for none. */
@@ -1393,28 +1393,47 @@ static HOT int fast_string(Program *prog, Column *col, Cursor *c) {
     return r == DEFER ? BAIL : r;
 }
 
+/* How many of the 16 bytes at p are ASCII digits before the first that is not: 0 to 16. */
+static HOT int digit_count16(const uint8_t *p) {
+#if defined(__SSE2__)
+    __m128i d = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)p), _mm_set1_epi8('0'));
+    __m128i digit = _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d);
+    return __builtin_ctz(~(unsigned)_mm_movemask_epi8(digit));
+#else
+    uint64_t a, b;
+    memcpy(&a, p, 8);
+    memcpy(&b, p + 8, 8);
+    int k = leading_digits(a);
+    return k < 8 ? k : 8 + leading_digits(b);
+#endif
+}
+
+static const uint64_t POW10_U64[20] = {
+    1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL,
+    1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL,
+    100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
+    1000000000000000000ULL, 10000000000000000000ULL};
+
+/* The value of the k digits at p (1 to 16). */
+static HOT uint64_t digits16_value(const uint8_t *p, int k) {
+    uint64_t a;
+    memcpy(&a, p, 8);
+    if (k <= 8) return digits_value(a, k);
+    uint64_t b;
+    memcpy(&b, p + 8, 8);
+    return digits_value(a, 8) * POW10_INT[k - 8] + digits_value(b, k - 8);
+}
+
 /* An int literal of 1 to 15 digits in the step's range; BAIL for any other. What follows
  * it is the caller's to check (a ',', '}' or ']': a fraction or exponent bails there). */
 static HOT int fast_integer(const Step *step, Cursor *c, int64_t *out) {
     const uint8_t *p = c->p;
     int negative = *p == '-';
     p += negative;
-    uint64_t x, v;
-    memcpy(&x, p, 8);
-    int k = leading_digits(x);
-    if (!k || (k > 1 && (uint8_t)x == '0')) return BAIL;  /* no digit, or a leading zero */
-    if (k < 8) {
-        v = digits_value(x, k);
-    } else {
-        uint64_t y;
-        memcpy(&y, p + 8, 8);
-        int more = leading_digits(y);
-        if (more == 8) return BAIL;
-        v = digits_value(x, 8);
-        if (more) v = v * POW10_INT[more] + digits_value(y, more);
-        k += more;
-    }
+    int k = digit_count16(p);
+    if (!k || k == 16 || (k > 1 && *p == '0')) return BAIL;  /* also: a leading zero */
     if (c->end - p < k) return BAIL;  /* digits past the document's end */
+    uint64_t v = digits16_value(p, k);
     int64_t value = negative ? -(int64_t)v : (int64_t)v;
     if (value < step->low || value > step->high) return BAIL;
     c->p = p + k;
@@ -1422,35 +1441,27 @@ static HOT int fast_integer(const Step *step, Cursor *c, int64_t *out) {
     return OK;
 }
 
-/* A number literal without exponent, of at most 19 digits and fewer than 8 before its
- * point, as Python's float() gives it (an int literal: float(int)); BAIL for others. */
-static HOT int fast_double(Cursor *c, double *out) {
-    const uint8_t *p = c->p;
+/* A number literal without exponent, of at most 19 digits, fewer than 16 before its point,
+ * as Python's float() gives it (an int literal: float(int)); BAIL for others. */
+static HOT int fast_double(Program *prog, Cursor *c, double *out) {
+    const uint8_t *start = c->p, *p = start;
     int negative = *p == '-';
     p += negative;
-    /* the reads below stay within 32 bytes of p */
-    uint64_t x;
-    memcpy(&x, p, 8);
-    int k = leading_digits(x);
-    if (!k || k == 8 || (k > 1 && (uint8_t)x == '0')) return BAIL;
-    uint64_t w = digits_value(x, k);
-    int digits = k;
+    /* the reads below stay within 48 bytes of p */
+    int k = digit_count16(p);
+    if (!k || k == 16 || (k > 1 && *p == '0')) return BAIL;
+    uint64_t w = digits16_value(p, k);
     int64_t q = 0;
     p += k;
     if (*p == '.') {
         p++;
-        for (;;) {
-            memcpy(&x, p, 8);
-            int more = leading_digits(x);
-            if (!more) break;
-            if (digits + more > 19) return BAIL;
-            w = w * POW10_INT[more] + digits_value(x, more);
-            digits += more;
-            q -= more;
-            p += more;
-            if (more < 8) break;
-        }
-        if (!q) return BAIL;  /* a point with no digit after it: not JSON */
+        int more = digit_count16(p), rest = 0;
+        if (more == 16) rest = digit_count16(p + 16);
+        if (!more || k + more + rest > 19) return BAIL;  /* a point needs a digit after it */
+        w = w * POW10_U64[more] + digits16_value(p, more);
+        if (rest) w = w * POW10_U64[rest] + digits16_value(p + 16, rest);
+        q = -(more + rest);
+        p += more + rest;
     }
     if (*p == 'e' || *p == 'E' || p > c->end) return BAIL;
     double d;
@@ -1462,7 +1473,9 @@ static HOT int fast_double(Cursor *c, double *out) {
         d = (double)w / POW10[-q];
         if (negative) d = -d;
     } else if (!product_double(w, q, negative, &d)) {
-        return BAIL;
+        Num n = {.start = start, .end = p};  /* near a halfway point: CPython's strtod */
+        int r = strtod_double(prog, &n, &d);
+        if (r != OK) return r == DEFER ? BAIL : r;
     }
     c->p = p;
     *out = d;
@@ -1510,7 +1523,8 @@ static HOT int fast_scalar(Program *prog, Step *step, Column *col, int kind, Cur
         }
         break;
     case FAST_NUMBER:
-        if ((r = fast_double(c, &d)) == OK) return append_real(col, d);
+        if ((r = fast_double(prog, c, &d)) == OK) return append_real(col, d);
+        if (r != BAIL) return r;  /* strtod's */
         break;
     default:  /* FAST_BOOL */
         if (literal(c, "true", 4)) r = buf_byte(&col->values, 1);

@@ -1090,3 +1090,45 @@ def test_documents_cut_short_in_the_common_shape_read_nothing_past_their_end():
     for body, error in zip(bodies, errors):
         complete = any(body == record for record in whole)
         assert (error is None) == complete, body
+
+
+@compiled_only
+def test_doubles_in_objects_of_the_common_shape_are_pythons_float_bit_for_bit():
+    """The fast path's numbers (no exponent, up to 19 digits): shortest reprs, and halfway
+    points between adjacent doubles and their neighbours cut to 16 to 19 digits (where the
+    product with a power of 5 cannot decide and CPython's strtod does), each float()'s bit
+    for bit, and none left to Python."""
+    from decimal import Decimal, localcontext
+
+    rng = random.Random(15)
+    count = SWEEP or 3000
+    literals = []
+    for _ in range(count):
+        value = rng.uniform(-1e6, 1e6) * 10.0 ** rng.randrange(-6, 9)
+        literals.append(format(value, "f") if "e" in repr(value) else repr(value))
+    with localcontext() as context:
+        context.prec = 200
+        while len(literals) < 2 * count:
+            low = rng.uniform(1e-3, 1e14)
+            high = math.nextafter(low, math.inf)
+            middle = (Decimal(low) + Decimal(high)) / 2
+            step = (Decimal(high) - Decimal(low)) / Decimal(10 ** 12)
+            for point in (middle, middle + step, middle - step):
+                whole, fraction = format(point, "f").split(".")
+                for digits in (16, 17, 18, 19):
+                    literals.append(f"{whole}.{fraction[:max(1, digits - len(whole))]}")
+    # halfway points of 19 digits exactly (doubles are 1/8 apart in [2^49, 2^50)): the
+    # product cannot decide them, CPython's strtod does
+    for _ in range(count // 10):
+        sixteenths = 2 ** 53 + 2 * rng.randrange((10 ** 15 - 2 ** 49) * 8) + 1
+        literals.append(f"{rng.choice(['', '-'])}{sixteenths // 16}."
+                        f"{sixteenths % 16 * 625:04d}")
+    bodies = [b'{"v":%s,"w":1}' % literal.encode() for literal in literals]
+    column = column_of({"type": "object", "required": ["v", "w"], "properties": {
+        "v": {"type": "number"}, "w": {"type": "integer"}}})
+    compiled, errors, _ = twins(column, bodies, deferred=[])
+    assert errors == [None] * len(bodies)
+    got = compiled.field("v").to_numpy(zero_copy_only=False)
+    wrong = [(literal, repr(value)) for literal, value in zip(literals, got)
+             if struct.pack("<d", value) != struct.pack("<d", float(literal))]
+    assert not wrong, wrong[:10]
