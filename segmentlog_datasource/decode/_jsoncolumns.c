@@ -27,7 +27,9 @@
  * read by a routine per column kind. At anything else the object is rolled back and read
  * again the general way, so the fast path decides nothing of its own.
  *
- * Every read is bounds-checked against the payload: hostile bytes give deferred rows.
+ * Every read is bounds-checked against the payload (the fast path's chunks against the
+ * buffer, which holds FAST_ROOM bytes past the payload; what they take, against the
+ * payload): hostile bytes give deferred rows.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
