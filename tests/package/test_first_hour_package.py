@@ -40,12 +40,15 @@ def test_ci_keeps_a_contributors_venv_and_uses_a_directory_of_its_own():
         (CHECKOUT / "README.md").read_text(encoding="utf-8")
 
 
-def test_ci_runs_the_compatibility_subset_on_spark_40_after_the_suite():
+def test_ci_runs_the_compatibility_subset_on_spark_40_beside_the_suite():
     lines = (CHECKOUT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     suite = lines.index(README_TEST_COMMAND)
     install = next(n for n, line in enumerate(lines) if ".ci/compat --install-only" in line)
     run = next(n for n, line in enumerate(lines) if ".ci/compat --no-install" in line)
-    assert install < suite < run  # installed while the suite runs, run after it
-    assert " 4.0 " in lines[install] and lines[install].rstrip().endswith("&")
-    assert lines[run].split()[-1] == "4.0"
+    background = next(n for n in range(run, suite) if lines[n].rstrip().endswith("&"))
+    waited = next(n for n, line in enumerate(lines) if line.startswith('wait "$compat"'))
+    # installed, then run, in the background from before the suite; waited for after it
+    assert install <= run <= background < suite < waited
+    assert " 4.0 " in lines[install] and " 4.0" in lines[run]
+    assert lines[-1].startswith("exit ") and "compat" in lines[-1]  # its failure fails CI
     assert (CHECKOUT / ".ci" / "compat").stat().st_mode & 0o111  # executable, like .ci/run
