@@ -126,7 +126,7 @@ def main() -> None:
     size = sum(map(len, documents)) / len(documents)
     print(f"{args.records:,} records of a 10-field JSON object ({size:.0f} bytes each, "
           f"{'with' if args.spaces else 'without'} spaces), batches of {args.batch:,}; one "
-          f"core (CPU time); {args.rounds} rounds, rotating; load average "
+          f"core (CPU time); {args.rounds} rounds, the order reversed every other; load average "
           f"{os.getloadavg()[0]:.1f}")
     print(f"python {platform.python_version()}, pyarrow {pa.__version__}, "
           f"orjson {orjson.__version__ if orjson else 'not installed'}, {platform.machine()}")
