@@ -1366,6 +1366,17 @@ static HOT int first_special16(const uint8_t *p) {
 #endif
 }
 
+/* The general routines, out of line on a copy of the fast path's cursor: the fast path's
+ * own cursor then never has its address taken, so it stays in a register instead of being
+ * stored and reloaded around every byte the routines write to a column (a char store may
+ * alias anything whose address escaped). */
+static __attribute__((noinline)) int string_apart(Program *prog, Column *col, Cursor *c) {
+    Cursor t = *c;
+    int r = parse_string(prog, col, &t);
+    c->p = t.p;
+    return r;
+}
+
 /* A string value (c->p at its quote) into a binary column: plain ASCII without escapes
  * found 16 bytes a step; any other string read by parse_string. */
 static HOT int fast_string(Program *prog, Column *col, Cursor *c) {
@@ -1391,7 +1402,7 @@ static HOT int fast_string(Program *prog, Column *col, Cursor *c) {
         if (end_offset(col, col->data.len) != OK) return NOMEM;
         return append_validity(col, 1);
     }
-    int r = parse_string(prog, col, c);
+    int r = string_apart(prog, col, c);
     return r == DEFER ? BAIL : r;
 }
 
@@ -1599,9 +1610,12 @@ static HOT int fast_object(Program *prog, Step *step, Cursor *outer, int depth) 
                 break;
             }
             /* fall through: null, or not an array */
-        case FAST_OTHER:
-            r = parse_slot(prog, key->step, c, depth + 1);
+        case FAST_OTHER: {
+            Cursor t = cur;  /* a copy to the general path: see string_apart */
+            r = parse_slot(prog, key->step, &t, depth + 1);
+            cur.p = t.p;
             break;
+        }
         default:
             r = fast_scalar(prog, key->step, key->column, key->kind, c);
             break;
