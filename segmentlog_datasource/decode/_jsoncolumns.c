@@ -1444,7 +1444,9 @@ static HOT int fast_integer(const Step *step, Cursor *c, int64_t *out) {
     int negative = *p == '-';
     p += negative;
     int k = digit_count16(p);
-    if (!k || k == 16 || (k > 1 && *p == '0')) return BAIL;  /* also: a leading zero */
+    /* also: a leading zero. One branch, its terms joined without branches of their own:
+     * k > 1 goes either way from one value to the next (1 or 2 digits), and mispredicts */
+    if ((k == 0) | (k == 16) | ((k > 1) & (*p == '0'))) return BAIL;
     if (c->end - p < k) return BAIL;  /* digits past the document's end */
     uint64_t v = digits16_value(p, k);
     int64_t value = negative ? -(int64_t)v : (int64_t)v;
@@ -1462,7 +1464,7 @@ static HOT int fast_double(Program *prog, Cursor *c, double *out) {
     p += negative;
     /* the reads below stay within 48 bytes of p */
     int k = digit_count16(p);
-    if (!k || k == 16 || (k > 1 && *p == '0')) return BAIL;
+    if ((k == 0) | (k == 16) | ((k > 1) & (*p == '0'))) return BAIL;  /* as fast_integer */
     uint64_t w = digits16_value(p, k);
     int64_t q = 0;
     p += k;
