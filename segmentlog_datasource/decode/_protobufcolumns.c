@@ -1014,6 +1014,7 @@ static int parse_fields(Program *pr, const Prog *pg, Slot *frame, const uint8_t 
 static HOT int finish_root(Program *pr, const Prog *pg, Slot *frame, uint64_t seen);
 static int read_indexes(Program *pr, const uint8_t **pp, const uint8_t *end, Py_ssize_t size);
 static int append_absent(const Emit *e);
+static HOT int absent(const Emit *e);
 
 /* A field of the root that is not direct (kept out of parse_root's loop). */
 static __attribute__((noinline)) int root_field(Program *pr, const Prog *pg, Slot *frame,
@@ -1089,7 +1090,8 @@ static int parse_rows(Program *pr, const uint8_t *data, const int64_t *first,
 
     if (!data) {  /* the program's compile: each step's label, jumped to with no table */
         for (Step *each = pg->steps; each->tag != 0x100; each++)
-            each->label = order_ops[each->op & 15];
+            each->label = each->op == D_VARINT_I32 && (each->type == T_INT32 || each->type == T_ENUM)
+                ? &&order_varint_i32 : order_ops[each->op & 15];
         return OK;
     }
 next_row:
@@ -1117,7 +1119,7 @@ order_miss: {
         /* the steps before it: fields the row does not hold, their null or default now
          * (one given later, out of the order, replaces it as a value given again) */
         for (; step->tag < byte; step++)
-            if (step->emit && (r = append_absent(step->emit)) != OK) return r;
+            if (step->emit && (r = absent(step->emit)) != OK) return r;
         if (step->tag == byte) {
             p++;
             col = step->col;
@@ -1144,6 +1146,12 @@ order_varint_conv: {
         } else {
             PUT_RESERVED(&col->values, &v.v.i, 8);
         }
+        goto order_appended;
+    }
+order_varint_i32: {  /* an int32 or enum: its low 32 bits, as scalar_value takes them */
+        if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);
+        int32_t x = (int32_t)(uint32_t)raw;
+        PUT_RESERVED(&col->values, &x, 4);
         goto order_appended;
     }
 order_varint_bool:
@@ -1446,6 +1454,22 @@ static __attribute__((noinline)) int append_absent(const Emit *e) {
     return e->presence ? append_validity(col, 0) : direct_end(col);
 }
 
+/* append_absent's commonest shapes without its call and switch: a missing optional
+ * string's null, and a proto3 bool's false (which the writer leaves out). */
+static HOT int absent(const Emit *e) {
+    Column *col = e->column;
+    if (e->presence) {
+        if (e->fast != X_BYTES) return append_absent(e);
+        if (col->data.len > INT32_MAX) return NOMEM;  /* past Arrow's int32 offsets */
+        int32_t offset = (int32_t)col->data.len;
+        PUT_RESERVED(&col->offsets, &offset, 4);
+        return append_validity(col, 0);
+    }
+    if (e->fast != X_BOOL) return append_absent(e);
+    col->values.data[col->values.len++] = e->dflt.v.i != 0;
+    return direct_end(col);
+}
+
 static int finish_emit(Program *pr, const Emit *e, Slot *frame, int depth) {
     int r = OK;
     switch (e->op) {
@@ -1510,7 +1534,7 @@ static HOT int list_end_reserved(Column *col, const Column *child) {
  * null or default, then its other emits run. */
 static HOT int finish_root(Program *pr, const Prog *pg, Slot *frame, uint64_t seen) {
     for (uint64_t missing = pg->direct_mask & ~seen; missing; missing &= missing - 1) {
-        int r = append_absent(pg->direct_emits[__builtin_ctzll(missing)]);
+        int r = absent(pg->direct_emits[__builtin_ctzll(missing)]);
         if (r != OK) return r;
     }
     for (int k = 0; k < pg->nrest; k++) {
