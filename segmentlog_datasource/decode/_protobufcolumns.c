@@ -886,23 +886,27 @@ static const uint64_t HIGH_BITS[17][2] = {
 static HOT int append_text(Column *col, const uint8_t *s, Py_ssize_t n, const uint8_t *limit,
                            int check, int reserved) {
     Buf *b = &col->data;
-    if (n <= 16 && limit - s >= 16 && b->cap - b->len >= 16) {
+    Py_ssize_t len = b->len;  /* held here: the byte stores would have it loaded again */
+    if (n <= 16 && limit - s >= 16 && b->cap - len >= 16) {
         uint64_t lo = load64(s), hi = load64(s + 8);
         if (check && ((lo & HIGH_BITS[n][0]) | (hi & HIGH_BITS[n][1]))) {
             if (!strict_utf8(s, n)) return FAIL;  /* not ASCII */
         }
-        memcpy(b->data + b->len, &lo, 8);
-        memcpy(b->data + b->len + 8, &hi, 8);
-        b->len += n;
+        char *to = b->data + len;
+        memcpy(to, &lo, 8);
+        memcpy(to + 8, &hi, 8);
+        len += n;
+        b->len = len;
     } else {
         if (check && !strict_utf8(s, n)) return FAIL;
         if (buf_put(b, s, n) != OK) return NOMEM;
+        len = b->len;
     }
     if (reserved) {
-        if (b->len > INT32_MAX) return NOMEM;  /* past Arrow's int32 offsets */
-        int32_t offset = (int32_t)b->len;
+        if (len > INT32_MAX) return NOMEM;  /* past Arrow's int32 offsets */
+        int32_t offset = (int32_t)len;
         PUT_RESERVED(&col->offsets, &offset, 4);
-    } else if (end_offset(col, b->len) != OK) {
+    } else if (end_offset(col, len) != OK) {
         return NOMEM;
     }
     return direct_end(col);
