@@ -917,7 +917,8 @@ static HOT const uint8_t *span_at(const uint8_t *p, const uint8_t *end, const ui
                                   Py_ssize_t *n) {
     if (p < end && *p < 0x80) {
         Py_ssize_t size = *p++;
-        if (end - p < size) return NULL;
+        /* as addresses: one sum, its end's test and the byte after it */
+        if ((uintptr_t)p + (size_t)size > (uintptr_t)end) return NULL;
         *s = p;
         *n = size;
         return p + size;
