@@ -887,7 +887,7 @@ static HOT int append_text(Column *col, const uint8_t *s, Py_ssize_t n, const ui
                            int check, int reserved) {
     Buf *b = &col->data;
     Py_ssize_t len = b->len;  /* held here: the byte stores would have it loaded again */
-    if (n <= 16 && limit - s >= 16 && b->cap - len >= 16) {
+    if (n <= 16 && (uintptr_t)s + 16 <= (uintptr_t)limit && b->cap - len >= 16) {
         uint64_t lo = load64(s), hi = load64(s + 8);
         if (check && ((lo & HIGH_BITS[n][0]) | (hi & HIGH_BITS[n][1]))) {
             if (!strict_utf8(s, n)) return FAIL;  /* not ASCII */
