@@ -391,8 +391,11 @@ static HOT int leading_digits(uint64_t v) {
     return other ? __builtin_ctzll(other) >> 3 : 8;
 }
 
-static const uint64_t POW10_INT[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
-                                      100000000};
+static const uint64_t POW10_U64[20] = {
+    1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL,
+    1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL,
+    100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
+    1000000000000000000ULL, 10000000000000000000ULL};
 
 /* The value of the first k (1 to 8) digits of the 8 bytes of v: shifted to the top, the
  * bytes after them out and zeros before them, then 8 digits' value. */
@@ -419,7 +422,7 @@ static HOT const uint8_t *digit_run(const uint8_t *p, const uint8_t *end, uint64
         memcpy(&x, p, 8);
         int k = leading_digits(x);
         if (!k || *digits + k > 19) break;  /* none, or more than 19: the byte loop's */
-        *w = *w * POW10_INT[k] + digits_value(x, k);
+        *w = *w * POW10_U64[k] + digits_value(x, k);
         *digits += k;
         p += k;
         if (k < 8) return p;
@@ -983,7 +986,7 @@ static HOT int parse_integer(Program *prog, Step *step, Cursor *c, int64_t *out)
                 memcpy(&x, p, 8);
                 int k = leading_digits(x);
                 if (!k) break;
-                v = v * POW10_INT[k] + digits_value(x, k);
+                v = v * POW10_U64[k] + digits_value(x, k);
                 p += k;
                 if (k < 8) break;
             }
@@ -1421,12 +1424,6 @@ static HOT int digit_count16(const uint8_t *p) {
 #endif
 }
 
-static const uint64_t POW10_U64[20] = {
-    1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL,
-    1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL,
-    100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
-    1000000000000000000ULL, 10000000000000000000ULL};
-
 /* The value of the k digits at p (1 to 16). */
 static HOT uint64_t digits16_value(const uint8_t *p, int k) {
     uint64_t a;
@@ -1434,7 +1431,7 @@ static HOT uint64_t digits16_value(const uint8_t *p, int k) {
     if (k <= 8) return digits_value(a, k);
     uint64_t b;
     memcpy(&b, p + 8, 8);
-    return digits_value(a, 8) * POW10_INT[k - 8] + digits_value(b, k - 8);
+    return digits_value(a, 8) * POW10_U64[k - 8] + digits_value(b, k - 8);
 }
 
 /* An int literal of 1 to 15 digits in the step's range; BAIL for any other. What follows
