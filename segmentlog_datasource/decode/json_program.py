@@ -187,7 +187,8 @@ class _Compiler:
 
 class Program:
     """A reader column compiled: decode(payloads, fallback) -> (a pa.Array of the column's
-    type, one error reason or None per payload), as decoded_rows over `fallback` gives."""
+    type, one error reason or None per payload as decoded_rows over `fallback` gives, or
+    None when every payload decoded)."""
 
     def __init__(self, module, node: Node):
         compiler = _Compiler()
@@ -213,11 +214,14 @@ class Program:
             return import_columns(columns, self.arrow_type), deferred
         return self._array(columns, 0), deferred
 
-    def decode(self, payloads, fallback: Callable) -> Tuple[pa.Array, List[Optional[str]]]:
+    def decode(self, payloads, fallback: Callable
+               ) -> Tuple[pa.Array, Optional[List[Optional[str]]]]:
         """`payloads`: a sequence of bytes, or spans of one buffer (value_formats.Payloads).
         `fallback(payload)` decodes one row the parser left, raising ValueError with its
         reason."""
         column, deferred = self.run(payloads)
+        if not deferred:  # the common case: no list of a None per row to build and free
+            return column, None
         errors: List[Optional[str]] = [None] * len(column)
         placed, values = [], []
         for row in deferred:

@@ -67,9 +67,10 @@ class JsonSchemaColumn:
         """Each JSON document of `bodies` (framed values after their frames: a sequence of
         bytes, or value_formats.Payloads) as the column holds it, and each one's error
         reason (None where it decoded; its value is then null). The values are a pa.Array
-        from the compiled decoder (json_program.py), or a list from the row-by-row path
-        when it is not built. `compiled` (default USE_COMPILED) says whether it may be
-        used; both give the same values and reasons."""
+        from the compiled decoder (json_program.py), whose errors are None when every
+        document decoded, or a list from the row-by-row path when it is not built.
+        `compiled` (default USE_COMPILED) says whether it may be used; both give the same
+        values and reasons."""
         if USE_COMPILED if compiled is None else compiled:
             if self._program is None:
                 from .json_program import program_for
@@ -188,7 +189,7 @@ class JsonSchemaValues:
             rows.append(row)
             bodies.append(payload[FRAME_SIZE:])
         decoded, body_errors = self.reader.decode_bodies(bodies, compiled)
-        for row, error in zip(rows, body_errors):
+        for row, error in zip(rows, body_errors or ()):
             errors[row] = error
         if not isinstance(decoded, pa.Array):
             decoded = pa.array(decoded, type=self.type)
@@ -260,7 +261,8 @@ class JsonSchemaReader(FormatReader):
 
     def decode_columns(self, writer, registry, payloads):
         """A read's column: the compiled decoder's pa.Array (row by row when it is not
-        built), the same values and reasons as decode."""
+        built), the same values and reasons as decode (None for the reasons when every
+        payload decoded)."""
         self._check_writer(writer, registry)
         return self.column.decode_bodies(payloads)
 

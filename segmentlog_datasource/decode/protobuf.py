@@ -362,8 +362,9 @@ class ProtobufReader(FormatReader):
     def decode_columns(self, writer, registry, payloads: Sequence[bytes],
                        compiled: Optional[bool] = None):
         """A read's column: a pa.Array from the compiled decoder when the writer's message
-        is in its scope (protobuf_program.py), else decode's values. `compiled` (default
-        USE_COMPILED): whether the compiled decoder may be used."""
+        is in its scope (protobuf_program.py; its errors are None when every payload
+        decoded), else decode's values. `compiled` (default USE_COMPILED): whether the
+        compiled decoder may be used."""
         decode_one = self._decode_one(writer, registry)
         if USE_COMPILED if compiled is None else compiled:
             program = self._program(writer.id, self._writer_schema(writer, registry))

@@ -120,19 +120,20 @@ class Program:
         array.validate()
         return array, codes
 
-    def decode(self, payloads, reason) -> Optional[Tuple[pa.Array, List[Optional[str]]]]:
-        """The column and each payload's error, the reason of a failed one given by
-        `reason(payload)` (the pure path's, None when it reads the payload); None when the
-        pure path must decode the payloads (a column past Arrow's 2 GiB, or a row the twins
-        disagree on)."""
+    def decode(self, payloads, reason
+               ) -> Optional[Tuple[pa.Array, Optional[List[Optional[str]]]]]:
+        """The column and each payload's error (None for the errors when every payload
+        decoded), the reason of a failed one given by `reason(payload)` (the pure path's,
+        None when it reads the payload); None when the pure path must decode the payloads
+        (a column past Arrow's 2 GiB, or a row the twins disagree on)."""
         try:
             array, codes = self.run(payloads)
         except MemoryError:  # a column past Arrow's 2 GiB offsets: the pure path's lists
             return None
-        errors: List[Optional[str]] = [None] * len(array)
         failed = np.frombuffer(codes, np.uint8)
         if not failed.any():  # every row read: the common case (a vector test, not a count)
-            return array, errors
+            return array, None
+        errors: List[Optional[str]] = [None] * len(array)
         for row in np.flatnonzero(failed).tolist():
             why = reason(payloads[row])
             if why is None:

@@ -51,10 +51,11 @@ class FormatReader(abc.ABC):
         payload of `writer` can be read as the reader schema."""
 
     def decode_columns(self, writer, registry, payloads: Sequence[bytes]
-                       ) -> Tuple[Any, List[Optional[str]]]:
+                       ) -> Tuple[Any, Optional[List[Optional[str]]]]:
         """decode's result for a read's column (FramedColumn's call): a format with a
         columnar decoder gives a pa.Array here where its decode gives Python values
-        (decode/protobuf.py); by default, decode's."""
+        (decode/protobuf.py), and may give None for the errors when every payload decoded
+        (a batch's common case, without a list of a None per row); by default, decode's."""
         return self.decode(writer, registry, payloads)
 
 
@@ -262,7 +263,7 @@ class FramedColumn:
                 reason = f"incompatible writer schema: {where}: {incompatible}"
                 errors.update((row, reason) for row in rows.tolist())
                 continue
-            if row_errors.count(None) != len(row_errors):
+            if row_errors is not None and row_errors.count(None) != len(row_errors):
                 errors.update((row, f"{where}: {error}")
                               for row, error in zip(rows.tolist(), row_errors)
                               if error is not None)

@@ -164,6 +164,9 @@ def twins(column: JsonSchemaColumn, bodies, deferred=None):
         compiled, errors = column.decode_bodies(given, compiled=True)
         assert column._program, "the compiled decoder was not used"
         compiled.validate(full=True)
+        if errors is None:  # every document decoded: no list of a None per row
+            errors = [None] * len(bodies)
+        assert len(errors) == len(pure_errors)
         for row, (mine, theirs) in enumerate(zip(errors, pure_errors)):
             assert mine == theirs, (row, bodies[row])
         try:
