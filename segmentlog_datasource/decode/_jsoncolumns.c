@@ -1589,10 +1589,13 @@ static HOT int fast_key_is(const FastKey *key, const uint8_t *p, const uint8_t *
     return end - p >= key->len && same_bytes(p, key->bytes, key->len);
 }
 
-/* The object at c->p ('{') in the common shape: OK with its values in; NOT_FAST (nothing
- * appended) or BAIL (values appended) when it is not in that shape; NOMEM, ERROR. */
-static HOT int fast_object(Program *prog, Step *step, Cursor *outer, int depth) {
-    Cursor cur = *outer, *c = &cur;
+/* The object at *at ('{', before end) in the common shape: OK with its values in and *at
+ * past it; NOT_FAST (nothing appended) or BAIL (values appended) when it is not in that
+ * shape; NOMEM, ERROR. Its cursor comes as two words, not a Cursor in memory: a 16-byte
+ * copy of one just stored waits for the stores (no store forwarding). */
+static HOT int fast_object(Program *prog, Step *step, const uint8_t **at, const uint8_t *end,
+                           int depth) {
+    Cursor cur = {*at, end}, *c = &cur;
     const FastKey *key = step->fast, *last = key + step->nchildren;
     int r;
     if (!fast_key_is(key, c->p, c->end)) return NOT_FAST;
@@ -1624,8 +1627,7 @@ static HOT int fast_object(Program *prog, Step *step, Cursor *outer, int depth) 
         if (!fast_key_is(key, c->p, c->end)) return BAIL;
     }
     if (c->p >= c->end || *c->p != '}') return BAIL;
-    c->p++;
-    *outer = cur;
+    *at = c->p + 1;
     return append_validity(step->column, 1);
 }
 
@@ -1643,7 +1645,7 @@ static __attribute__((noinline)) int parse_object_general(Program *prog, Step *s
 static int parse_object(Program *prog, Step *step, Cursor *c, int depth) {
     if (step->fast && depth < MAX_DEPTH && prog->limit - c->end >= FAST_ROOM) {
         Py_ssize_t length = step->column->length;
-        int r = fast_object(prog, step, c, depth);
+        int r = fast_object(prog, step, &c->p, c->end, depth);
         if (r != BAIL && r != NOT_FAST) return r;
         if (r == BAIL) roll_back(prog->cols, step->col, length);
     }
@@ -2087,7 +2089,9 @@ static int decode_row(Program *prog, const uint8_t *start, Py_ssize_t size, Py_s
     if (root->fast && size && *start == '{' && prog->limit - c.end >= FAST_ROOM) {
         /* an object in the common shape; else the general path, as parse_slot would go
          * (without a second try of the fast path) */
-        r = fast_object(prog, root, &c, 0);
+        const uint8_t *p = start;
+        r = fast_object(prog, root, &p, c.end, 0);
+        c.p = p;
         if (r == BAIL) roll_back(prog->cols, 0, row);
         if (r == BAIL || r == NOT_FAST) r = parse_object_general(prog, root, &c, 0);
     } else {
