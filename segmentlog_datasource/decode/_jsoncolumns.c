@@ -581,11 +581,24 @@ static void pow5_table(void) {
     pow5_ready = 1;
 }
 
-/* w * 10^q (w > 0, of at most 19 digits) correctly rounded, by one 64 x 128-bit product
- * with 5^q's table entry: the product's 53 top bits and the rest decide the rounding
- * unless the value lies within the entry's error of a halfway point; 0 (no value) then,
- * or past the normal range. */
-static HOT int product_double(uint64_t w, int64_t q, int negative, double *out) {
+/* The double of sign `negative`, binary exponent `exponent` (of its top bit) and 53-bit
+ * significand m (its top bit set, or 2^53 after rounding up); 0 (no value) when it is
+ * not a normal double. */
+static HOT int make_double(uint64_t m, int64_t exponent, int negative, double *out) {
+    if (m >> 53) {  /* rounded up to the next power of two */
+        m >>= 1;
+        exponent++;
+    }
+    if (exponent < -1022 || exponent > 1023) return 0;  /* subnormal, or past the largest */
+    uint64_t bits = (uint64_t)(exponent + 1023) << 52 | (m & (((uint64_t)1 << 52) - 1));
+    if (negative) bits |= (uint64_t)1 << 63;
+    memcpy(out, &bits, 8);
+    return 1;
+}
+
+/* w * 10^q as product_double reads it, from the whole 64 x 128-bit product: what the
+ * first half of it (product_double) leaves undecided. */
+static int full_product_double(uint64_t w, int64_t q, int negative, double *out) {
 #ifdef __SIZEOF_INT128__
     if (!pow5_ready || q < POW5_MIN || q > POW5_MAX) return 0;
     const Pow5 *t = &POW5[q - POW5_MIN];
@@ -614,15 +627,39 @@ static HOT int product_double(uint64_t w, int64_t q, int negative, double *out) 
         else if (rest > half) up = 1;
         else return 0;
     }
-    m += (uint64_t)up;
-    int64_t exponent = top + t->e + q - lz;  /* of the value's top bit */
-    if (m >> 53) {  /* rounded up to the next power of two */
-        m >>= 1;
-        exponent++;
-    }
-    if (exponent < -1022 || exponent > 1023) return 0;  /* subnormal, or past the largest */
-    uint64_t bits = (uint64_t)(exponent + 1023) << 52 | (m & (((uint64_t)1 << 52) - 1));
-    if (negative) bits |= (uint64_t)1 << 63;
+    return make_double(m + (uint64_t)up, top + t->e + q - lz, negative, out);
+#else
+    (void)w; (void)q; (void)negative; (void)out;
+    return 0;
+#endif
+}
+
+/* w * 10^q (w > 0, of at most 19 digits) correctly rounded, by a product with 5^q's table
+ * entry P (128 bits) after Eisel and Lemire: most often its first half alone, v * P's
+ * high word (v: w shifted to the top), decides. The value, scaled, lies within
+ * [v * P, v * P + v); so within [H * 2^64, (H + 2^64) * 2^64), H = v * P_hi: the bits of
+ * H below the 53 kept decide the rounding unless the halfway point may lie in that
+ * window, which the whole product (full_product_double) then decides, or CPython's
+ * strtod. 0 (no value) when neither does, or past the normal range. */
+static HOT int product_double(uint64_t w, int64_t q, int negative, double *out) {
+#ifdef __SIZEOF_INT128__
+    /* w * 10^q in [10^q, 10^(q + 19)): a normal double for these q, whatever w */
+    if (!pow5_ready || (uint64_t)(q + 307) > 307 + 289) return full_product_double(w, q, negative, out);
+    const Pow5 *t = &POW5[q - POW5_MIN];
+    int lz = __builtin_clzll(w);
+    unsigned __int128 first = (unsigned __int128)(w << lz) * t->hi;
+    uint64_t h1 = (uint64_t)(first >> 64), h0 = (uint64_t)first;
+    int upper = (int)(h1 >> 63);     /* H's top bit: 63 or 62 */
+    int s = 10 + upper;              /* h1's bits below the 53 kept */
+    uint64_t below = h1 & (((uint64_t)1 << s) - 1), half = (uint64_t)1 << (s - 1);
+    /* the rest lies in [below:h0, below:h0 + 2^64): the halfway point half:0 within
+     * reach when below is half with h0 zero, or half - 1 with h0 not */
+    if (below + (h0 != 0) == half) return full_product_double(w, q, negative, out);
+    /* 54 bits rounded to 53 (a carry past them is 2^53: the next exponent, as the sum
+     * below makes it) */
+    uint64_t m = ((h1 >> (s - 1)) + 1) >> 1;
+    int64_t exponent = 190 + upper + t->e + q - lz;
+    uint64_t bits = (m + ((uint64_t)(exponent + 1022) << 52)) | (uint64_t)negative << 63;
     memcpy(out, &bits, 8);
     return 1;
 #else

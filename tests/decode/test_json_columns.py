@@ -607,6 +607,64 @@ def test_doubles_are_pythons_float_bit_for_bit():
     assert not wrong, wrong[:10]
 
 
+def long_decimals(rng, digits):
+    """Random decimals of `digits` significant digits at every exponent of a double's
+    range and past it, as w e q and as d.ddd e q, either sign."""
+    literals = []
+    for exponent in range(-345, 311):
+        literals.append(f"{rng.randrange(10 ** (digits - 1), 10 ** digits)}e{exponent}")
+        text = str(rng.randrange(10 ** (digits - 1), 10 ** digits))
+        literals.append(f"{rng.choice(['', '-'])}{text[0]}.{text[1:]}e{exponent + digits - 1}")
+    return literals
+
+
+@compiled_only
+def test_doubles_of_17_and_19_digits_are_pythons_float_bit_for_bit():
+    """The product with a power of 5 decides most roundings from its first half (a 64 x
+    64-bit product) and the rest from the whole product or CPython's strtod: random 17-
+    and 19-digit decimals at every exponent, subnormals, the edges of the normal range,
+    values near overflow, and halfway points cut to 17 and 19 digits, each float()'s bit
+    for bit, in a number column and in an object of the common shape."""
+    rng = random.Random(17)
+    literals = long_decimals(rng, 17) + long_decimals(rng, 19)
+    literals += [format(rng.uniform(0, 2.2250738585072014e-308), ".16e")
+                 for _ in range(SWEEP or 500)]  # subnormals, 17 digits
+    literals += [format(rng.uniform(0, 2.2250738585072014e-308), ".18e")
+                 for _ in range(SWEEP or 500)]
+    literals += [f"2.22507385850720{rng.randrange(10 ** 5):05d}e-308" for _ in range(200)]
+    literals += [f"1.79769313486231{rng.randrange(10 ** 5):05d}e308" for _ in range(200)]
+    literals += [f"{rng.randrange(10 ** 18, 10 ** 19)}e{rng.choice([289, 290, -307, -308])}"
+                 for _ in range(200)]
+    literals += halfway_literals(rng, SWEEP or 3000)
+    literals = [literal for literal in literals if math.isfinite(float(literal))]
+    column = column_of({"type": "number"})
+    compiled, errors, _ = twins(column, [literal.encode() for literal in literals],
+                                deferred=[])
+    assert errors == [None] * len(literals)
+    got = compiled.to_numpy(zero_copy_only=False)
+    wrong = [(literal, repr(value)) for literal, value in zip(literals, got)
+             if struct.pack("<d", value) != struct.pack("<d", float(literal))]
+    assert not wrong, wrong[:10]
+    # the fast path's literals (no exponent): 17 and 19 digits, the point anywhere
+    plain = []
+    for digits in (17, 19):
+        for _ in range(SWEEP or 2000):
+            text = str(rng.randrange(10 ** (digits - 1), 10 ** digits))
+            point = rng.randrange(-3, digits)
+            plain.append(f"{rng.choice(['', '-'])}"
+                         + (f"0.{'0' * -point}{text}"[:digits + 2] if point <= 0
+                            else f"{text[:point]}.{text[point:]}"))
+    bodies = [b'{"v":%s,"w":1}' % literal.encode() for literal in plain]
+    column = column_of({"type": "object", "required": ["v", "w"], "properties": {
+        "v": {"type": "number"}, "w": {"type": "integer"}}})
+    compiled, errors, _ = twins(column, bodies, deferred=[])
+    assert errors == [None] * len(bodies)
+    got = compiled.field("v").to_numpy(zero_copy_only=False)
+    wrong = [(literal, repr(value)) for literal, value in zip(plain, got)
+             if struct.pack("<d", value) != struct.pack("<d", float(literal))]
+    assert not wrong, wrong[:10]
+
+
 @compiled_only
 def test_integers_of_every_length_and_keys_in_any_order():
     """The integer fast path (8 digits a step) at every length up to 19 digits and past
