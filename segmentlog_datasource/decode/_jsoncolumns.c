@@ -1406,15 +1406,21 @@ static HOT int first_special16(const uint8_t *p) {
 #endif
 }
 
+/* What an out-of-line routine returns to the fast path: a status, and where it stopped. */
+typedef struct {
+    int status;
+    const uint8_t *p;
+} Read;
+
 /* The general routines, out of line on a copy of the fast path's cursor: the fast path's
  * own cursor then never has its address taken, so it stays in a register instead of being
  * stored and reloaded around every byte the routines write to a column (a char store may
  * alias anything whose address escaped). */
-static __attribute__((noinline)) int string_apart(Program *prog, Column *col, Cursor *c) {
-    Cursor t = *c;
+static __attribute__((noinline)) Read string_apart(Program *prog, Column *col, const uint8_t *p,
+                                                  const uint8_t *end) {
+    Cursor t = {p, end};
     int r = parse_string(prog, col, &t);
-    c->p = t.p;
-    return r;
+    return (Read){r, t.p};
 }
 
 /* A string value (c->p at its quote) into a binary column: plain ASCII without escapes
@@ -1442,8 +1448,10 @@ static HOT int fast_string(Program *prog, Column *col, Cursor *c) {
         if (end_offset(col, col->data.len) != OK) return NOMEM;
         return append_validity(col, 1);
     }
-    int r = string_apart(prog, col, c);
-    return r == DEFER ? BAIL : r;
+    /* the cursor by value both ways: its address taken here would keep it in memory */
+    Read read = string_apart(prog, col, c->p, c->end);
+    c->p = read.p;
+    return read.status == DEFER ? BAIL : read.status;
 }
 
 /* How many of the 16 bytes at p are ASCII digits before the first that is not: 0 to 16. */
