@@ -1653,7 +1653,10 @@ static HOT int fast_object(Program *prog, Step *step, const uint8_t **at, const 
             break;
         case FAST_ARRAY:
             if (c->p < c->end && *c->p == '[') {
-                r = fast_array(prog, key->step, key->item_kind, c);
+                /* arrays of strings (the most common) read by a copy of their own */
+                r = key->item_kind == FAST_STRING
+                    ? fast_array(prog, key->step, FAST_STRING, c)
+                    : fast_array(prog, key->step, key->item_kind, c);
                 break;
             }
             /* fall through: null, or not an array */
@@ -1663,8 +1666,28 @@ static HOT int fast_object(Program *prog, Step *step, const uint8_t **at, const 
             cur.p = t.p;
             break;
         }
+        /* each kind a copy of fast_scalar of its own (the kind a constant): one dispatch
+         * a value, not two */
+        case FAST_I8:
+            r = fast_scalar(prog, key->step, key->column, FAST_I8, c);
+            break;
+        case FAST_I16:
+            r = fast_scalar(prog, key->step, key->column, FAST_I16, c);
+            break;
+        case FAST_I32:
+            r = fast_scalar(prog, key->step, key->column, FAST_I32, c);
+            break;
+        case FAST_I64:
+            r = fast_scalar(prog, key->step, key->column, FAST_I64, c);
+            break;
+        case FAST_MILLIS:
+            r = fast_scalar(prog, key->step, key->column, FAST_MILLIS, c);
+            break;
+        case FAST_NUMBER:
+            r = fast_scalar(prog, key->step, key->column, FAST_NUMBER, c);
+            break;
         default:
-            r = fast_scalar(prog, key->step, key->column, key->kind, c);
+            r = fast_scalar(prog, key->step, key->column, FAST_BOOL, c);
             break;
         }
         if (r != OK) return r == MISFIT || r == DEFER ? BAIL : r;
