@@ -163,6 +163,7 @@ typedef struct {
     uint16_t tag;        /* its one-byte tag; the last step's 0x100 matches no byte */
     uint8_t op;          /* its Tag's D_*, or F_SPAN_APPEND (repeated: the step stays) */
     uint8_t type, utf8;
+    uint8_t never_null;  /* its column never takes a null in a run (never_null) */
     uint64_t mask;       /* its direct bit (none when repeated) */
     uint64_t before;     /* the direct bits of the steps before it */
     Column *col;
@@ -813,6 +814,12 @@ static HOT int direct_end(Column *col) {
     return OK;
 }
 
+/* direct_end for a column that never has a validity buffer (Step's never_null). */
+static HOT int never_null_end(Column *col) {
+    col->length++;
+    return OK;
+}
+
 static __attribute__((noinline)) const uint8_t *varint_slow(const uint8_t *p, const uint8_t *end,
                                                             uint64_t *out) {
     return read_varint(&p, end, out) == OK ? p : NULL;
@@ -879,10 +886,10 @@ static const uint64_t HIGH_BITS[17][2] = {
     {0x8080808080808080ULL, 0x8080808080808080ULL}
 };
 
-/* A string's bytes appended as append_span does, checked as UTF-8 first when `check`:
- * a short one is loaded once, its high bits tested (ASCII) as it is copied. With
- * `reserved`, its offset goes to room reserve_direct made. FAIL: not UTF-8 (nothing
- * appended). */
+/* A string's bytes and offset appended as append_span does (its slot's validity and
+ * length left to the caller), checked as UTF-8 first when `check`: a short one is loaded
+ * once, its high bits tested (ASCII) as it is copied. With `reserved`, its offset goes to
+ * room reserve_direct made. FAIL: not UTF-8 (nothing appended). */
 static HOT int append_text(Column *col, const uint8_t *s, Py_ssize_t n, const uint8_t *limit,
                            int check, int reserved) {
     Buf *b = &col->data;
@@ -909,7 +916,7 @@ static HOT int append_text(Column *col, const uint8_t *s, Py_ssize_t n, const ui
     } else if (end_offset(col, len) != OK) {
         return NOMEM;
     }
-    return direct_end(col);
+    return OK;
 }
 
 /* The length-delimited value at p: [*s, *s + *n); the byte after it, NULL when corrupt. */
@@ -1050,12 +1057,17 @@ static int parse_rows(Program *pr, const uint8_t *data, const int64_t *first,
         [D_VARINT_I32] = &&varint_conv, [D_VARINT_BOOL] = &&varint_bool,
         [D_FIXED64] = &&fixed64, [D_FIXED32] = &&fixed32, [D_FIXED32_CONV] = &&fixed32_conv,
         [D_SPAN] = &&span, [D_SPAN + 1 ... 15] = &&other};
-    static const void *const order_ops[16] = {
+    static const void *const order_ops[2][16] = {{
         [0 ... 15] = &&order_left, [F_SPAN_APPEND] = &&order_span_append,
         [D_VARINT_I64] = &&order_varint_i64, [D_VARINT_CONV_I64] = &&order_varint_conv,
         [D_VARINT_I32] = &&order_varint_conv, [D_VARINT_BOOL] = &&order_varint_bool,
         [D_FIXED64] = &&order_fixed64, [D_FIXED32] = &&order_fixed32,
-        [D_FIXED32_CONV] = &&order_fixed32_conv, [D_SPAN] = &&order_span};
+        [D_FIXED32_CONV] = &&order_fixed32_conv, [D_SPAN] = &&order_span}, {
+        [0 ... 15] = &&order_left, [F_SPAN_APPEND] = &&order_span_append_valid,
+        [D_VARINT_I64] = &&order_varint_i64_valid, [D_VARINT_CONV_I64] = &&order_varint_conv_valid,
+        [D_VARINT_I32] = &&order_varint_conv_valid, [D_VARINT_BOOL] = &&order_varint_bool_valid,
+        [D_FIXED64] = &&order_fixed64_valid, [D_FIXED32] = &&order_fixed32_valid,
+        [D_FIXED32_CONV] = &&order_fixed32_conv_valid, [D_SPAN] = &&order_span_valid}};
     const Prog *pg = pr->root_prog;
     Slot *frame = pr->stack;
     const uint8_t *p, *end;
@@ -1094,9 +1106,11 @@ static int parse_rows(Program *pr, const uint8_t *data, const int64_t *first,
 #define ROW_FAILS(why) do { pr->code = (why); goto row_failed; } while (0)
 
     if (!data) {  /* the program's compile: each step's label, jumped to with no table */
-        for (Step *each = pg->steps; each->tag != 0x100; each++)
-            each->label = each->op == D_VARINT_I32 && (each->type == T_INT32 || each->type == T_ENUM)
-                ? &&order_varint_i32 : order_ops[each->op & 15];
+        for (Step *each = pg->steps; each->tag != 0x100; each++) {
+            int int32 = each->op == D_VARINT_I32 && (each->type == T_INT32 || each->type == T_ENUM);
+            each->label = int32 ? (each->never_null ? &&order_varint_i32_valid : &&order_varint_i32)
+                                : order_ops[each->never_null != 0][each->op & 15];
+        }
         return OK;
     }
 next_row:
@@ -1137,69 +1151,76 @@ order_left:  /* a tag out of the order: the rest of the row by the lookup */
 order_done:
     seen = step->before;
     goto done;
-order_varint_i64:
-    if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);
-    PUT_RESERVED(&col->values, &raw, 8);
-    goto order_appended;
-order_varint_conv: {
-        if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);
-        Slot v;
-        scalar_value(step->type, raw, &v);
-        if (step->op == D_VARINT_I32) {
-            int32_t x = (int32_t)v.v.i;
-            PUT_RESERVED(&col->values, &x, 4);
-        } else {
-            PUT_RESERVED(&col->values, &v.v.i, 8);
-        }
-        goto order_appended;
-    }
-order_varint_i32: {  /* an int32 or enum: its low 32 bits, as scalar_value takes them */
-        if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);
-        int32_t x = (int32_t)(uint32_t)raw;
-        PUT_RESERVED(&col->values, &x, 4);
-        goto order_appended;
-    }
-order_varint_bool:
-    if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);
-    col->values.data[col->values.len++] = raw != 0;
-    goto order_appended;
-order_fixed64:
-    if (end - p < 8) ROW_FAILS(ROW_CORRUPT);
-    PUT_RESERVED(&col->values, p, 8);
-    p += 8;
-    goto order_appended;
-order_fixed32:
-    if (end - p < 4) ROW_FAILS(ROW_CORRUPT);
-    PUT_RESERVED(&col->values, p, 4);
-    p += 4;
-    goto order_appended;
-order_fixed32_conv: {
-        if (end - p < 4) ROW_FAILS(ROW_CORRUPT);
-        Slot v;
-        scalar_value(step->type, load32(p), &v);
-        p += 4;
-        PUT_RESERVED(&col->values, &v.v, 8);
-        goto order_appended;
-    }
-order_span: {
-        if (!(p = span_at(p, end, &s, &n))) ROW_FAILS(ROW_CORRUPT);
-        r = append_text(col, s, n, limit, step->utf8, 1);
-        if (r == FAIL) ROW_FAILS(ROW_UTF8);
-        if (r != OK) return r;
-        step++;
-        ORDER_NEXT();
-    }
-order_span_append: {  /* a repeated string: the step stays for its next element */
-        if (!(p = span_at(p, end, &s, &n))) ROW_FAILS(ROW_CORRUPT);
-        r = append_text(col, s, n, limit, step->utf8, 0);
-        if (r == FAIL) ROW_FAILS(ROW_UTF8);
-        if (r != OK) return r;
-        ORDER_NEXT();
-    }
-order_appended:
-    if (direct_end(col) != OK) return NOMEM;
-    step++;
+    /* The expected order's values, twice: their slots ended by direct_end, and (labels
+     * ending in _valid) by never_null_end, for the columns that never take a null. */
+#define ORDER_APPENDED(END) goto order_appended_##END
+#define ORDER_STEPS(V, END)                                                                  \
+order_varint_i64##V:                                                                         \
+    if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);                         \
+    PUT_RESERVED(&col->values, &raw, 8);                                                     \
+    ORDER_APPENDED(END);                                                                     \
+order_varint_conv##V: {                                                                      \
+        if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);                     \
+        Slot v;                                                                              \
+        scalar_value(step->type, raw, &v);                                                   \
+        if (step->op == D_VARINT_I32) {                                                      \
+            int32_t x = (int32_t)v.v.i;                                                      \
+            PUT_RESERVED(&col->values, &x, 4);                                               \
+        } else {                                                                             \
+            PUT_RESERVED(&col->values, &v.v.i, 8);                                           \
+        }                                                                                    \
+        ORDER_APPENDED(END);                                                                 \
+    }                                                                                        \
+order_varint_i32##V: {  /* an int32 or enum: its low 32 bits, as scalar_value takes them */  \
+        if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);                     \
+        int32_t x = (int32_t)(uint32_t)raw;                                                  \
+        PUT_RESERVED(&col->values, &x, 4);                                                   \
+        ORDER_APPENDED(END);                                                                 \
+    }                                                                                        \
+order_varint_bool##V:                                                                        \
+    if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);                         \
+    col->values.data[col->values.len++] = raw != 0;                                          \
+    ORDER_APPENDED(END);                                                                     \
+order_fixed64##V:                                                                            \
+    if (end - p < 8) ROW_FAILS(ROW_CORRUPT);                                                 \
+    PUT_RESERVED(&col->values, p, 8);                                                        \
+    p += 8;                                                                                  \
+    ORDER_APPENDED(END);                                                                     \
+order_fixed32##V:                                                                            \
+    if (end - p < 4) ROW_FAILS(ROW_CORRUPT);                                                 \
+    PUT_RESERVED(&col->values, p, 4);                                                        \
+    p += 4;                                                                                  \
+    ORDER_APPENDED(END);                                                                     \
+order_fixed32_conv##V: {                                                                     \
+        if (end - p < 4) ROW_FAILS(ROW_CORRUPT);                                             \
+        Slot v;                                                                              \
+        scalar_value(step->type, load32(p), &v);                                             \
+        p += 4;                                                                              \
+        PUT_RESERVED(&col->values, &v.v, 8);                                                 \
+        ORDER_APPENDED(END);                                                                 \
+    }                                                                                        \
+order_span##V:                                                                               \
+    if (!(p = span_at(p, end, &s, &n))) ROW_FAILS(ROW_CORRUPT);                              \
+    r = append_text(col, s, n, limit, step->utf8, 1);                                        \
+    if (r == FAIL) ROW_FAILS(ROW_UTF8);                                                      \
+    if (r != OK) return r;                                                                   \
+    ORDER_APPENDED(END);                                                                     \
+order_span_append##V:  /* a repeated string: the step stays for its next element */         \
+    if (!(p = span_at(p, end, &s, &n))) ROW_FAILS(ROW_CORRUPT);                              \
+    r = append_text(col, s, n, limit, step->utf8, 0);                                        \
+    if (r == FAIL) ROW_FAILS(ROW_UTF8);                                                      \
+    if (r != OK) return r;                                                                   \
+    if (END(col) != OK) return NOMEM;                                                        \
+    ORDER_NEXT();                                                                            \
+order_appended_##END:                                                                        \
+    if (END(col) != OK) return NOMEM;                                                        \
+    step++;                                                                                  \
     ORDER_NEXT();
+
+    ORDER_STEPS(, direct_end)
+    ORDER_STEPS(_valid, never_null_end)
+#undef ORDER_STEPS
+#undef ORDER_APPENDED
 
 wide:
     if (tag_at(pr, &p, end, &tag) != OK) goto row_failed;
@@ -1220,6 +1241,7 @@ span_append: {
         r = append_text(col, s, n, limit, t->utf8, 0);
         if (r == FAIL) ROW_FAILS(ROW_UTF8);
         if (r != OK) return r;
+        if (direct_end(col) != OK) return NOMEM;
         NEXT();
     }
 varint_i64:
@@ -1276,6 +1298,7 @@ span: {
         r = append_text(col, s, n, limit, t->utf8, 0);
         if (r == FAIL) ROW_FAILS(ROW_UTF8);
         if (r != OK) return r;
+        if (direct_end(col) != OK) return NOMEM;
         NEXT();
     }
 appended:
@@ -2156,8 +2179,39 @@ static int is_step(const Prog *pg, const Field *f, uint32_t *tag) {
     return op >= D_VARINT_I64 || op == F_SPAN_APPEND;
 }
 
+/* Whether column `index` never takes a null in a run, so that its appends need not test
+ * for a validity buffer (Step's never_null). A column's nulls come only from an emit that
+ * fills it (a null, a default's or a value's misfit), from an emit that fills the list
+ * holding it (an element's misfit), or from a repeated field appended to it (a misfit):
+ * here none but `only` (a direct emit without presence, or NULL) fills it, no list's emit
+ * fills its elements, and its repeated fields' conversions cannot misfit. A null struct
+ * holding it (the root's, a failed row's) gives it a valid empty slot. */
+static int never_null(Program *pr, int index, const Emit *only) {
+    if (index == 0 || (only && only->presence)) return 0;
+    for (int k = 0; k < pr->nprogs; k++) {
+        const Prog *pg = &pr->progs[k];
+        if (pg->col == index && pg->kind != P_VALIDATE) return 0;
+        for (int j = 0; j < pg->nemits; j++) {
+            const Emit *e = &pg->emits[j];
+            if (e == only) continue;
+            if (e->col == index) return 0;
+            const Column *col = &pr->cols[e->col];
+            if (col->kind == COL_LIST && col->children[0] == index && e->op != E_LIST
+                && e->op != E_CONST_EMPTY && e->op != E_CONST_NULL)
+                return 0;
+        }
+        for (int j = 0; j < pg->nfields; j++) {
+            const Field *f = &pg->fields[j];
+            if (f->action == A_APPEND && f->col == index
+                && !(f->conv.code == CV_BYTES || (f->conv.code == CV_TEXT && !f->conv.utf8)))
+                return 0;
+        }
+    }
+    return 1;
+}
+
 /* The root's expected order (Prog's steps), its direct fields' tags set. -1: no memory. */
-static int set_steps(Prog *pg) {
+static int set_steps(Program *pr, Prog *pg) {
     int nsteps = 0;
     uint32_t tag;
     for (int k = 0; k < pg->nfields; k++) nsteps += is_step(pg, &pg->fields[k], &tag);
@@ -2176,6 +2230,7 @@ static int set_steps(Prog *pg) {
         step->before = before;
         step->col = t->col;
         step->emit = step->mask ? pg->direct_emits[__builtin_ctzll(step->mask)] : NULL;
+        step->never_null = (uint8_t)never_null(pr, t->target, step->emit);
         before |= step->mask;
         step++;
     }
@@ -2221,7 +2276,7 @@ static int set_direct(Program *pr, Prog *pg, int index) {
     }
     if (!bits) return 0;
     pg->direct = 1;
-    if (set_steps(pg) < 0) return -1;
+    if (set_steps(pr, pg) < 0) return -1;
     /* the frame is read only where a field or an emit that is not direct reads a slot */
     int reads = 0;
     for (int k = 0; k < pg->nfields; k++) {
