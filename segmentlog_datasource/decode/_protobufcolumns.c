@@ -168,6 +168,7 @@ typedef struct {
     uint64_t before;     /* the direct bits of the steps before it */
     Column *col;
     const void *label;   /* parse_rows's label of its op (set by parse_rows itself) */
+    const void *absent;  /* parse_rows's label of its null or default when it is absent */
     const Emit *emit;    /* its value's: a null or default when it is absent */
 } Step;
 
@@ -192,8 +193,9 @@ typedef struct {
     int direct;
     uint64_t direct_mask;
     Emit **direct_emits; /* by bit */
-    int nrest;
-    Emit **rest;         /* the emits of the other fields, in order */
+    int nrest, nrest_lists;
+    Emit **rest;         /* the emits of the other fields: the E_LISTs (nrest_lists), then
+                          * the others in order (each fills its own column) */
     Step *steps;         /* the expected order: its one-byte direct and repeated-string
                           * fields by number, then a step that ends it (NULL: none) */
     int clear_frame;     /* a slot of the frame is read: zeroed per row */
@@ -814,6 +816,18 @@ static HOT int direct_end(Column *col) {
     return OK;
 }
 
+/* The first null of a column in a run (append_validity's slots before it made valid). */
+static __attribute__((noinline)) int first_null(Column *col) { return append_validity(col, 0); }
+
+/* A null slot of a direct column with presence, its validity byte in room reserve_direct
+ * made (a byte a row). */
+static HOT int null_end_reserved(Column *col) {
+    if (!col->has_validity) return first_null(col);
+    col->validity.data[col->validity.len++] = 0;
+    col->length++;
+    return OK;
+}
+
 /* direct_end for a column that never has a validity buffer (Step's never_null). */
 static HOT int never_null_end(Column *col) {
     col->length++;
@@ -1079,7 +1093,7 @@ static int parse_rows(Program *pr, const uint8_t *data, const int64_t *first,
     const Tag *tags = pg->tags, *t = tags;  /* set before use: the order's labels share */
     const uint32_t ntags = (uint32_t)pg->ntags;  /* the computed gotos' targets */
     uint32_t tag = 0;
-    Column *col;
+    Column *col = NULL;  /* set before use (the labels share the computed gotos) */
     const uint8_t *s;
     Py_ssize_t n;
     uint64_t raw;
@@ -1110,17 +1124,23 @@ static int parse_rows(Program *pr, const uint8_t *data, const int64_t *first,
             int int32 = each->op == D_VARINT_I32 && (each->type == T_INT32 || each->type == T_ENUM);
             each->label = int32 ? (each->never_null ? &&order_varint_i32_valid : &&order_varint_i32)
                                 : order_ops[each->never_null != 0][each->op & 15];
+            const Emit *e = each->emit;
+            each->absent = !e ? &&order_absent_none
+                : e->presence && e->fast == X_BYTES ? &&order_absent_null_text : &&order_absent;
         }
         return OK;
     }
+    /* A row leaves the run's working memory as it found it, but for the map entries: a
+     * failed row's is reset (row_failed), a row's misfits fail it, and frames pushed are
+     * popped. */
+    pr->nmisfits = 0;
+    pr->stack_top = 0;
+    pr->norder = 0;
 next_row:
     if (k == count) return OK;
     p = data + first[k];
     end = data + last[k];
-    pr->nmisfits = 0;
-    pr->stack_top = 0;
     pr->nentries = 0;
-    pr->norder = 0;
     if (p < end && *p == 0 && pr->first_message) {
         p++;  /* [0], the first message: most payloads */
     } else if (read_indexes(pr, &p, end, end - p) != OK) {
@@ -1133,17 +1153,14 @@ next_row:
     step = pg->steps;
     ORDER_NEXT();
 
-order_miss: {
-        unsigned byte = *p;
-        /* the steps before it: fields the row does not hold, their null or default now
-         * (one given later, out of the order, replaces it as a value given again) */
-        for (; step->tag < byte; step++)
-            if (step->emit && (r = absent(step->emit)) != OK) return r;
-        if (step->tag == byte) {
-            p++;
-            col = step->col;
-            goto *step->label;
-        }
+order_miss:
+    /* a step before the byte's: a field the row does not hold, its null or default now
+     * (one given later, out of the order, replaces it as a value given again) */
+    if (step->tag < *p) goto *step->absent;
+    if (step->tag == *p) {
+        p++;
+        col = step->col;
+        goto *step->label;
     }
 order_left:  /* a tag out of the order: the rest of the row by the lookup */
     seen = step->before;
@@ -1151,6 +1168,22 @@ order_left:  /* a tag out of the order: the rest of the row by the lookup */
 order_done:
     seen = step->before;
     goto done;
+order_absent_none:  /* a repeated field's: its list ends with the row */
+    step++;
+    goto order_miss;
+order_absent_null_text: {  /* a proto3 optional string's null */
+        col = step->col;
+        if (col->data.len > INT32_MAX) return NOMEM;  /* past Arrow's int32 offsets */
+        int32_t offset = (int32_t)col->data.len;
+        PUT_RESERVED(&col->offsets, &offset, 4);
+        if (null_end_reserved(col) != OK) return NOMEM;
+        step++;
+        goto order_miss;
+    }
+order_absent:
+    if ((r = absent(step->emit)) != OK) return r;
+    step++;
+    goto order_miss;
     /* The expected order's values, twice: their slots ended by direct_end, and (labels
      * ending in _valid) by never_null_end, for the columns that never take a null. */
 #define ORDER_APPENDED(END) goto order_appended_##END
@@ -1315,6 +1348,9 @@ row_failed:
     codes[row + k] = (uint8_t)pr->code;
     roll_back(pr->cols, 0, row + k);
     if (append_null(pr, 0) != OK) return NOMEM;
+    pr->nmisfits = 0;
+    pr->stack_top = 0;
+    pr->norder = 0;
     k++;
     goto next_row;
 #undef NEXT
@@ -1565,10 +1601,11 @@ static HOT int finish_root(Program *pr, const Prog *pg, Slot *frame, uint64_t se
         int r = absent(pg->direct_emits[__builtin_ctzll(missing)]);
         if (r != OK) return r;
     }
-    for (int k = 0; k < pg->nrest; k++) {
-        const Emit *e = pg->rest[k];
-        int r = e->op == E_LIST ? list_end_reserved(e->column, e->child)
-                                : finish_emit(pr, e, frame, MAX_DEPTH);
+    Emit *const *e = pg->rest, *const *lists = e + pg->nrest_lists, *const *last = e + pg->nrest;
+    for (; e < lists; e++)
+        if (list_end_reserved((*e)->column, (*e)->child) != OK) return NOMEM;
+    for (; e < last; e++) {
+        int r = finish_emit(pr, *e, frame, MAX_DEPTH);
         if (r != OK) return r;
     }
     return append_validity(&pr->cols[pg->col], 1);
@@ -2291,10 +2328,16 @@ static int set_direct(Program *pr, Prog *pg, int index) {
     for (int k = 0; k < pg->nemits; k++) {
         Emit *e = &pg->emits[k];
         if (e->direct) continue;
-        pg->rest[pg->nrest++] = e;
+        if (e->op == E_LIST) pg->nrest_lists++;
         if (e->op != E_LIST && e->op != E_CONST_NULL && e->op != E_CONST && e->op != E_CONST_EMPTY)
             reads = 1;
     }
+    int lists = 0, others = pg->nrest_lists;
+    for (int k = 0; k < pg->nemits; k++) {
+        Emit *e = &pg->emits[k];
+        if (!e->direct) pg->rest[e->op == E_LIST ? lists++ : others++] = e;
+    }
+    pg->nrest = others;
     pg->clear_frame = reads;
     return 0;
 }
