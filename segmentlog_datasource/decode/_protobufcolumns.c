@@ -34,6 +34,9 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* Column kinds: the Arrow layouts of the reader's types (protobuf_program.py's COL_*). */
 enum { COL_BOOL = 1, COL_I32, COL_I64, COL_F32, COL_F64, COL_BINARY, COL_DEC128, COL_LIST,
@@ -886,6 +889,7 @@ static HOT int append_span(Column *col, const uint8_t *s, Py_ssize_t n, const ui
     return direct_end(col);
 }
 
+#ifndef __SSE2__
 /* The high bits of a string's bytes (n <= 16) within its 16-byte load, by n: where any
  * is set, it is not ASCII. */
 static const uint64_t HIGH_BITS[17][2] = {
@@ -899,6 +903,7 @@ static const uint64_t HIGH_BITS[17][2] = {
     {0x8080808080808080ULL, 0x808080808080ULL}, {0x8080808080808080ULL, 0x80808080808080ULL},
     {0x8080808080808080ULL, 0x8080808080808080ULL}
 };
+#endif
 
 /* A string's bytes and offset appended as append_span does (its slot's validity and
  * length left to the caller), checked as UTF-8 first when `check`: a short one is loaded
@@ -909,6 +914,14 @@ static HOT int append_text(Column *col, const uint8_t *s, Py_ssize_t n, const ui
     Buf *b = &col->data;
     Py_ssize_t len = b->len;  /* held here: the byte stores would have it loaded again */
     if (n <= 16 && (uintptr_t)s + 16 <= (uintptr_t)limit && b->cap - len >= 16) {
+#ifdef __SSE2__
+        /* one register: its bytes' high bits as a mask, bit k of byte k */
+        __m128i bytes = _mm_loadu_si128((const __m128i *)s);
+        if (check && ((unsigned)_mm_movemask_epi8(bytes) & ((1u << n) - 1))) {
+            if (!strict_utf8(s, n)) return FAIL;  /* not ASCII */
+        }
+        _mm_storeu_si128((__m128i *)(b->data + len), bytes);
+#else
         uint64_t lo = load64(s), hi = load64(s + 8);
         if (check && ((lo & HIGH_BITS[n][0]) | (hi & HIGH_BITS[n][1]))) {
             if (!strict_utf8(s, n)) return FAIL;  /* not ASCII */
@@ -916,6 +929,7 @@ static HOT int append_text(Column *col, const uint8_t *s, Py_ssize_t n, const ui
         char *to = b->data + len;
         memcpy(to, &lo, 8);
         memcpy(to + 8, &hi, 8);
+#endif
         len += n;
         b->len = len;
     } else {
