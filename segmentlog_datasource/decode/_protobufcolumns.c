@@ -1150,13 +1150,21 @@ static int parse_rows(Program *pr, const uint8_t *data, const int64_t *first,
     pr->nmisfits = 0;
     pr->stack_top = 0;
     pr->norder = 0;
+    memset(codes + row, ROW_OK, (size_t)count);  /* a failed row's code replaces its own */
+    /* most payloads: [0], the first message, and no frame to clear */
+    const int plain = pr->first_message && !pg->clear_frame;
 next_row:
     if (k == count) return OK;
     p = data + first[k];
     end = data + last[k];
     pr->nentries = 0;
+    step = pg->steps;
+    if (plain && p < end && *p == 0) {
+        p++;
+        ORDER_NEXT();
+    }
     if (p < end && *p == 0 && pr->first_message) {
-        p++;  /* [0], the first message: most payloads */
+        p++;  /* [0], the first message */
     } else if (read_indexes(pr, &p, end, end - p) != OK) {
         goto row_failed;
     }
@@ -1164,7 +1172,6 @@ next_row:
         memset(frame, 0, sizeof(Slot) * (size_t)pg->nslots);
         pr->stack_top = pg->nslots;  /* `need` sizes the stack */
     }
-    step = pg->steps;
     ORDER_NEXT();
 
 order_miss:
@@ -1356,7 +1363,7 @@ done:
     if (r == OK && pr->nmisfits) ROW_FAILS(ROW_MISFIT);
     if (r == FAIL) goto row_failed;
     if (r != OK) return r;
-    codes[row + k++] = ROW_OK;
+    k++;
     goto next_row;
 row_failed:
     codes[row + k] = (uint8_t)pr->code;
@@ -1608,20 +1615,34 @@ static HOT int list_end_reserved(Column *col, const Column *child) {
     return append_validity(col, 1);
 }
 
-/* The root's values once its fields are read: its direct fields not `seen` take their
- * null or default, then its other emits run. */
-static HOT int finish_root(Program *pr, const Prog *pg, Slot *frame, uint64_t seen) {
-    for (uint64_t missing = pg->direct_mask & ~seen; missing; missing &= missing - 1) {
+/* The root's direct fields of `missing` take their null or default (kept out of
+ * parse_rows's loop, as most rows hold every field the order does not pass). */
+static __attribute__((noinline)) int fill_missing(const Prog *pg, uint64_t missing) {
+    for (; missing; missing &= missing - 1) {
         int r = absent(pg->direct_emits[__builtin_ctzll(missing)]);
         if (r != OK) return r;
     }
-    Emit *const *e = pg->rest, *const *lists = e + pg->nrest_lists, *const *last = e + pg->nrest;
-    for (; e < lists; e++)
-        if (list_end_reserved((*e)->column, (*e)->child) != OK) return NOMEM;
-    for (; e < last; e++) {
-        int r = finish_emit(pr, *e, frame, MAX_DEPTH);
+    return OK;
+}
+
+/* The root's emits that are neither direct nor lists (kept out of parse_rows's loop). */
+static __attribute__((noinline)) int finish_rest(Program *pr, const Prog *pg, Slot *frame) {
+    for (int k = pg->nrest_lists; k < pg->nrest; k++) {
+        int r = finish_emit(pr, pg->rest[k], frame, MAX_DEPTH);
         if (r != OK) return r;
     }
+    return OK;
+}
+
+/* The root's values once its fields are read: its direct fields not `seen` take their
+ * null or default, then its other emits run. */
+static HOT int finish_root(Program *pr, const Prog *pg, Slot *frame, uint64_t seen) {
+    uint64_t missing = pg->direct_mask & ~seen;
+    int r;
+    if (missing && (r = fill_missing(pg, missing)) != OK) return r;
+    for (Emit *const *e = pg->rest, *const *lists = e + pg->nrest_lists; e < lists; e++)
+        if (list_end_reserved((*e)->column, (*e)->child) != OK) return NOMEM;
+    if (pg->nrest > pg->nrest_lists && (r = finish_rest(pr, pg, frame)) != OK) return r;
     return append_validity(&pr->cols[pg->col], 1);
 }
 
