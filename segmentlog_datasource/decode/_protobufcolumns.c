@@ -226,6 +226,8 @@ typedef struct {
     struct { int32_t col; Py_ssize_t at; } *misfits;
     Py_ssize_t nmisfits, misfits_cap;
     int code;
+    uint8_t *copy;         /* parse_copied_row's copy of a payload */
+    Py_ssize_t copy_cap;
     const uint8_t *limit;  /* the end of what the payloads' buffer lets a run read */
     const Prog *root_prog; /* &progs[root] */
     int first_message;     /* the message indexes are [0] */
@@ -961,6 +963,20 @@ static HOT const uint8_t *span_at(const uint8_t *p, const uint8_t *end, const ui
     return read_span(&p, end, s, n) == OK ? p : NULL;
 }
 
+/* span_at in a row whose byte at `end` may be read (parse_rows's): a length byte read
+ * there fails the test of the value's end. */
+static HOT const uint8_t *span_in_row(const uint8_t *p, const uint8_t *end, const uint8_t **s,
+                                      Py_ssize_t *n) {
+    if (*p < 0x80) {
+        Py_ssize_t size = *p++;
+        if ((uintptr_t)p + (size_t)size > (uintptr_t)end) return NULL;
+        *s = p;
+        *n = size;
+        return p + size;
+    }
+    return read_span(&p, end, s, n) == OK ? p : NULL;
+}
+
 /* A field's value at *pp, its tag read: a field of a common shape (F_*) by its tag, else
  * by its number, a known field of another wire type or an unknown one skipped. */
 static HOT int field_at(Program *pr, const Prog *pg, Slot *frame, uint32_t tag,
@@ -1063,6 +1079,39 @@ static __attribute__((noinline)) int root_field(Program *pr, const Prog *pg, Slo
     return field_at(pr, pg, frame, tag, pp, end, pr->limit, MAX_DEPTH, NULL);
 }
 
+static int parse_rows(Program *pr, const uint8_t *data, const int64_t *first,
+                      const int64_t *last, Py_ssize_t row, Py_ssize_t count, uint8_t *codes);
+
+/* Row `row`, payload [p, end), read by parse_rows from a copy followed by zero bytes: the
+ * expected order reads the byte at a row's end as the next tag (no one-byte tag is below
+ * 8, field numbers starting at 1), which a payload at its buffer's end, or followed by
+ * another byte, does not give. */
+static __attribute__((noinline)) int parse_copied_row(Program *pr, const uint8_t *p,
+                                                      const uint8_t *end, Py_ssize_t row,
+                                                      uint8_t *codes) {
+    Py_ssize_t size = end - p;
+    if (size > PY_SSIZE_T_MAX - 16) return NOMEM;
+    if (size + 16 > pr->copy_cap) {
+        Py_ssize_t cap = pr->copy_cap ? pr->copy_cap : 256;
+        while (cap < size + 16) {
+            if (cap > PY_SSIZE_T_MAX / 2) return NOMEM;
+            cap *= 2;
+        }
+        uint8_t *grown = PyMem_RawRealloc(pr->copy, (size_t)cap);
+        if (!grown) return NOMEM;
+        pr->copy = grown;
+        pr->copy_cap = cap;
+    }
+    if (size) memcpy(pr->copy, p, (size_t)size);
+    memset(pr->copy + size, 0, 16);  /* room for the 16-byte loads of short strings too */
+    const uint8_t *limit = pr->limit;
+    const int64_t first = 0, last = size;
+    pr->limit = pr->copy + size + 16;
+    int r = parse_rows(pr, pr->copy, &first, &last, row, 1, codes);
+    pr->limit = limit;
+    return r;
+}
+
 /* The rows of a direct root (Prog's `direct`), row `row` and the `count` - 1 after it,
  * payload k at data[first[k]:last[k]], one code each in `codes` (a failed row rolled
  * back to a null), in one loop: OK, or NOMEM, which stops the run. A row's message
@@ -1124,8 +1173,7 @@ static int parse_rows(Program *pr, const uint8_t *data, const int64_t *first,
     } while (0)
     /* the next field in the expected order: the step's tag, its value's label */
 #define ORDER_NEXT() do {                                                       \
-        if (p >= end) goto order_done;                                         \
-        if (*p != step->tag) goto order_miss;                                  \
+        if (*p != step->tag) goto order_miss;  /* the row's end too */         \
         p++;                                                                   \
         col = step->col;                                                       \
         goto *step->label;                                                     \
@@ -1157,6 +1205,11 @@ next_row:
     if (k == count) return OK;
     p = data + first[k];
     end = data + last[k];
+    if (end >= limit || *end >= 8) {  /* the order's tag tests read the byte at the end */
+        if ((r = parse_copied_row(pr, p, end, row + k, codes)) != OK) return r;
+        k++;
+        goto next_row;
+    }
     pr->nentries = 0;
     step = pg->steps;
     if (plain && p < end && *p == 0) {
@@ -1175,6 +1228,7 @@ next_row:
     ORDER_NEXT();
 
 order_miss:
+    if (p >= end) goto order_done;
     /* a step before the byte's: a field the row does not hold, its null or default now
      * (one given later, out of the order, replaces it as a value given again) */
     if (step->tag < *p) goto *step->absent;
@@ -1254,13 +1308,13 @@ order_fixed32_conv##V: {                                                        
         ORDER_APPENDED(END);                                                                 \
     }                                                                                        \
 order_span##V:                                                                               \
-    if (!(p = span_at(p, end, &s, &n))) ROW_FAILS(ROW_CORRUPT);                              \
+    if (!(p = span_in_row(p, end, &s, &n))) ROW_FAILS(ROW_CORRUPT);                          \
     r = append_text(col, s, n, limit, step->utf8, 1);                                        \
     if (r == FAIL) ROW_FAILS(ROW_UTF8);                                                      \
     if (r != OK) return r;                                                                   \
     ORDER_APPENDED(END);                                                                     \
 order_span_append##V:  /* a repeated string: the step stays for its next element */         \
-    if (!(p = span_at(p, end, &s, &n))) ROW_FAILS(ROW_CORRUPT);                              \
+    if (!(p = span_in_row(p, end, &s, &n))) ROW_FAILS(ROW_CORRUPT);                          \
     r = append_text(col, s, n, limit, step->utf8, 0);                                        \
     if (r == FAIL) ROW_FAILS(ROW_UTF8);                                                      \
     if (r != OK) return r;                                                                   \
@@ -1758,6 +1812,7 @@ static void free_program(PyObject *capsule) {
     PyMem_RawFree(pr->entries);
     PyMem_RawFree(pr->order);
     PyMem_RawFree(pr->misfits);
+    PyMem_RawFree(pr->copy);
     PyMem_Free(pr);
 }
 
@@ -2618,7 +2673,9 @@ static PyObject *run_program(PyObject *self, PyObject *args) {
             free_columns(pr->cols, pr->ncols);
             goto done;
         }
-        pr->limit = (const uint8_t *)view.buf + view.len;
+        /* a bytes object's buffer holds a zero byte after its bytes: parse_rows reads it
+         * as the byte after the payload, with no copy */
+        pr->limit = (const uint8_t *)view.buf + view.len + (PyBytes_CheckExact(items[row]) ? 1 : 0);
         if (pr->root_prog->direct) {
             const int64_t start = 0, stop = view.len;
             r = parse_rows(pr, view.buf, &start, &stop, row, 1, code);
