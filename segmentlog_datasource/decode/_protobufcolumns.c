@@ -165,8 +165,9 @@ typedef struct {
 typedef struct {
     uint16_t tag;        /* its one-byte tag; the last step's 0x100 matches no byte */
     uint8_t op;          /* its Tag's D_*, or F_SPAN_APPEND (repeated: the step stays) */
-    uint8_t type, utf8;
+    uint8_t type;
     uint8_t never_null;  /* its column never takes a null in a run (never_null) */
+    uint16_t checked;    /* strings: UTF8_CHECKED when checked as they are read, else 0 */
     uint64_t mask;       /* its direct bit (none when repeated) */
     uint64_t before;     /* the direct bits of the steps before it */
     Column *col;
@@ -174,6 +175,12 @@ typedef struct {
     const void *absent;  /* parse_rows's label of its null or default when it is absent */
     const Emit *emit;    /* its value's: a null or default when it is absent */
 } Step;
+
+/* A list of the root's repeated field, ended as a row ends (finish_root). */
+typedef struct {
+    Column *list;
+    const Column *child;
+} ListEnd;
 
 typedef struct {
     int kind, col, nslots;
@@ -199,6 +206,8 @@ typedef struct {
     int nrest, nrest_lists;
     Emit **rest;         /* the emits of the other fields: the E_LISTs (nrest_lists), then
                           * the others in order (each fills its own column) */
+    ListEnd *list_ends;  /* the E_LISTs' columns (nrest_lists) */
+    Column *column;      /* &cols[col] */
     Step *steps;         /* the expected order: its one-byte direct and repeated-string
                           * fields by number, then a step that ends it (NULL: none) */
     int clear_frame;     /* a slot of the frame is read: zeroed per row */
@@ -907,19 +916,24 @@ static const uint64_t HIGH_BITS[17][2] = {
 };
 #endif
 
+/* append_text's `check`: the string is checked as UTF-8 (a mask of a short string's bytes
+ * whose high bits count, as append_text shifts them), or 0. */
+#define UTF8_CHECKED 0xffffu
+
 /* A string's bytes and offset appended as append_span does (its slot's validity and
- * length left to the caller), checked as UTF-8 first when `check`: a short one is loaded
- * once, its high bits tested (ASCII) as it is copied. With `reserved`, its offset goes to
- * room reserve_direct made. FAIL: not UTF-8 (nothing appended). */
+ * length left to the caller), checked as UTF-8 first when `check` (UTF8_CHECKED): a short
+ * one is loaded once, its high bits tested (ASCII) as it is copied. With `reserved`, its
+ * offset goes to room reserve_direct made. FAIL: not UTF-8 (nothing appended). */
 static HOT int append_text(Column *col, const uint8_t *s, Py_ssize_t n, const uint8_t *limit,
-                           int check, int reserved) {
+                           unsigned check, int reserved) {
     Buf *b = &col->data;
     Py_ssize_t len = b->len;  /* held here: the byte stores would have it loaded again */
     if (n <= 16 && (uintptr_t)s + 16 <= (uintptr_t)limit && b->cap - len >= 16) {
 #ifdef __SSE2__
-        /* one register: its bytes' high bits as a mask, bit k of byte k */
+        /* one register: its bytes' high bits as a mask, bit k of byte k, shifted so that
+         * the string's own are the low 16 bits' top n (the rest shifted past them) */
         __m128i bytes = _mm_loadu_si128((const __m128i *)s);
-        if (check && ((unsigned)_mm_movemask_epi8(bytes) & ((1u << n) - 1))) {
+        if (((unsigned)_mm_movemask_epi8(bytes) << (16 - n)) & check) {
             if (!strict_utf8(s, n)) return FAIL;  /* not ASCII */
         }
         _mm_storeu_si128((__m128i *)(b->data + len), bytes);
@@ -1289,18 +1303,18 @@ order_varint_bool##V:                                                           
     if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);                         \
     col->values.data[col->values.len++] = raw != 0;                                          \
     ORDER_APPENDED(END);                                                                     \
-order_fixed64##V:                                                                            \
-    if (end - p < 8) ROW_FAILS(ROW_CORRUPT);                                                 \
+order_fixed64##V:  /* the value's end as an address: its test, and the byte after it */      \
+    if ((uintptr_t)p + 8 > (uintptr_t)end) ROW_FAILS(ROW_CORRUPT);                           \
     PUT_RESERVED(&col->values, p, 8);                                                        \
     p += 8;                                                                                  \
     ORDER_APPENDED(END);                                                                     \
 order_fixed32##V:                                                                            \
-    if (end - p < 4) ROW_FAILS(ROW_CORRUPT);                                                 \
+    if ((uintptr_t)p + 4 > (uintptr_t)end) ROW_FAILS(ROW_CORRUPT);                           \
     PUT_RESERVED(&col->values, p, 4);                                                        \
     p += 4;                                                                                  \
     ORDER_APPENDED(END);                                                                     \
 order_fixed32_conv##V: {                                                                     \
-        if (end - p < 4) ROW_FAILS(ROW_CORRUPT);                                             \
+        if ((uintptr_t)p + 4 > (uintptr_t)end) ROW_FAILS(ROW_CORRUPT);                       \
         Slot v;                                                                              \
         scalar_value(step->type, load32(p), &v);                                             \
         p += 4;                                                                              \
@@ -1309,13 +1323,13 @@ order_fixed32_conv##V: {                                                        
     }                                                                                        \
 order_span##V:                                                                               \
     if (!(p = span_in_row(p, end, &s, &n))) ROW_FAILS(ROW_CORRUPT);                          \
-    r = append_text(col, s, n, limit, step->utf8, 1);                                        \
+    r = append_text(col, s, n, limit, step->checked, 1);                                     \
     if (r == FAIL) ROW_FAILS(ROW_UTF8);                                                      \
     if (r != OK) return r;                                                                   \
     ORDER_APPENDED(END);                                                                     \
 order_span_append##V:  /* a repeated string: the step stays for its next element */         \
     if (!(p = span_in_row(p, end, &s, &n))) ROW_FAILS(ROW_CORRUPT);                          \
-    r = append_text(col, s, n, limit, step->utf8, 0);                                        \
+    r = append_text(col, s, n, limit, step->checked, 0);                                     \
     if (r == FAIL) ROW_FAILS(ROW_UTF8);                                                      \
     if (r != OK) return r;                                                                   \
     if (END(col) != OK) return NOMEM;                                                        \
@@ -1346,7 +1360,7 @@ other: {
     }
 span_append: {
         if (!(p = span_at(p, end, &s, &n))) ROW_FAILS(ROW_CORRUPT);
-        r = append_text(col, s, n, limit, t->utf8, 0);
+        r = append_text(col, s, n, limit, t->utf8 ? UTF8_CHECKED : 0, 0);
         if (r == FAIL) ROW_FAILS(ROW_UTF8);
         if (r != OK) return r;
         if (direct_end(col) != OK) return NOMEM;
@@ -1403,7 +1417,7 @@ span: {
             drop_last(pr, t);
         }
         seen |= t->mask;
-        r = append_text(col, s, n, limit, t->utf8, 0);
+        r = append_text(col, s, n, limit, t->utf8 ? UTF8_CHECKED : 0, 0);
         if (r == FAIL) ROW_FAILS(ROW_UTF8);
         if (r != OK) return r;
         if (direct_end(col) != OK) return NOMEM;
@@ -1694,10 +1708,10 @@ static HOT int finish_root(Program *pr, const Prog *pg, Slot *frame, uint64_t se
     uint64_t missing = pg->direct_mask & ~seen;
     int r;
     if (missing && (r = fill_missing(pg, missing)) != OK) return r;
-    for (Emit *const *e = pg->rest, *const *lists = e + pg->nrest_lists; e < lists; e++)
-        if (list_end_reserved((*e)->column, (*e)->child) != OK) return NOMEM;
+    for (const ListEnd *e = pg->list_ends, *lists = e + pg->nrest_lists; e < lists; e++)
+        if (list_end_reserved(e->list, e->child) != OK) return NOMEM;
     if (pg->nrest > pg->nrest_lists && (r = finish_rest(pr, pg, frame)) != OK) return r;
-    return append_validity(&pr->cols[pg->col], 1);
+    return append_validity(pg->column, 1);
 }
 
 /* Kafka's zig-zag varint of the message indexes (at most 5 bytes), as the pure path reads
@@ -1790,6 +1804,7 @@ static void free_program(PyObject *capsule) {
             PyMem_Free(pg->tags);
             PyMem_Free(pg->direct_emits);
             PyMem_Free(pg->rest);
+            PyMem_Free(pg->list_ends);
             PyMem_Free(pg->steps);
             if (pg->emits)
                 for (int j = 0; j < pg->nemits; j++) PyMem_Free(pg->emits[j].owned);
@@ -2352,7 +2367,7 @@ static int set_steps(Program *pr, Prog *pg) {
         step->tag = (uint16_t)tag;
         step->op = t->op;
         step->type = t->type;
-        step->utf8 = t->utf8;
+        step->checked = t->utf8 ? UTF8_CHECKED : 0;
         step->mask = t->op == F_SPAN_APPEND ? 0 : t->mask;
         step->before = before;
         step->col = t->col;
@@ -2422,12 +2437,17 @@ static int set_direct(Program *pr, Prog *pg, int index) {
         if (e->op != E_LIST && e->op != E_CONST_NULL && e->op != E_CONST && e->op != E_CONST_EMPTY)
             reads = 1;
     }
+    pg->list_ends = PyMem_Calloc((size_t)(pg->nrest_lists ? pg->nrest_lists : 1), sizeof(ListEnd));
+    if (!pg->list_ends) { PyErr_NoMemory(); return -1; }
     int lists = 0, others = pg->nrest_lists;
     for (int k = 0; k < pg->nemits; k++) {
         Emit *e = &pg->emits[k];
-        if (!e->direct) pg->rest[e->op == E_LIST ? lists++ : others++] = e;
+        if (e->direct) continue;
+        if (e->op == E_LIST) pg->list_ends[lists] = (ListEnd){e->column, e->child};
+        pg->rest[e->op == E_LIST ? lists++ : others++] = e;
     }
     pg->nrest = others;
+    pg->column = &pr->cols[pg->col];
     pg->clear_frame = reads;
     return 0;
 }
