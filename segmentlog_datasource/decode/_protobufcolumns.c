@@ -1096,6 +1096,15 @@ static __attribute__((noinline)) int root_field(Program *pr, const Prog *pg, Slo
 static int parse_rows(Program *pr, const uint8_t *data, const int64_t *first,
                       const int64_t *last, Py_ssize_t row, Py_ssize_t count, uint8_t *codes);
 
+/* parse_rows's values each end with a jump of their own to the next step's label, which
+ * GCC would otherwise merge into one shared jump: one indirect jump a site is what lets
+ * the branch predictor learn a message's order, and saves the jump to the shared one. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define SEPARATE_JUMPS __attribute__((optimize("no-crossjumping")))
+#else
+#define SEPARATE_JUMPS
+#endif
+
 /* Row `row`, payload [p, end), read by parse_rows from a copy followed by zero bytes: the
  * expected order reads the byte at a row's end as the next tag (no one-byte tag is below
  * 8, field numbers starting at 1), which a payload at its buffer's end, or followed by
@@ -1139,7 +1148,7 @@ static __attribute__((noinline)) int parse_copied_row(Program *pr, const uint8_t
  * with no lookup, no `seen` bit and no room to check (reserve_direct). Any other tag
  * leaves the order for the lookup by tag, for the rest of the row, with `seen` the steps
  * passed that were there. */
-static int parse_rows(Program *pr, const uint8_t *data, const int64_t *first,
+static SEPARATE_JUMPS int parse_rows(Program *pr, const uint8_t *data, const int64_t *first,
                       const int64_t *last, Py_ssize_t row, Py_ssize_t count, uint8_t *codes) {
     static const void *const ops[16] = {
         [0] = &&other, [F_VARINT_SLOT] = &&other, [F_I64_SLOT] = &&other,
@@ -1274,8 +1283,13 @@ order_absent:
     step++;
     goto order_miss;
     /* The expected order's values, twice: their slots ended by direct_end, and (labels
-     * ending in _valid) by never_null_end, for the columns that never take a null. */
-#define ORDER_APPENDED(END) goto order_appended_##END
+     * ending in _valid) by never_null_end, for the columns that never take a null; each
+     * then jumps to the next step's label itself (SEPARATE_JUMPS). */
+#define ORDER_APPENDED(END) do {                                                \
+        if (END(col) != OK) return NOMEM;                                      \
+        step++;                                                                \
+        ORDER_NEXT();                                                          \
+    } while (0)
 #define ORDER_STEPS(V, END)                                                                  \
 order_varint_i64##V:                                                                         \
     if (!(p = read_varint_at(p, end, &raw))) ROW_FAILS(ROW_CORRUPT);                         \
@@ -1333,10 +1347,6 @@ order_span_append##V:  /* a repeated string: the step stays for its next element
     if (r == FAIL) ROW_FAILS(ROW_UTF8);                                                      \
     if (r != OK) return r;                                                                   \
     if (END(col) != OK) return NOMEM;                                                        \
-    ORDER_NEXT();                                                                            \
-order_appended_##END:                                                                        \
-    if (END(col) != OK) return NOMEM;                                                        \
-    step++;                                                                                  \
     ORDER_NEXT();
 
     ORDER_STEPS(, direct_end)
