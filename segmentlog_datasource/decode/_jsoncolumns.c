@@ -1539,10 +1539,8 @@ static HOT int fast_double(Program *prog, Cursor *c, double *out) {
         d = (double)(negative ? -(int64_t)w : (int64_t)w);  /* float(int): -0 gives 0.0 */
     } else if (!w) {
         d = negative ? -0.0 : 0.0;
-    } else if (w <= (1ULL << 53) && q >= -22) {  /* Clinger's: one rounding */
-        d = (double)w / POW10[-q];
-        if (negative) d = -d;
-    } else if (!product_double(w, q, negative, &d)) {
+    } else if (!product_double(w, q, negative, &d)) {  /* not Clinger's divide: its
+                                                          * latency held up the row */
         Num n = {.start = start, .end = p};  /* near a halfway point: CPython's strtod */
         int r = strtod_double(prog, &n, &d);
         if (r != OK) return r == DEFER ? BAIL : r;
