@@ -2184,8 +2184,8 @@ fail:
 
 /* One document as row `row`: OK (its values in, or a null with the row in `deferred`),
  * NOMEM or ERROR (the run stops). */
-static int decode_row(Program *prog, const uint8_t *start, Py_ssize_t size, Py_ssize_t row,
-                      PyObject *deferred) {
+static HOT int decode_row(Program *prog, const uint8_t *start, Py_ssize_t size, Py_ssize_t row,
+                          PyObject *deferred) {
     Cursor c = {start, start + size};
     Step *root = prog->root;
     int r;
@@ -2214,6 +2214,26 @@ static int decode_row(Program *prog, const uint8_t *start, Py_ssize_t size, Py_s
     Py_DECREF(index);
     roll_back(prog->cols, 0, row);
     return append_null(prog, 0);
+}
+
+/* One payload (run's): decode_row out of line. */
+static __attribute__((noinline)) int decode_one(Program *prog, const uint8_t *start,
+                                                Py_ssize_t size, Py_ssize_t row,
+                                                PyObject *deferred) {
+    return decode_row(prog, start, size, row, deferred);
+}
+
+/* Rows data[first[row]:last[row]] (run_spans'), the loop around decode_row in one
+ * function: its registers saved and restored once a run, not once a row. */
+static __attribute__((noinline)) int decode_spans(Program *prog, const uint8_t *data,
+                                                  const int64_t *first, const int64_t *last,
+                                                  Py_ssize_t rows, PyObject *deferred) {
+    for (Py_ssize_t row = 0; row < rows; row++) {
+        int r = decode_row(prog, data + first[row], (Py_ssize_t)(last[row] - first[row]), row,
+                           deferred);
+        if (r != OK) return r;
+    }
+    return OK;
 }
 
 static int run_failed(int r) {
@@ -2253,7 +2273,7 @@ static PyObject *run_program(PyObject *self, PyObject *args) {
             doc = (const uint8_t *)prog->padded.data;
             prog->limit = doc + view.len + FAST_ROOM;
         }
-        int r = decode_row(prog, doc, view.len, row, deferred);
+        int r = decode_one(prog, doc, view.len, row, deferred);
         PyBuffer_Release(&view);
         if (r != OK) {
             run_failed(r);
@@ -2292,13 +2312,10 @@ static PyObject *run_spans(PyObject *self, PyObject *args) {
     const int64_t *first = in.starts.buf, *last = in.ends.buf;
     if (!(deferred = PyList_New(0)) || begin_run(prog->cols, prog->ncols, rows) < 0) goto done;
     prog->limit = (const uint8_t *)in.data.buf + in.data.len;
-    for (Py_ssize_t row = 0; row < rows; row++) {
-        int r = decode_row(prog, (const uint8_t *)in.data.buf + first[row],
-                           (Py_ssize_t)(last[row] - first[row]), row, deferred);
-        if (r != OK) {
-            run_failed(r);
-            goto done;
-        }
+    int r = decode_spans(prog, (const uint8_t *)in.data.buf, first, last, rows, deferred);
+    if (r != OK) {
+        run_failed(r);
+        goto done;
     }
     PyObject *columns = arrow ? column_capsule(prog->cols, prog->ncols, rows)
                               : column_buffers(prog->cols, prog->ncols, rows);
