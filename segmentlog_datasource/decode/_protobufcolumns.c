@@ -235,8 +235,7 @@ typedef struct {
     struct { int32_t col; Py_ssize_t at; } *misfits;
     Py_ssize_t nmisfits, misfits_cap;
     int code;
-    uint8_t *copy;         /* parse_copied_row's copy of a payload */
-    Py_ssize_t copy_cap;
+    Buf copy;              /* parse_copied_row's copy of a payload */
     const uint8_t *limit;  /* the end of what the payloads' buffer lets a run read */
     const Prog *root_prog; /* &progs[root] */
     int first_message;     /* the message indexes are [0] */
@@ -1113,24 +1112,15 @@ static __attribute__((noinline)) int parse_copied_row(Program *pr, const uint8_t
                                                       const uint8_t *end, Py_ssize_t row,
                                                       uint8_t *codes) {
     Py_ssize_t size = end - p;
-    if (size > PY_SSIZE_T_MAX - 16) return NOMEM;
-    if (size + 16 > pr->copy_cap) {
-        Py_ssize_t cap = pr->copy_cap ? pr->copy_cap : 256;
-        while (cap < size + 16) {
-            if (cap > PY_SSIZE_T_MAX / 2) return NOMEM;
-            cap *= 2;
-        }
-        uint8_t *grown = PyMem_RawRealloc(pr->copy, (size_t)cap);
-        if (!grown) return NOMEM;
-        pr->copy = grown;
-        pr->copy_cap = cap;
-    }
-    if (size) memcpy(pr->copy, p, (size_t)size);
-    memset(pr->copy + size, 0, 16);  /* room for the 16-byte loads of short strings too */
+    pr->copy.len = 0;
+    if (size > PY_SSIZE_T_MAX - 16 || buf_reserve(&pr->copy, size + 16) != OK) return NOMEM;
+    uint8_t *copy = (uint8_t *)pr->copy.data;
+    if (size) memcpy(copy, p, (size_t)size);
+    memset(copy + size, 0, 16);  /* room for the 16-byte loads of short strings too */
     const uint8_t *limit = pr->limit;
     const int64_t first = 0, last = size;
-    pr->limit = pr->copy + size + 16;
-    int r = parse_rows(pr, pr->copy, &first, &last, row, 1, codes);
+    pr->limit = copy + size + 16;
+    int r = parse_rows(pr, copy, &first, &last, row, 1, codes);
     pr->limit = limit;
     return r;
 }
@@ -1837,7 +1827,7 @@ static void free_program(PyObject *capsule) {
     PyMem_RawFree(pr->entries);
     PyMem_RawFree(pr->order);
     PyMem_RawFree(pr->misfits);
-    PyMem_RawFree(pr->copy);
+    PyMem_RawFree(pr->copy.data);
     PyMem_Free(pr);
 }
 

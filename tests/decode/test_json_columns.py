@@ -574,6 +574,20 @@ def halfway_literals(rng, count):
     return literals
 
 
+def assert_floats_bit_for_bit(literals):
+    """The finite ones of `literals` in a number column: each float()'s bits, and none
+    left to the row-by-row path."""
+    literals = [literal for literal in literals if math.isfinite(float(literal))]
+    column = column_of({"type": "number"})
+    compiled, errors, _ = twins(column, [literal.encode() for literal in literals],
+                                deferred=[])
+    assert errors == [None] * len(literals)
+    got = compiled.to_numpy(zero_copy_only=False)
+    wrong = [(literal, repr(value)) for literal, value in zip(literals, got)
+             if struct.pack("<d", value) != struct.pack("<d", float(literal))]
+    assert not wrong, wrong[:10]
+
+
 @compiled_only
 def test_doubles_are_pythons_float_bit_for_bit():
     """The compiled parser's double of a literal (a shortcut for w * 10^q with w of 15 or
@@ -596,15 +610,7 @@ def test_doubles_are_pythons_float_bit_for_bit():
                  "2.2250738585072012e-308", "4.9406564584124654e-324", "1e23", "8.5e-1",
                  "123456789012345678e-5", "1234567890123456789e291", "1844674407370955161e1",
                  "5e-1", "0.5000000000000001", "7.450580596923828125e-9"]
-    literals = [literal for literal in literals if math.isfinite(float(literal))]
-    column = column_of({"type": "number"})
-    compiled, errors, _ = twins(column, [literal.encode() for literal in literals],
-                                deferred=[])
-    assert errors == [None] * len(literals)
-    got = compiled.to_numpy(zero_copy_only=False)
-    wrong = [(literal, repr(value)) for literal, value in zip(literals, got)
-             if struct.pack("<d", value) != struct.pack("<d", float(literal))]
-    assert not wrong, wrong[:10]
+    assert_floats_bit_for_bit(literals)
 
 
 def long_decimals(rng, digits):
@@ -636,15 +642,7 @@ def test_doubles_of_17_and_19_digits_are_pythons_float_bit_for_bit():
     literals += [f"{rng.randrange(10 ** 18, 10 ** 19)}e{rng.choice([289, 290, -307, -308])}"
                  for _ in range(200)]
     literals += halfway_literals(rng, SWEEP or 3000)
-    literals = [literal for literal in literals if math.isfinite(float(literal))]
-    column = column_of({"type": "number"})
-    compiled, errors, _ = twins(column, [literal.encode() for literal in literals],
-                                deferred=[])
-    assert errors == [None] * len(literals)
-    got = compiled.to_numpy(zero_copy_only=False)
-    wrong = [(literal, repr(value)) for literal, value in zip(literals, got)
-             if struct.pack("<d", value) != struct.pack("<d", float(literal))]
-    assert not wrong, wrong[:10]
+    assert_floats_bit_for_bit(literals)
     # the fast path's literals (no exponent): 17 and 19 digits, the point anywhere
     plain = []
     for digits in (17, 19):
