@@ -203,10 +203,10 @@ typedef struct {
     int direct;
     uint64_t direct_mask;
     Emit **direct_emits; /* by bit */
-    int nrest, nrest_lists;
-    Emit **rest;         /* the emits of the other fields: the E_LISTs (nrest_lists), then
-                          * the others in order (each fills its own column) */
-    ListEnd *list_ends;  /* the E_LISTs' columns (nrest_lists) */
+    int nrest, nlists;
+    Emit **rest;         /* the emits of the other fields but lists, in order (each fills
+                          * its own column) */
+    ListEnd *list_ends;  /* the other fields' lists (E_LIST), ended as a row ends */
     Column *column;      /* &cols[col] */
     Step *steps;         /* the expected order: its one-byte direct and repeated-string
                           * fields by number, then a step that ends it (NULL: none) */
@@ -841,6 +841,15 @@ static HOT int null_end_reserved(Column *col) {
     return OK;
 }
 
+/* A null string of a direct column with presence (a proto3 optional string absent): its
+ * offset and validity byte in room reserve_direct made. */
+static HOT int null_text_reserved(Column *col) {
+    if (col->data.len > INT32_MAX) return NOMEM;  /* past Arrow's int32 offsets */
+    int32_t offset = (int32_t)col->data.len;
+    PUT_RESERVED(&col->offsets, &offset, 4);
+    return null_end_reserved(col);
+}
+
 /* direct_end for a column that never has a validity buffer (Step's never_null). */
 static HOT int never_null_end(Column *col) {
     col->length++;
@@ -962,10 +971,12 @@ static HOT int append_text(Column *col, const uint8_t *s, Py_ssize_t n, const ui
     return OK;
 }
 
-/* The length-delimited value at p: [*s, *s + *n); the byte after it, NULL when corrupt. */
-static HOT const uint8_t *span_at(const uint8_t *p, const uint8_t *end, const uint8_t **s,
-                                  Py_ssize_t *n) {
-    if (p < end && *p < 0x80) {
+/* The length-delimited value at p in a row whose byte at `end` may be read (parse_rows's):
+ * [*s, *s + *n); the byte after it, NULL when corrupt (a length byte read at `end` fails
+ * the test of the value's end). */
+static HOT const uint8_t *span_in_row(const uint8_t *p, const uint8_t *end, const uint8_t **s,
+                                      Py_ssize_t *n) {
+    if (*p < 0x80) {
         Py_ssize_t size = *p++;
         /* as addresses: one sum, its end's test and the byte after it */
         if ((uintptr_t)p + (size_t)size > (uintptr_t)end) return NULL;
@@ -976,18 +987,10 @@ static HOT const uint8_t *span_at(const uint8_t *p, const uint8_t *end, const ui
     return read_span(&p, end, s, n) == OK ? p : NULL;
 }
 
-/* span_at in a row whose byte at `end` may be read (parse_rows's): a length byte read
- * there fails the test of the value's end. */
-static HOT const uint8_t *span_in_row(const uint8_t *p, const uint8_t *end, const uint8_t **s,
-                                      Py_ssize_t *n) {
-    if (*p < 0x80) {
-        Py_ssize_t size = *p++;
-        if ((uintptr_t)p + (size_t)size > (uintptr_t)end) return NULL;
-        *s = p;
-        *n = size;
-        return p + size;
-    }
-    return read_span(&p, end, s, n) == OK ? p : NULL;
+/* span_in_row where the byte at `end` may not be read. */
+static HOT const uint8_t *span_at(const uint8_t *p, const uint8_t *end, const uint8_t **s,
+                                  Py_ssize_t *n) {
+    return p < end ? span_in_row(p, end, s, n) : NULL;
 }
 
 /* A field's value at *pp, its tag read: a field of a common shape (F_*) by its tag, else
@@ -1259,15 +1262,10 @@ order_done:
 order_absent_none:  /* a repeated field's: its list ends with the row */
     step++;
     goto order_miss;
-order_absent_null_text: {  /* a proto3 optional string's null */
-        col = step->col;
-        if (col->data.len > INT32_MAX) return NOMEM;  /* past Arrow's int32 offsets */
-        int32_t offset = (int32_t)col->data.len;
-        PUT_RESERVED(&col->offsets, &offset, 4);
-        if (null_end_reserved(col) != OK) return NOMEM;
-        step++;
-        goto order_miss;
-    }
+order_absent_null_text:  /* a proto3 optional string's null */
+    if (null_text_reserved(step->col) != OK) return NOMEM;
+    step++;
+    goto order_miss;
 order_absent:
     if ((r = absent(step->emit)) != OK) return r;
     step++;
@@ -1613,10 +1611,7 @@ static HOT int absent(const Emit *e) {
     Column *col = e->column;
     if (e->presence) {
         if (e->fast != X_BYTES) return append_absent(e);
-        if (col->data.len > INT32_MAX) return NOMEM;  /* past Arrow's int32 offsets */
-        int32_t offset = (int32_t)col->data.len;
-        PUT_RESERVED(&col->offsets, &offset, 4);
-        return append_validity(col, 0);
+        return null_text_reserved(col);
     }
     if (e->fast != X_BOOL) return append_absent(e);
     col->values.data[col->values.len++] = e->dflt.v.i != 0;
@@ -1695,7 +1690,7 @@ static __attribute__((noinline)) int fill_missing(const Prog *pg, uint64_t missi
 
 /* The root's emits that are neither direct nor lists (kept out of parse_rows's loop). */
 static __attribute__((noinline)) int finish_rest(Program *pr, const Prog *pg, Slot *frame) {
-    for (int k = pg->nrest_lists; k < pg->nrest; k++) {
+    for (int k = 0; k < pg->nrest; k++) {
         int r = finish_emit(pr, pg->rest[k], frame, MAX_DEPTH);
         if (r != OK) return r;
     }
@@ -1708,9 +1703,9 @@ static HOT int finish_root(Program *pr, const Prog *pg, Slot *frame, uint64_t se
     uint64_t missing = pg->direct_mask & ~seen;
     int r;
     if (missing && (r = fill_missing(pg, missing)) != OK) return r;
-    for (const ListEnd *e = pg->list_ends, *lists = e + pg->nrest_lists; e < lists; e++)
+    for (const ListEnd *e = pg->list_ends, *lists = e + pg->nlists; e < lists; e++)
         if (list_end_reserved(e->list, e->child) != OK) return NOMEM;
-    if (pg->nrest > pg->nrest_lists && (r = finish_rest(pr, pg, frame)) != OK) return r;
+    if (pg->nrest && (r = finish_rest(pr, pg, frame)) != OK) return r;
     return append_validity(pg->column, 1);
 }
 
@@ -2420,7 +2415,7 @@ static int set_direct(Program *pr, Prog *pg, int index) {
     pg->direct = 1;
     if (set_steps(pr, pg) < 0) return -1;
     /* the frame is read only where a field or an emit that is not direct reads a slot */
-    int reads = 0;
+    int reads = 0, lists = 0;
     for (int k = 0; k < pg->nfields; k++) {
         Field *f = &pg->fields[k];
         if (f->oneof >= 0 || f->action == A_INLINE || f->action == A_MAP) reads = 1;
@@ -2433,20 +2428,18 @@ static int set_direct(Program *pr, Prog *pg, int index) {
     for (int k = 0; k < pg->nemits; k++) {
         Emit *e = &pg->emits[k];
         if (e->direct) continue;
-        if (e->op == E_LIST) pg->nrest_lists++;
+        if (e->op == E_LIST) lists++;
         if (e->op != E_LIST && e->op != E_CONST_NULL && e->op != E_CONST && e->op != E_CONST_EMPTY)
             reads = 1;
     }
-    pg->list_ends = PyMem_Calloc((size_t)(pg->nrest_lists ? pg->nrest_lists : 1), sizeof(ListEnd));
+    pg->list_ends = PyMem_Calloc((size_t)(lists ? lists : 1), sizeof(ListEnd));
     if (!pg->list_ends) { PyErr_NoMemory(); return -1; }
-    int lists = 0, others = pg->nrest_lists;
     for (int k = 0; k < pg->nemits; k++) {
         Emit *e = &pg->emits[k];
         if (e->direct) continue;
-        if (e->op == E_LIST) pg->list_ends[lists] = (ListEnd){e->column, e->child};
-        pg->rest[e->op == E_LIST ? lists++ : others++] = e;
+        if (e->op == E_LIST) pg->list_ends[pg->nlists++] = (ListEnd){e->column, e->child};
+        else pg->rest[pg->nrest++] = e;
     }
-    pg->nrest = others;
     pg->column = &pr->cols[pg->col];
     pg->clear_frame = reads;
     return 0;
@@ -2648,9 +2641,8 @@ static int reserve_direct(Program *pr, Py_ssize_t rows) {
             return NOMEM;
         if (e->presence && buf_reserve(&col->validity, rows) != OK) return NOMEM;
     }
-    for (int k = 0; k < pg->nrest; k++)  /* an offset a row: finish_root's lists */
-        if (pg->rest[k]->op == E_LIST && buf_reserve(&pg->rest[k]->column->offsets, rows * 4) != OK)
-            return NOMEM;
+    for (int k = 0; k < pg->nlists; k++)  /* an offset a row: finish_root's lists */
+        if (buf_reserve(&pg->list_ends[k].list->offsets, rows * 4) != OK) return NOMEM;
     return OK;
 }
 
