@@ -574,15 +574,21 @@ def halfway_literals(rng, count):
     return literals
 
 
-def assert_floats_bit_for_bit(literals):
-    """The finite ones of `literals` in a number column: each float()'s bits, and none
-    left to the row-by-row path."""
+def assert_floats_bit_for_bit(literals, in_object=False):
+    """The finite ones of `literals` in a number column, or (`in_object`) as an object's
+    property in the common shape: each float()'s bits, and none left to the row-by-row
+    path."""
     literals = [literal for literal in literals if math.isfinite(float(literal))]
-    column = column_of({"type": "number"})
-    compiled, errors, _ = twins(column, [literal.encode() for literal in literals],
-                                deferred=[])
+    if in_object:
+        column = column_of({"type": "object", "required": ["v", "w"], "properties": {
+            "v": {"type": "number"}, "w": {"type": "integer"}}})
+        bodies = [b'{"v":%s,"w":1}' % literal.encode() for literal in literals]
+    else:
+        column = column_of({"type": "number"})
+        bodies = [literal.encode() for literal in literals]
+    compiled, errors, _ = twins(column, bodies, deferred=[])
     assert errors == [None] * len(literals)
-    got = compiled.to_numpy(zero_copy_only=False)
+    got = (compiled.field("v") if in_object else compiled).to_numpy(zero_copy_only=False)
     wrong = [(literal, repr(value)) for literal, value in zip(literals, got)
              if struct.pack("<d", value) != struct.pack("<d", float(literal))]
     assert not wrong, wrong[:10]
@@ -652,15 +658,7 @@ def test_doubles_of_17_and_19_digits_are_pythons_float_bit_for_bit():
             plain.append(f"{rng.choice(['', '-'])}"
                          + (f"0.{'0' * -point}{text}"[:digits + 2] if point <= 0
                             else f"{text[:point]}.{text[point:]}"))
-    bodies = [b'{"v":%s,"w":1}' % literal.encode() for literal in plain]
-    column = column_of({"type": "object", "required": ["v", "w"], "properties": {
-        "v": {"type": "number"}, "w": {"type": "integer"}}})
-    compiled, errors, _ = twins(column, bodies, deferred=[])
-    assert errors == [None] * len(bodies)
-    got = compiled.field("v").to_numpy(zero_copy_only=False)
-    wrong = [(literal, repr(value)) for literal, value in zip(plain, got)
-             if struct.pack("<d", value) != struct.pack("<d", float(literal))]
-    assert not wrong, wrong[:10]
+    assert_floats_bit_for_bit(plain, in_object=True)
 
 
 @compiled_only
@@ -1182,15 +1180,7 @@ def test_doubles_in_objects_of_the_common_shape_are_pythons_float_bit_for_bit():
         sixteenths = 2 ** 53 + 2 * rng.randrange((10 ** 15 - 2 ** 49) * 8) + 1
         literals.append(f"{rng.choice(['', '-'])}{sixteenths // 16}."
                         f"{sixteenths % 16 * 625:04d}")
-    bodies = [b'{"v":%s,"w":1}' % literal.encode() for literal in literals]
-    column = column_of({"type": "object", "required": ["v", "w"], "properties": {
-        "v": {"type": "number"}, "w": {"type": "integer"}}})
-    compiled, errors, _ = twins(column, bodies, deferred=[])
-    assert errors == [None] * len(bodies)
-    got = compiled.field("v").to_numpy(zero_copy_only=False)
-    wrong = [(literal, repr(value)) for literal, value in zip(literals, got)
-             if struct.pack("<d", value) != struct.pack("<d", float(literal))]
-    assert not wrong, wrong[:10]
+    assert_floats_bit_for_bit(literals, in_object=True)
 
 
 @compiled_only
